@@ -1,0 +1,7 @@
+"""SGLang plugin fixing two NVFP4-on-Blackwell serving bugs without a fork.
+
+SGLang loads it through the ``sglang.srt.plugins`` entry point (``plugin.register``).
+"""
+
+__version__ = "0.1.0"
+PATCH_NAMES: tuple[str, ...] = ("gemma4-attention", "llama4-router-weight")

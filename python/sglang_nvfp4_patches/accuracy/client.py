@@ -1,0 +1,178 @@
+"""Async completion client for SGLang's native ``/generate`` and OpenAI ``/v1/completions``.
+
+Transient failures (connection errors, dropped connections, timeouts, HTTP 5xx) are retried
+with exponential backoff and jitter, since a busy or restarting server should not turn into
+wrong answers. A 4xx or a malformed 200 is a request the server will never accept, so it
+fails at once with the server's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import json
+import random
+from dataclasses import dataclass
+
+import aiohttp
+
+_JSON_HEADERS = {"Content-Type": "application/json"}
+_BODY_SNIPPET_CHARS = 200
+
+
+class Api(str, enum.Enum):
+    """Which HTTP API of the server to call."""
+
+    NATIVE = "native"  # SGLang /generate
+    OPENAI = "openai"  # OpenAI-compatible /v1/completions
+
+
+class RequestFailedError(Exception):
+    """One question could not be answered: retries exhausted or a non-retryable error."""
+
+    def __init__(self, message: str, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
+class _Retryable(Exception):
+    """Internal: the attempt failed in a way worth retrying."""
+
+
+class _Permanent(Exception):
+    """Internal: the attempt failed in a way a retry cannot fix."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """``max_retries`` extra attempts after the first, waiting base * 2^k with jitter."""
+
+    max_retries: int = 3
+    backoff_base_s: float = 0.5
+    backoff_max_s: float = 10.0
+
+    def delay(self, retry: int, rng: random.Random) -> float:
+        """Equal jitter: half the exponential step fixed, half random, so that many workers
+        failing together (server restart) do not come back in lockstep."""
+        step = min(self.backoff_max_s, self.backoff_base_s * (2**retry))
+        return step / 2 + rng.uniform(0, step / 2)
+
+
+def endpoint_url(base_url: str, api: Api) -> str:
+    """Full URL for ``api``; an OpenAI-style base URL ending in ``/v1`` is accepted too."""
+    base = base_url.rstrip("/")
+    if api is Api.NATIVE:
+        return f"{base}/generate"
+    if base.endswith("/v1"):
+        return f"{base}/completions"
+    return f"{base}/v1/completions"
+
+
+def request_body(api: Api, prompt: str, max_new_tokens: int, model: str) -> bytes:
+    """Greedy request for the first few tokens after ``Answer:``."""
+    if api is Api.NATIVE:
+        payload: dict[str, object] = {
+            "text": prompt,
+            "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens},
+        }
+    else:
+        payload = {
+            "model": model,
+            "prompt": prompt,
+            "max_tokens": max_new_tokens,
+            "temperature": 0,
+        }
+    return json.dumps(payload, ensure_ascii=False).encode()
+
+
+def response_text(api: Api, raw: bytes) -> str:
+    """The generated text from a 200 response; raises ValueError on an unexpected shape."""
+    data = json.loads(raw)
+    if api is Api.NATIVE:
+        text = data.get("text") if isinstance(data, dict) else None
+    else:
+        choices = data.get("choices") if isinstance(data, dict) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        text = first.get("text") if isinstance(first, dict) else None
+    if not isinstance(text, str):
+        expected = '"text"' if api is Api.NATIVE else '"choices"[0]."text"'
+        raise ValueError(f"response JSON has no string {expected}")
+    return text
+
+
+def _snippet(raw: bytes) -> str:
+    text = raw.decode("utf-8", errors="replace").strip()
+    if len(text) > _BODY_SNIPPET_CHARS:
+        text = text[:_BODY_SNIPPET_CHARS] + "..."
+    return text
+
+
+class CompletionClient:
+    """Sends prompts over one shared session; concurrency is bounded by the caller's workers
+    and by the session's connector."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        base_url: str,
+        api: Api,
+        model: str,
+        max_new_tokens: int,
+        timeout_s: float,
+        retry: RetryPolicy,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._session = session
+        self._api = api
+        self._url = endpoint_url(base_url, api)
+        self._model = model
+        self._max_new_tokens = max_new_tokens
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self._timeout_s = timeout_s
+        self._retry = retry
+        self._rng = rng or random.Random()
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    async def complete(self, prompt: str) -> str:
+        """Generated text for ``prompt``; raises RequestFailedError once retries are spent."""
+        body = request_body(self._api, prompt, self._max_new_tokens, self._model)
+        attempts = self._retry.max_retries + 1
+        attempt = 1
+        while True:
+            try:
+                return await self._attempt(body)
+            except _Permanent as exc:
+                raise RequestFailedError(f"{exc} (not retried)", attempt) from None
+            except _Retryable as exc:
+                if attempt >= attempts:
+                    raise RequestFailedError(
+                        f"{exc} (gave up after {attempts} attempt(s))", attempt
+                    ) from None
+            await asyncio.sleep(self._retry.delay(attempt - 1, self._rng))
+            attempt += 1
+
+    async def _attempt(self, body: bytes) -> str:
+        """One POST, with the failure classified as retryable or permanent."""
+        try:
+            async with self._session.post(
+                self._url, data=body, headers=_JSON_HEADERS, timeout=self._timeout
+            ) as resp:
+                status = resp.status
+                raw = await resp.read()
+        except asyncio.TimeoutError:
+            raise _Retryable(f"timed out after {self._timeout_s:g} s") from None
+        except aiohttp.ClientError as exc:
+            raise _Retryable(f"{type(exc).__name__}: {exc}") from None
+        if status >= 500:
+            raise _Retryable(f"HTTP {status}: {_snippet(raw)}")
+        if status >= 400:
+            raise _Permanent(f"HTTP {status} from {self._url}: {_snippet(raw)}")
+        if status != 200:
+            raise _Permanent(f"unexpected HTTP {status} from {self._url}: {_snippet(raw)}")
+        try:
+            return response_text(self._api, raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise _Permanent(f"bad response from {self._url}: {exc}: {_snippet(raw)}") from None

@@ -1,0 +1,201 @@
+"""``accuracy compare``: paired comparison of two runs with McNemar's test.
+
+Both runs ask the same questions, so the informative part is the discordant pairs:
+b = A right / B wrong, c = A wrong / B right. Under "no difference" each discordant pair is
+a fair coin, so b ~ Binomial(b + c, 1/2). For b + c < 25 the exact two-sided binomial p-value
+is used; above that the continuity-corrected chi-square with one degree of freedom, whose
+survival function is erfc(sqrt(x / 2)) — no scipy needed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sglang_nvfp4_patches.accuracy.errors import CompareError, RunFileError
+from sglang_nvfp4_patches.accuracy.store import is_valid_record
+
+EXACT_TEST_BELOW = 25  # b + c below this: exact binomial test
+DEFAULT_ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """Discordant counts, the corrected statistic and the p-value with its method."""
+
+    b: int
+    c: int
+    chi2: float
+    p_value: float
+    method: str  # "exact-binomial" or "chi2-continuity-corrected"
+
+
+def chi2_sf_1dof(x: float) -> float:
+    """P(X >= x) for a chi-square variable with one degree of freedom (X = Z^2)."""
+    if x <= 0:
+        return 1.0
+    return math.erfc(math.sqrt(x / 2))
+
+
+def exact_binomial_p(b: int, c: int) -> float:
+    """Two-sided exact p for b ~ Binomial(b + c, 1/2): twice the smaller tail, capped at 1."""
+    n = b + c
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+def mcnemar(b: int, c: int) -> McNemar:
+    """McNemar's test on the discordant counts."""
+    if b < 0 or c < 0:
+        raise ValueError(f"discordant counts must be >= 0, got b={b}, c={c}")
+    n = b + c
+    chi2 = 0.0 if n == 0 else (abs(b - c) - 1) ** 2 / n
+    if n < EXACT_TEST_BELOW:
+        return McNemar(b, c, chi2, exact_binomial_p(b, c), "exact-binomial")
+    return McNemar(b, c, chi2, chi2_sf_1dof(chi2), "chi2-continuity-corrected")
+
+
+@dataclass(frozen=True)
+class SubjectDelta:
+    """Accuracies of A and B on the shared questions of one subject."""
+
+    subject: str
+    n: int
+    acc_a: float
+    acc_b: float
+
+    @property
+    def delta(self) -> float:
+        return self.acc_b - self.acc_a
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Result of ``compare``; ``to_json`` is the ``--json`` output."""
+
+    label_a: str
+    label_b: str
+    n: int
+    acc_a: float
+    acc_b: float
+    test: McNemar
+    alpha: float
+    verdict: str
+    only_in_a: int
+    only_in_b: int
+    per_subject: list[SubjectDelta]
+    incomplete: list[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file_a": self.label_a,
+            "file_b": self.label_b,
+            "n": self.n,
+            "acc_a": self.acc_a,
+            "acc_b": self.acc_b,
+            "delta": self.acc_b - self.acc_a,
+            "b": self.test.b,
+            "c": self.test.c,
+            "mcnemar_chi2": self.test.chi2,
+            "p_value": self.test.p_value,
+            "p_method": self.test.method,
+            "alpha": self.alpha,
+            "verdict": self.verdict,
+            "only_in_a": self.only_in_a,
+            "only_in_b": self.only_in_b,
+            "incomplete": self.incomplete,
+            "per_subject": {
+                d.subject: {"n": d.n, "acc_a": d.acc_a, "acc_b": d.acc_b, "delta": d.delta}
+                for d in self.per_subject
+            },
+        }
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """Records of one run file by id, plus whether the run finished every question."""
+
+    label: str
+    records: dict[str, Mapping[str, Any]]
+    complete: bool
+
+
+def load_run(path: Path) -> LoadedRun:
+    """Read and validate a RUN.json; problems raise RunFileError naming the file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunFileError(f"{path}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise RunFileError(f"{path}: not readable JSON ({exc})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
+        raise RunFileError(f"{path}: not a run file (expected an object with a 'records' list)")
+    records: dict[str, Mapping[str, Any]] = {}
+    for position, record in enumerate(data["records"]):
+        if not is_valid_record(record):
+            raise RunFileError(
+                f"{path}: records[{position}] lacks a valid id/subject/answer/correct/prediction"
+            )
+        if record["id"] in records:
+            raise RunFileError(f"{path}: duplicate record id {record['id']!r}")
+        records[record["id"]] = record
+    return LoadedRun(str(path), records, data.get("complete") is not False)
+
+
+def verdict_text(test: McNemar, alpha: float) -> str:
+    """One line a human can act on."""
+    p = f"p={test.p_value:.4g}, alpha={alpha:g}"
+    if test.p_value < alpha and test.b != test.c:
+        direction = "worse" if test.b > test.c else "better"
+        return f"B is significantly {direction} than A ({p})"
+    return f"no significant difference between A and B ({p})"
+
+
+def compare_runs(a: LoadedRun, b: LoadedRun, alpha: float = DEFAULT_ALPHA) -> Comparison:
+    """Pair by id over the shared questions; ids present in only one run are counted."""
+    if not 0 < alpha < 1:
+        raise CompareError(f"--alpha must be between 0 and 1, got {alpha}")
+    shared = [qid for qid in a.records if qid in b.records]
+    if not shared:
+        raise CompareError(
+            f"{a.label} and {b.label} share no question ids "
+            f"({len(a.records)} vs {len(b.records)} records); were they run on the same data?"
+        )
+    discordant_b = discordant_c = correct_a = correct_b = 0
+    by_subject: dict[str, list[int]] = {}
+    for qid in shared:
+        right_a = a.records[qid]["correct"]
+        right_b = b.records[qid]["correct"]
+        correct_a += right_a
+        correct_b += right_b
+        discordant_b += right_a and not right_b
+        discordant_c += right_b and not right_a
+        counts = by_subject.setdefault(a.records[qid]["subject"], [0, 0, 0])
+        counts[0] += 1
+        counts[1] += right_a
+        counts[2] += right_b
+    test = mcnemar(discordant_b, discordant_c)
+    n = len(shared)
+    return Comparison(
+        label_a=a.label,
+        label_b=b.label,
+        n=n,
+        acc_a=correct_a / n,
+        acc_b=correct_b / n,
+        test=test,
+        alpha=alpha,
+        verdict=verdict_text(test, alpha),
+        only_in_a=len(a.records) - n,
+        only_in_b=len(b.records) - n,
+        per_subject=[
+            SubjectDelta(subject, cnt, ra / cnt, rb / cnt)
+            for subject, (cnt, ra, rb) in sorted(by_subject.items())
+        ],
+        incomplete=[run.label for run in (a, b) if not run.complete],
+    )

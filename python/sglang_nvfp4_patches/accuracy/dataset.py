@@ -1,0 +1,201 @@
+"""MMLU-format data loading and k-shot prompt building.
+
+The layout is the one of SGLang's ``benchmark/mmlu``: ``DIR/dev/<subject>_dev.csv`` holds the
+few-shot examples and ``DIR/test/<subject>_test.csv`` the questions; each csv row is
+``question, A, B, C, D, answer-letter`` with no header. The prompt follows the classic MMLU
+evaluation so numbers are comparable with published ones. Malformed input raises
+:class:`DatasetError` naming the file and line, because a silently skipped row would change
+the question set and with it the comparison.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sglang_nvfp4_patches.accuracy.errors import DatasetError
+
+CHOICE_LETTERS: tuple[str, ...] = ("A", "B", "C", "D")
+TEST_SUFFIX = "_test.csv"
+DEV_SUFFIX = "_dev.csv"
+_COLUMNS = 1 + len(CHOICE_LETTERS) + 1  # question, four options, answer letter
+
+
+@dataclass(frozen=True)
+class Question:
+    """One multiple-choice row; ``index`` counts the non-blank rows of its file from 0."""
+
+    subject: str
+    index: int
+    question: str
+    choices: tuple[str, ...]
+    answer: str
+
+    @property
+    def id(self) -> str:
+        """Stable id used to pair runs and to resume: ``<subject>/<index>``."""
+        return f"{self.subject}/{self.index}"
+
+
+@dataclass(frozen=True)
+class EvalItem:
+    """A test question together with the full prompt sent to the server."""
+
+    question: Question
+    prompt: str
+
+    @property
+    def id(self) -> str:
+        return self.question.id
+
+
+def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
+    """Parse one MMLU csv file; blank lines are ignored, anything else malformed raises."""
+    questions: list[Question] = []
+    try:
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.reader(handle)
+            while True:
+                line = reader.line_num + 1  # first physical line of the next record
+                try:
+                    row = next(reader)
+                except StopIteration:
+                    break
+                except csv.Error as exc:
+                    raise DatasetError(f"{path}:{line}: malformed csv ({exc})") from exc
+                if not row or all(not cell.strip() for cell in row):
+                    continue
+                questions.append(_parse_row(row, path, line, subject, len(questions)))
+    except UnicodeDecodeError as exc:
+        raise DatasetError(
+            f"{path}: not valid UTF-8 (byte {exc.start}); re-save the file as UTF-8"
+        ) from exc
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    return questions
+
+
+def _parse_row(row: list[str], path: Path, line: int, subject: str, index: int) -> Question:
+    """Validate the column count and answer letter of one csv record."""
+    if len(row) != _COLUMNS:
+        raise DatasetError(
+            f"{path}:{line}: expected {_COLUMNS} columns (question, A, B, C, D, answer), "
+            f"found {len(row)}; quote fields that contain commas"
+        )
+    answer = row[-1].strip().upper()
+    if answer not in CHOICE_LETTERS:
+        raise DatasetError(
+            f"{path}:{line}: answer must be one of {'/'.join(CHOICE_LETTERS)}, found {row[-1]!r}"
+        )
+    return Question(
+        subject=subject,
+        index=index,
+        question=row[0],
+        choices=tuple(row[1:-1]),
+        answer=answer,
+    )
+
+
+def format_subject(subject: str) -> str:
+    """``high_school_physics`` -> ``high school physics`` as in the classic MMLU header."""
+    return subject.replace("_", " ")
+
+
+def format_example(question: Question, include_answer: bool) -> str:
+    """One question block; few-shot blocks carry their answer, the asked one ends ``Answer:``."""
+    options = "".join(
+        f"\n{letter}. {text}" for letter, text in zip(CHOICE_LETTERS, question.choices, strict=True)
+    )
+    if include_answer:
+        return f"{question.question}{options}\nAnswer: {question.answer}\n\n"
+    return f"{question.question}{options}\nAnswer:"
+
+
+def build_prefix(subject: str, dev_examples: Sequence[Question], shots: int) -> str:
+    """Header plus the first ``shots`` dev examples; built once per subject."""
+    header = (
+        "The following are multiple choice questions (with answers) about "
+        f"{format_subject(subject)}.\n\n"
+    )
+    return header + "".join(format_example(q, include_answer=True) for q in dev_examples[:shots])
+
+
+def build_prompt(prefix: str, question: Question) -> str:
+    """Full prompt for one test question."""
+    return prefix + format_example(question, include_answer=False)
+
+
+def list_subjects(data_dir: Path) -> list[str]:
+    """Subjects that have a test file, sorted; raises when there are none."""
+    if not data_dir.is_dir():
+        raise DatasetError(f"{data_dir}: not a directory; pass the MMLU data folder with --data")
+    test_dir = data_dir / "test"
+    if not test_dir.is_dir():
+        raise DatasetError(
+            f"{data_dir}: no 'test' folder; expected {data_dir}/test/<subject>{TEST_SUFFIX} "
+            f"and {data_dir}/dev/<subject>{DEV_SUFFIX}"
+        )
+    subjects = sorted(
+        p.name[: -len(TEST_SUFFIX)] for p in test_dir.glob(f"*{TEST_SUFFIX}") if p.is_file()
+    )
+    if not subjects:
+        raise DatasetError(f"{test_dir}: no *{TEST_SUFFIX} files found")
+    return subjects
+
+
+def select_subjects(available: Sequence[str], wanted: Iterable[str] | None) -> list[str]:
+    """Apply ``--subjects``; unknown names raise instead of silently shrinking the run."""
+    if wanted is None:
+        return list(available)
+    chosen = list(dict.fromkeys(s.strip() for s in wanted if s.strip()))
+    if not chosen:
+        raise DatasetError("--subjects is empty; give a comma-separated list of subject names")
+    known = set(available)
+    unknown = [s for s in chosen if s not in known]
+    if unknown:
+        shown = ", ".join(available[:10]) + (", ..." if len(available) > 10 else "")
+        raise DatasetError(f"unknown subject(s) {', '.join(unknown)}; available: {shown}")
+    return chosen
+
+
+def load_eval_items(
+    data_dir: Path,
+    shots: int,
+    subjects: Iterable[str] | None = None,
+    limit: int | None = None,
+) -> list[EvalItem]:
+    """All prompts of a run in subject order; ``limit`` keeps the first N questions each."""
+    if shots < 0:
+        raise DatasetError(f"shots must be >= 0, got {shots}")
+    if limit is not None and limit < 1:
+        raise DatasetError(f"limit must be >= 1, got {limit}")
+    items: list[EvalItem] = []
+    for subject in select_subjects(list_subjects(data_dir), subjects):
+        test_path = data_dir / "test" / f"{subject}{TEST_SUFFIX}"
+        questions = read_mmlu_csv(test_path, subject)
+        if not questions:
+            raise DatasetError(f"{test_path}: no questions in file")
+        prefix = build_prefix(subject, _dev_examples(data_dir, subject, shots), shots)
+        selected = questions if limit is None else questions[:limit]
+        items.extend(EvalItem(q, build_prompt(prefix, q)) for q in selected)
+    return items
+
+
+def _dev_examples(data_dir: Path, subject: str, shots: int) -> list[Question]:
+    """The few-shot examples of ``subject``; a missing or too short dev file raises."""
+    if shots == 0:
+        return []
+    dev_path = data_dir / "dev" / f"{subject}{DEV_SUFFIX}"
+    if not dev_path.is_file():
+        raise DatasetError(
+            f"{dev_path}: missing dev file for test subject '{subject}' "
+            f"(needed for {shots}-shot prompts; use --shots 0 to run without examples)"
+        )
+    examples = read_mmlu_csv(dev_path, subject)
+    if len(examples) < shots:
+        raise DatasetError(
+            f"{dev_path}: has {len(examples)} example(s) but --shots {shots} needs {shots}"
+        )
+    return examples

@@ -1,0 +1,28 @@
+"""Exceptions of the accuracy tool; each one is a user-facing problem the CLI reports as
+``error: <message>`` with exit code 2 instead of a traceback."""
+
+from __future__ import annotations
+
+
+class AccuracyError(Exception):
+    """Base class: a problem with the user's input that the user can fix."""
+
+
+class DatasetError(AccuracyError):
+    """An MMLU-format data directory or csv file is missing or malformed."""
+
+
+class RunFileError(AccuracyError):
+    """A run result file (``RUN.json``) cannot be read or does not have the expected shape."""
+
+
+class ResumeError(AccuracyError):
+    """The partial results next to ``RUN.json`` belong to a run with different settings."""
+
+
+class CompareError(AccuracyError):
+    """Two run files cannot be compared (e.g. they share no question ids)."""
+
+
+class ConfigError(AccuracyError):
+    """A run setting is out of range (e.g. ``--parallel 0``)."""

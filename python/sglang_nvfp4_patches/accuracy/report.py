@@ -1,0 +1,97 @@
+"""Plain-text reports for ``accuracy run`` and ``accuracy compare``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from sglang_nvfp4_patches.accuracy.scoring import CHANCE_ACCURACY, COLLAPSE_MARGIN, is_collapsed
+
+if TYPE_CHECKING:  # run.py imports aiohttp; compare should not pay for it
+    from sglang_nvfp4_patches.accuracy.compare import Comparison
+    from sglang_nvfp4_patches.accuracy.run import RunOutcome
+
+
+def _fmt_acc(value: float | None) -> str:
+    return "   n/a" if value is None else f"{value:.4f}"
+
+
+def format_run_report(outcome: RunOutcome) -> str:
+    """Per-subject table, total, speed, and the warnings that need attention."""
+    lines: list[str] = []
+    run = outcome.run
+    if run is None:
+        return (
+            f"interrupted: {outcome.answered_this_run} new answer(s) this time, all answers so "
+            f"far kept in {outcome.partial}; rerun the same command to resume"
+        )
+    per_subject: Mapping[str, Mapping[str, Any]] = run["per_subject"]
+    width = max([len("subject"), len("TOTAL"), *map(len, per_subject)])
+    lines.append(f"{'subject':<{width}}  {'n':>6}  {'correct':>7}  accuracy")
+    for subject, s in per_subject.items():
+        acc = _fmt_acc(s["accuracy"])
+        lines.append(f"{subject:<{width}}  {s['n']:>6}  {s['correct']:>7}  {acc}")
+    n_total = sum(s["n"] for s in per_subject.values())
+    correct_total = sum(s["correct"] for s in per_subject.values())
+    acc = _fmt_acc(run["accuracy"])
+    lines.append(f"{'TOTAL':<{width}}  {n_total:>6}  {correct_total:>7}  {acc}")
+    lines.append("")
+    speed = run["questions_per_s"]
+    lines.append(
+        f"accuracy {_fmt_acc(run['accuracy'])} on {run['n_answered']}/{run['n_questions']} "
+        f"questions; wall time {run['wall_time_s']:.1f} s, "
+        f"{'n/a' if speed is None else f'{speed:.1f}'} questions/s "
+        f"({run['answered_this_run']} asked now, {run['resumed']} resumed)"
+    )
+    if is_collapsed(run["accuracy"]):
+        lines.append(
+            f"WARNING: accuracy {run['accuracy']:.4f} is at or below chance "
+            f"({CHANCE_ACCURACY:.2f}) + {COLLAPSE_MARGIN:.2f}: the model's output has collapsed "
+            "(check --attention-backend and the quantization path) or the prompts are wrong"
+        )
+    if outcome.failures:
+        qid, error = outcome.failures[0]
+        lines.append(
+            f"ERROR: {len(outcome.failures)} question(s) failed and were not recorded; "
+            f"first: {qid}: {error}"
+        )
+    if outcome.aborted:
+        lines.append(
+            f"ERROR: stopped after {len(outcome.failures)} failures without a success in "
+            f"between; {outcome.not_attempted} question(s) not attempted (is the server up?)"
+        )
+    if outcome.exit_code:
+        lines.append(f"answers so far are kept in {outcome.partial}; rerun to ask the rest")
+    return "\n".join(lines)
+
+
+def format_comparison(cmp: Comparison) -> str:
+    """Both accuracies, per-subject deltas, discordant counts, McNemar and the verdict."""
+    lines = [f"A: {cmp.label_a}", f"B: {cmp.label_b}"]
+    if cmp.only_in_a or cmp.only_in_b:
+        lines.append(
+            f"NOTE: question sets differ: {cmp.only_in_a} id(s) only in A, {cmp.only_in_b} only "
+            f"in B; comparing the {cmp.n} shared question(s)"
+        )
+    for label in cmp.incomplete:
+        lines.append(f"NOTE: {label} is an incomplete run (some questions failed)")
+    lines.append("")
+    width = max([len("subject"), len("TOTAL"), *(len(d.subject) for d in cmp.per_subject)])
+    lines.append(f"{'subject':<{width}}  {'n':>6}  {'acc A':>7}  {'acc B':>7}  {'B-A (pp)':>8}")
+    for d in cmp.per_subject:
+        lines.append(
+            f"{d.subject:<{width}}  {d.n:>6}  {d.acc_a:>7.4f}  {d.acc_b:>7.4f}  "
+            f"{100 * d.delta:>+8.2f}"
+        )
+    lines.append(
+        f"{'TOTAL':<{width}}  {cmp.n:>6}  {cmp.acc_a:>7.4f}  {cmp.acc_b:>7.4f}  "
+        f"{100 * (cmp.acc_b - cmp.acc_a):>+8.2f}"
+    )
+    lines.append("")
+    t = cmp.test
+    lines.append(f"discordant pairs: b = {t.b} (A right, B wrong), c = {t.c} (A wrong, B right)")
+    lines.append(
+        f"McNemar chi2 (continuity-corrected) = {t.chi2:.3f}, p = {t.p_value:.4g} ({t.method})"
+    )
+    lines.append(cmp.verdict)
+    return "\n".join(lines)

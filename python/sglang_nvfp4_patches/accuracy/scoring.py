@@ -1,0 +1,77 @@
+"""Turning generated text into a graded record, and records into accuracies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sglang_nvfp4_patches.accuracy.dataset import CHOICE_LETTERS, EvalItem
+
+CHANCE_ACCURACY = 1 / len(CHOICE_LETTERS)
+COLLAPSE_MARGIN = 0.05
+_LEADING_NOISE = " \t\r\n(*"
+
+
+def parse_prediction(text: str) -> str | None:
+    """The answer letter at the start of the generation, or None.
+
+    Leading whitespace, ``(`` and ``*`` are skipped; the letter must not be the start of a
+    word, so ``" B"``, ``"B."`` and ``"(C)"`` count while ``"Based"`` or ``"As"`` do not.
+    """
+    stripped = text.lstrip(_LEADING_NOISE)
+    if not stripped or stripped[0] not in CHOICE_LETTERS:
+        return None
+    if len(stripped) > 1 and stripped[1].isalnum():
+        return None
+    return stripped[0]
+
+
+def make_record(item: EvalItem, output: str) -> dict[str, Any]:
+    """The stored answer for one question (``output`` kept for debugging collapses)."""
+    question = item.question
+    prediction = parse_prediction(output)
+    return {
+        "id": question.id,
+        "subject": question.subject,
+        "index": question.index,
+        "prediction": prediction,
+        "answer": question.answer,
+        "correct": prediction == question.answer,
+        "output": output,
+    }
+
+
+@dataclass(frozen=True)
+class Score:
+    """Correct count out of n."""
+
+    n: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.n if self.n else None
+
+
+def score_by_subject(records: Iterable[Mapping[str, Any]]) -> dict[str, Score]:
+    """Per-subject scores, subjects in first-seen order."""
+    counts: dict[str, list[int]] = {}
+    for record in records:
+        entry = counts.setdefault(record["subject"], [0, 0])
+        entry[0] += 1
+        entry[1] += bool(record["correct"])
+    return {subject: Score(n, correct) for subject, (n, correct) in counts.items()}
+
+
+def total_score(scores: Iterable[Score]) -> Score:
+    n = correct = 0
+    for score in scores:
+        n += score.n
+        correct += score.correct
+    return Score(n, correct)
+
+
+def is_collapsed(accuracy: float | None) -> bool:
+    """At or below chance + 5 pp: the model is guessing (or worse), not answering."""
+    return accuracy is not None and accuracy <= CHANCE_ACCURACY + COLLAPSE_MARGIN + 1e-12

@@ -1,0 +1,178 @@
+"""``explain``: what SGLang picks for a checkpoint on a GPU, unpatched vs patched (CPU only)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from sglang_nvfp4_patches import server_args_gemma4_default
+from sglang_nvfp4_patches.flashinfer_cutlass_runner import PATCH_NAME as ROUTER_PATCH
+from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES, GpuProfile
+from sglang_nvfp4_patches.sglang_resolution import ResolvedBackends, resolve
+
+EXAMPLES_DIR = Path(__file__).parent / "example_configs"
+# Bundled stand-in configs and the checkpoint each represents.
+BUNDLED_MODELS: dict[str, str] = {
+    "gemma-4-26b-a4b-nvfp4": "nvidia/Gemma-4-26B-A4B-NVFP4",
+    "gemma-4-26b-a4b-it": "google/gemma-4-26B-A4B-it",
+    "gemma-4-31b-it-nvfp4": "nvidia/Gemma-4-31B-IT-NVFP4",
+    "llama-4-scout-17b-16e-nvfp4": "nvidia/Llama-4-Scout-17B-16E-Instruct-FP4",
+}
+LLAMA4_ARCHITECTURES = frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"})
+
+
+class ModelDirError(ValueError):
+    """``--model`` does not point at a directory with a readable config.json."""
+
+
+@dataclass(frozen=True)
+class ExplainRow:
+    model: str
+    gpu: GpuProfile
+    unpatched: ResolvedBackends
+    patched: ResolvedBackends | None
+    architecture: str | None
+
+    @property
+    def final(self) -> ResolvedBackends:
+        return self.patched if self.patched is not None else self.unpatched
+
+    @property
+    def decided_by(self) -> str:
+        """The patch whose declaration changed SGLang's answer, else ``sglang``."""
+        if self.patched is not None and self.patched != self.unpatched:
+            return server_args_gemma4_default.PATCH_NAME
+        return "sglang"
+
+    @property
+    def note(self) -> str:
+        if self.architecture in LLAMA4_ARCHITECTURES:
+            if self.final.moe_runner_backend == "flashinfer_cutlass":
+                return (
+                    f"{ROUTER_PATCH}: the CUTLASS runner pre-scales the top-1 router weight "
+                    "(apply_router_weight_on_input)"
+                )
+            return f"{ROUTER_PATCH} acts only on the flashinfer_cutlass MoE runner"
+        return ""
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "model": self.model,
+            "gpu": self.gpu.name,
+            "attention_backend": self.final.attention_backend,
+            "moe_runner_backend": self.final.moe_runner_backend,
+            "decided_by": self.decided_by,
+            "unpatched_attention_backend": self.unpatched.attention_backend,
+            "unpatched_moe_runner_backend": self.unpatched.moe_runner_backend,
+            "patched": self.patched is not None,
+            "note": self.note,
+        }
+
+
+def _architecture(model_dir: Path) -> str | None:
+    config_path = model_dir / "config.json"
+    try:
+        config = json.loads(config_path.read_text())
+    except (OSError, ValueError) as error:
+        raise ModelDirError(
+            f"{config_path}: cannot read a JSON config ({error}); --model takes a local "
+            "directory holding the checkpoint's config.json"
+        ) from error
+    architectures = config.get("architectures") or [None]
+    return architectures[0]
+
+
+def explain_one(
+    model: str,
+    model_dir: Path,
+    gpu: GpuProfile,
+    with_patches: bool,
+    attention_backend: str | None = None,
+    quantization: str | None = None,
+) -> ExplainRow:
+    architecture = _architecture(model_dir)
+    with server_args_gemma4_default.suspended():
+        unpatched = resolve(model_dir, gpu, attention_backend, quantization)
+    patched = resolve(model_dir, gpu, attention_backend, quantization) if with_patches else None
+    return ExplainRow(model, gpu, unpatched, patched, architecture)
+
+
+def _format_pair(before: str | None, after: str | None, with_patches: bool) -> str:
+    if not with_patches or before == after:
+        return str(before)
+    return f"{before} -> {after}"
+
+
+def format_table(rows: list[ExplainRow], with_patches: bool) -> str:
+    header = (
+        "model",
+        "GPU",
+        "attention (unpatched -> patched)" if with_patches else "attention",
+        "MoE runner (unpatched -> patched)" if with_patches else "MoE runner",
+        "decided by",
+    )
+    lines = [header]
+    for row in rows:
+        final = row.final
+        lines.append(
+            (
+                row.model,
+                row.gpu.name,
+                _format_pair(
+                    row.unpatched.attention_backend, final.attention_backend, with_patches
+                ),
+                _format_pair(
+                    row.unpatched.moe_runner_backend, final.moe_runner_backend, with_patches
+                ),
+                row.decided_by,
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    text = [
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    ]
+    text.insert(1, "  ".join("-" * width for width in widths))
+    notes = sorted({row.note for row in rows if row.note})
+    return "\n".join(text + [""] + [f"note: {note}" for note in notes]).rstrip() + "\n"
+
+
+def add_explain_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "explain",
+        help="what SGLang picks for a checkpoint on a GPU, unpatched vs patched (CPU only)",
+        description="Runs SGLang's own server-args resolution with the GPU simulated.",
+    )
+    parser.add_argument("--model", type=Path, help="local directory holding a config.json")
+    parser.add_argument("--gpu", choices=sorted(GPU_PROFILES), help="simulate one GPU only")
+    parser.add_argument("--attention-backend", help="simulate the user's --attention-backend")
+    parser.add_argument("--quantization", help="simulate the user's --quantization")
+    parser.add_argument("--no-patches", action="store_true", help="SGLang's own answer only")
+    parser.add_argument("--json", action="store_true", help="one JSON object per model x GPU")
+    parser.set_defaults(func=run_explain)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    with_patches = not args.no_patches
+    if with_patches:
+        from sglang.srt.plugins import load_plugins
+
+        load_plugins()  # The plugin is loaded the way SGLang loads it, or not at all.
+    if args.model is not None:
+        models = [(str(args.model), args.model)]
+    else:
+        models = [(name, EXAMPLES_DIR / directory) for directory, name in BUNDLED_MODELS.items()]
+    gpus = [GPU_PROFILES[args.gpu]] if args.gpu else list(GPU_PROFILES.values())
+    rows = [
+        explain_one(name, path, gpu, with_patches, args.attention_backend, args.quantization)
+        for name, path in models
+        for gpu in gpus
+    ]
+    if args.json:
+        for row in rows:
+            print(json.dumps(row.as_json()))
+    else:
+        print(format_table(rows, with_patches), end="")
+    return 0

@@ -1,0 +1,72 @@
+"""Entry point SGLang calls through ``sglang.srt.plugins.load_plugins()``.
+
+SGLang calls ``load_plugins()`` in several processes of one server (launcher, scheduler,
+detokenizer, data-parallel controller), so :func:`register` runs once per process and is a
+no-op on later calls. A patch that cannot be wired logs one ERROR and leaves SGLang as it was;
+the server still starts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from sglang_nvfp4_patches import (
+    flashinfer_cutlass_runner,
+    server_args_gemma4_default,
+)
+from sglang_nvfp4_patches.settings import DISABLE_ENV, UnknownPatchNameError, disabled_patches
+from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
+
+logger = logging.getLogger("sglang_nvfp4_patches")
+
+INSTALLERS: dict[str, Callable[[], PatchReport]] = {
+    server_args_gemma4_default.PATCH_NAME: server_args_gemma4_default.install,
+    flashinfer_cutlass_runner.PATCH_NAME: flashinfer_cutlass_runner.install,
+}
+
+_reports: dict[str, PatchReport] = {}
+
+
+def _install_one(name: str, installer: Callable[[], PatchReport]) -> PatchReport:
+    try:
+        return installer()
+    except PatchUnavailable as error:
+        reason = str(error)
+    except Exception as error:  # A broken patch must never stop the server.
+        reason = f"{type(error).__name__}: {error}"
+    logger.error(
+        "[%s] could not be applied on SGLang %s: %s. SGLang is left unchanged for this patch.",
+        name,
+        sglang_version(),
+        reason,
+    )
+    return PatchReport(name, PatchState.FAILED, reason)
+
+
+def register() -> None:
+    """Install every patch that is not disabled and not already upstream (idempotent)."""
+    if _reports:
+        return
+    try:
+        disabled = disabled_patches()
+    except UnknownPatchNameError as error:
+        logger.error("%s No patch is applied until %s is fixed.", error, DISABLE_ENV)
+        for name in INSTALLERS:
+            _reports[name] = PatchReport(name, PatchState.FAILED, f"invalid {DISABLE_ENV}")
+        return
+    for name, installer in INSTALLERS.items():
+        if name in disabled:
+            _reports[name] = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
+        else:
+            _reports[name] = _install_one(name, installer)
+    logger.info(
+        "sglang-nvfp4-patches on SGLang %s: %s",
+        sglang_version(),
+        "; ".join(f"{r.name}: {r.state.value}" for r in _reports.values()),
+    )
+
+
+def reports() -> dict[str, PatchReport]:
+    """What :func:`register` did in this process (empty if it never ran)."""
+    return dict(_reports)

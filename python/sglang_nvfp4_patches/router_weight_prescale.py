@@ -1,0 +1,106 @@
+"""Pure tensor transform behind the ``llama4-router-weight`` patch (no SGLang import).
+
+Llama 4 routes with ``apply_router_weight_on_input=True``: the router weight multiplies the
+*input* of the expert. FlashInfer's CUTLASS fused MoE only scales expert *outputs*
+(``token_final_scales``). For top-1 routing the two agree exactly when each token's hidden
+states are multiplied by its router weight before the kernel quantizes the activations, and
+the kernel is handed unit final scales. Top-k > 1 would need one differently scaled copy of
+the input per expert, and activations that were quantized before dispatch can no longer be
+scaled, so both are refused with a specific error.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = [
+    "PreQuantizedActivationsError",
+    "RouterWeightOnInputError",
+    "TopKNotOneError",
+    "as_float32_final_scales",
+    "prescale_router_weight_on_input",
+    "unit_final_scales",
+]
+
+
+class RouterWeightOnInputError(ValueError):
+    """``apply_router_weight_on_input`` cannot be honoured for this FlashInfer CUTLASS call."""
+
+
+class TopKNotOneError(RouterWeightOnInputError):
+    """Router weight on the input with more than one expert per token."""
+
+
+class PreQuantizedActivationsError(RouterWeightOnInputError):
+    """Router weight on the input, but the activations arrive already quantized."""
+
+
+# One float32 ones buffer per device, grown by doubling and handed out as a prefix view, so
+# a steady-state call allocates nothing for the unit scales.
+_unit_scale_buffers: dict[torch.device, torch.Tensor] = {}
+# Outgrown buffers stay alive: CUDA graphs captured while they were current keep reading their
+# address on every replay, and a freed block would be handed to other tensors. Doubling keeps
+# all of them together under twice the largest buffer.
+_outgrown_unit_scale_buffers: list[torch.Tensor] = []
+
+
+def unit_final_scales(num_tokens: int, device: torch.device) -> torch.Tensor:
+    """Contiguous float32 ones of shape ``[num_tokens, 1]`` (a view of a cached buffer)."""
+    buffer = _unit_scale_buffers.get(device)
+    if buffer is None or buffer.shape[0] < num_tokens:
+        if buffer is not None:
+            _outgrown_unit_scale_buffers.append(buffer)
+        capacity = max(64, 1 << max(num_tokens - 1, 0).bit_length())
+        buffer = torch.ones((capacity, 1), dtype=torch.float32, device=device)
+        _unit_scale_buffers[device] = buffer
+    return buffer[:num_tokens]
+
+
+def as_float32_final_scales(topk_weights: torch.Tensor) -> torch.Tensor:
+    """The binding requires float32 ``token_final_scales``; a float32 input is returned as is."""
+    return topk_weights.to(torch.float32)
+
+
+def prescale_router_weight_on_input(
+    hidden_states: torch.Tensor,
+    topk_weights: torch.Tensor,
+    hidden_states_scale: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fold top-1 router weights into the expert input.
+
+    Returns ``(hidden_states * w, ones)``: the scaled activations in the activations' dtype
+    (a new row-major contiguous tensor; the inputs are never modified) and float32 unit final
+    scales ``[tokens, 1]`` for the kernel. Expert ids are untouched by construction.
+    """
+    if hidden_states_scale is not None:
+        raise PreQuantizedActivationsError(
+            "apply_router_weight_on_input=True needs unquantized activations, but this "
+            "FlashInfer CUTLASS call received activations already quantized before dispatch "
+            "(hidden_states_scale is set: the FP4 all-gather path). The router weight must "
+            "multiply the activations before quantization. Disable the FP4 all-gather "
+            "(quantize-before-dispatch) option for this model, or use a MoE runner backend "
+            "that applies router weights on the input."
+        )
+    if hidden_states.dim() != 2:
+        raise RouterWeightOnInputError(
+            "apply_router_weight_on_input expects hidden states of shape [tokens, hidden], "
+            f"got shape {tuple(hidden_states.shape)}."
+        )
+    if topk_weights.dim() != 2 or topk_weights.shape[1] != 1:
+        raise TopKNotOneError(
+            "apply_router_weight_on_input=True is only exact on the FlashInfer CUTLASS MoE "
+            "runner with top-1 routing (topk_weights of shape [tokens, 1]); got topk_weights "
+            f"of shape {tuple(topk_weights.shape)}. With top-k > 1 every selected expert "
+            "would need its own differently scaled copy of the input, which the kernel "
+            "cannot take. Use a top-1 model (such as Llama 4 Scout/Maverick) or another "
+            "--moe-runner-backend."
+        )
+    if topk_weights.shape[0] != hidden_states.shape[0]:
+        raise RouterWeightOnInputError(
+            f"topk_weights has {topk_weights.shape[0]} rows but hidden states have "
+            f"{hidden_states.shape[0]} tokens; each token needs exactly one router weight."
+        )
+    # Row-major whatever the input layout: elementwise ops keep a transposed input's strides,
+    # and the FlashInfer binding checks only the dtype before reading ``input`` as row-major.
+    scaled = (hidden_states * topk_weights.to(hidden_states.dtype)).contiguous()
+    return scaled, unit_final_scales(hidden_states.shape[0], hidden_states.device)

@@ -1,0 +1,38 @@
+"""Patch states as ``doctor`` reports them, and the installed SGLang's version."""
+
+from __future__ import annotations
+
+import enum
+import importlib.metadata
+from dataclasses import dataclass
+
+
+class PatchState(str, enum.Enum):
+    APPLIED = "applied"
+    ALREADY_UPSTREAM = "already upstream"
+    NOT_APPLICABLE = "not applicable"
+    DISABLED = "disabled"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class PatchReport:
+    name: str
+    state: PatchState
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"status": self.state.value, "reason": self.reason}
+
+
+class PatchUnavailable(RuntimeError):
+    """The installed SGLang lacks something a patch needs; the message says what."""
+
+
+def sglang_version() -> str:
+    """Version of the installed SGLang, from its dist-info (cheap: ``sglang.__version__``
+    imports torch). An overlay on PYTHONPATH comes first on sys.path, so its version wins."""
+    try:
+        return importlib.metadata.version("sglang")
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"

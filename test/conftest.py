@@ -1,0 +1,57 @@
+"""Shared pytest set-up. Unit tests never import SGLang; integration tests use the real one.
+
+``test/`` is on ``sys.path`` (pyproject's ``pythonpath``), so helpers import as ``support``.
+
+The release under test is whatever SGLang the interpreter imports: the primary environment's
+0.5.23, or an older release overlaid with ``scripts/test_release.sh X`` (PYTHONPATH).
+``--sglang-release X`` (or ``SGLANG_NVFP4_TEST_RELEASE=X``) states which one is expected, so
+a run whose overlay did not take effect fails loudly instead of testing the wrong release.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+
+import pytest
+
+RELEASE_ENV = "SGLANG_NVFP4_TEST_RELEASE"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--sglang-release",
+        default=os.environ.get(RELEASE_ENV),
+        help=f"SGLang release expected under test (default: ${RELEASE_ENV}, else any)",
+    )
+
+
+def installed_sglang() -> str:
+    try:
+        return importlib.metadata.version("sglang")
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "release_matrix: runs against every supported SGLang release in CI"
+    )
+    expected = config.getoption("--sglang-release")
+    if expected and installed_sglang() != expected:
+        raise pytest.UsageError(
+            f"--sglang-release {expected} requested but SGLang {installed_sglang()} is "
+            f"imported; run `scripts/test_release.sh {expected}` to overlay that release"
+        )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"SGLang release under test: {installed_sglang()}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        report.sections.append(("SGLang release", f"failed on SGLang {installed_sglang()}"))

@@ -1,0 +1,203 @@
+"""Llama 4 on the FlashInfer CUTLASS MoE runner, through SGLang's real runner and types.
+
+Only the FlashInfer kernel is replaced (by a CPU reference of its contract); results are
+compared with Llama 4's semantics, ``expert(x * w)``, computed independently here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+import torch
+
+from sglang_nvfp4_patches import flashinfer_cutlass_runner as patch
+from sglang_nvfp4_patches.router_weight_prescale import (
+    PreQuantizedActivationsError,
+    TopKNotOneError,
+)
+from support.configs import LLAMA4_NVFP4
+from support.sglang_cpu import install_cpu_cutlass_kernel, scheduler_on, single_rank_layer
+
+HIDDEN, INTERMEDIATE, EXPERTS = 64, 32, 4
+
+
+@pytest.fixture
+def sglang_moe(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """SGLang's MoE types on a simulated SM120 scheduler serving the Llama 4 NVFP4 config."""
+    kernel = install_cpu_cutlass_kernel(monkeypatch)
+    with scheduler_on("sm120", LLAMA4_NVFP4, monkeypatch, quantization="modelopt_fp4") as args:
+        from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
+        from sglang.srt.layers.moe.moe_runner.flashinfer_cutlass import (
+            FlashInferCutlassMoeQuantInfo,
+        )
+        from sglang.srt.layers.moe.moe_runner.runner import MoeRunner
+        from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
+        from sglang.srt.layers.moe.topk import StandardTopKOutput
+        from sglang.srt.layers.moe.utils import MoeRunnerBackend
+
+        yield type(
+            "SGLangMoE",
+            (),
+            dict(
+                kernel=kernel,
+                server_args=args,
+                MoeRunnerConfig=MoeRunnerConfig,
+                QuantInfo=FlashInferCutlassMoeQuantInfo,
+                MoeRunner=MoeRunner,
+                DispatchOutput=StandardDispatchOutput,
+                TopKOutput=StandardTopKOutput,
+                CUTLASS=MoeRunnerBackend.FLASHINFER_CUTLASS,
+            ),
+        )
+
+
+def runner_config(moe: Any, top_k: int, on_input: bool) -> Any:
+    return moe.MoeRunnerConfig(
+        num_experts=EXPERTS,
+        num_local_experts=EXPERTS,
+        hidden_size=HIDDEN,
+        intermediate_size_per_partition=INTERMEDIATE,
+        top_k=top_k,
+        activation="silu",
+        is_gated=True,
+        apply_router_weight_on_input=on_input,
+        layer=single_rank_layer(),
+    )
+
+
+def make_batch(moe: Any, tokens: int, top_k: int, dtype: torch.dtype, seed: int = 0) -> dict:
+    generator = torch.Generator().manual_seed(seed)
+    x = torch.randn(tokens, HIDDEN, generator=generator).to(dtype)
+    weights = torch.rand(tokens, top_k, generator=generator) * 0.9 + 0.1
+    ids = torch.argsort(torch.rand(tokens, EXPERTS, generator=generator), dim=1)[:, :top_k]
+    ids = ids.to(torch.int32)
+    w13 = (torch.randn(EXPERTS, 2 * INTERMEDIATE, HIDDEN, generator=generator) / 8).to(dtype)
+    w2 = (torch.randn(EXPERTS, HIDDEN, INTERMEDIATE, generator=generator) / 8).to(dtype)
+    return dict(x=x, weights=weights, ids=ids, w13=w13, w2=w2)
+
+
+def dispatch(moe: Any, batch: dict, weights: torch.Tensor | None = None, scale: Any = None) -> Any:
+    topk = moe.TopKOutput(
+        topk_weights=batch["weights"] if weights is None else weights,
+        topk_ids=batch["ids"],
+        router_logits=torch.zeros(batch["x"].shape[0], EXPERTS),
+    )
+    return moe.DispatchOutput(hidden_states=batch["x"], hidden_states_scale=scale, topk_output=topk)
+
+
+def run(moe: Any, batch: dict, config: Any, **dispatch_kwargs: Any) -> torch.Tensor:
+    quant_info = moe.QuantInfo(quant_type="bf16", w13_weight=batch["w13"], w2_weight=batch["w2"])
+    runner = moe.MoeRunner(moe.CUTLASS, config)
+    return runner.run(dispatch(moe, batch, **dispatch_kwargs), quant_info).hidden_states
+
+
+def expert(x: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+    """One SwiGLU expert on one token, float32, written out by hand (fc1 rows = [up; gate])."""
+    h = w13.float() @ x.float()
+    up, gate = h[:INTERMEDIATE], h[INTERMEDIATE:]
+    return w2.float() @ (gate * torch.sigmoid(gate) * up)
+
+
+def llama4_semantics(batch: dict) -> torch.Tensor:
+    """Router weight on the input: expert(x * w), with x * w in the activations' dtype."""
+    x, w, ids = batch["x"], batch["weights"], batch["ids"]
+    rows = []
+    for t in range(x.shape[0]):
+        scaled = x[t] * w[t, 0].to(x.dtype)
+        rows.append(expert(scaled, batch["w13"][ids[t, 0]], batch["w2"][ids[t, 0]]))
+    return torch.stack(rows).to(x.dtype) if rows else torch.empty(0, HIDDEN, dtype=x.dtype)
+
+
+def output_weighted_semantics(batch: dict) -> torch.Tensor:
+    x, w, ids = batch["x"], batch["weights"], batch["ids"]
+    rows = []
+    for t in range(x.shape[0]):
+        total = torch.zeros(HIDDEN)
+        for k in range(ids.shape[1]):
+            total += w[t, k].float() * expert(x[t], batch["w13"][ids[t, k]], batch["w2"][ids[t, k]])
+        rows.append(total)
+    return torch.stack(rows).to(x.dtype)
+
+
+def runner_is_upstream() -> bool:
+    return hasattr(importlib.import_module(patch.RUNNER_MODULE), patch.UPSTREAM_PRESCALE)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "tolerance"), [(torch.float32, 1e-5), (torch.bfloat16, 1e-2)], ids=["fp32", "bf16"]
+)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_top1_router_weight_on_input_matches_llama4(
+    sglang_moe: Any, dtype: torch.dtype, tolerance: float, seed: int
+) -> None:
+    batch = make_batch(sglang_moe, tokens=9, top_k=1, dtype=dtype, seed=seed)
+    out = run(sglang_moe, batch, runner_config(sglang_moe, 1, on_input=True))
+    expected = llama4_semantics(batch)
+    assert out.dtype == dtype and out.shape == expected.shape
+    torch.testing.assert_close(out, expected, rtol=tolerance, atol=tolerance)
+    # and it is not what output-side weighting would give
+    assert not torch.allclose(out.float(), output_weighted_semantics(batch).float(), atol=1e-2)
+
+
+def test_kernel_gets_prescaled_input_unit_float32_scales_and_unchanged_ids(sglang_moe: Any) -> None:
+    batch = make_batch(sglang_moe, tokens=6, top_k=1, dtype=torch.bfloat16)
+    weights_before, ids_before = batch["weights"].clone(), batch["ids"].clone()
+    run(sglang_moe, batch, runner_config(sglang_moe, 1, on_input=True))
+    (call,) = sglang_moe.kernel.calls
+    assert torch.equal(call["input"], batch["x"] * batch["weights"].to(torch.bfloat16))
+    scales = call["token_final_scales"]
+    assert scales.dtype == torch.float32 and torch.equal(scales, torch.ones(6, 1))
+    assert torch.equal(call["token_selected_experts"].long(), batch["ids"].long())
+    assert torch.equal(batch["weights"], weights_before) and torch.equal(batch["ids"], ids_before)
+
+
+@pytest.mark.parametrize("weights_dtype", [torch.bfloat16, torch.float32])
+def test_output_weighting_is_unchanged_apart_from_float32_scales(
+    sglang_moe: Any, weights_dtype: torch.dtype
+) -> None:
+    batch = make_batch(sglang_moe, tokens=7, top_k=2, dtype=torch.bfloat16)
+    batch["weights"] = batch["weights"].to(weights_dtype)
+    out = run(sglang_moe, batch, runner_config(sglang_moe, 2, on_input=False))
+    (call,) = sglang_moe.kernel.calls
+    assert call["token_final_scales"].dtype == torch.float32
+    assert torch.equal(call["token_final_scales"], batch["weights"].float())
+    assert torch.equal(call["input"], batch["x"])
+    torch.testing.assert_close(out, output_weighted_semantics(batch), rtol=1e-2, atol=1e-2)
+
+
+def test_top2_with_router_weight_on_input_is_refused(sglang_moe: Any) -> None:
+    batch = make_batch(sglang_moe, tokens=4, top_k=2, dtype=torch.bfloat16)
+    expected = AssertionError if runner_is_upstream() else TopKNotOneError
+    with pytest.raises(expected, match=r"(?i)top-?k ?=? ?1|top-1"):
+        run(sglang_moe, batch, runner_config(sglang_moe, 2, on_input=True))
+    assert sglang_moe.kernel.calls == []
+
+
+def test_prequantized_activations_are_refused(sglang_moe: Any) -> None:
+    batch = make_batch(sglang_moe, tokens=4, top_k=1, dtype=torch.bfloat16)
+    scale = torch.ones(4, HIDDEN // 16, dtype=torch.uint8)
+    expected = NotImplementedError if runner_is_upstream() else PreQuantizedActivationsError
+    with pytest.raises(expected, match="quantized before dispatch"):
+        run(sglang_moe, batch, runner_config(sglang_moe, 1, on_input=True), scale=scale)
+    assert sglang_moe.kernel.calls == []
+
+
+def test_zero_tokens(sglang_moe: Any) -> None:
+    batch = make_batch(sglang_moe, tokens=0, top_k=1, dtype=torch.bfloat16)
+    out = run(sglang_moe, batch, runner_config(sglang_moe, 1, on_input=True))
+    assert out.shape == (0, HIDDEN)
+
+
+def test_registry_holds_sglangs_own_functions_where_upstream_has_the_fix() -> None:
+    runner = importlib.import_module(patch.RUNNER_MODULE)
+    from sglang.srt.layers.moe.moe_runner.base import FusedOpPool
+
+    funcs = [FusedOpPool._fused_funcs[key] for key in patch.CUTLASS_FUSED_FUNC_KEYS]
+    if runner_is_upstream():
+        assert funcs[0] is runner.fused_experts_none_to_flashinfer_cutlass
+        assert funcs[1] is runner.fused_experts_flashinfer_to_flashinfer_cutlass
+    else:
+        assert all(patch.is_patched(f) for f in funcs)
+        assert funcs[0].__wrapped__ is runner.fused_experts_none_to_flashinfer_cutlass

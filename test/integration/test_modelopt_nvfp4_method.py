@@ -1,0 +1,99 @@
+"""ModelOpt NVFP4 MoE on the CUTLASS runner: Llama 4's flag no longer stops the layer.
+
+SGLang's real ``ModelOptFp4Config`` / ``ModelOptNvFp4FusedMoEMethod`` build the runner and
+run the CUTLASS branch of ``apply``; the FlashInfer kernel is the recording CPU stand-in.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+import torch
+
+from sglang_nvfp4_patches import flashinfer_cutlass_runner as patch
+from support.configs import LLAMA4_NVFP4
+from support.sglang_cpu import install_cpu_cutlass_kernel, scheduler_on, single_rank_layer
+
+HIDDEN, INTERMEDIATE, EXPERTS, TOKENS = 64, 64, 4, 5
+
+
+def nvfp4_layer() -> torch.nn.Module:
+    """The attributes the CUTLASS branch reads off a loaded NVFP4 MoE layer (packed FP4
+    weights and FP8 block scales as raw bytes: the CPU kernel stand-in does not decode them)."""
+    layer = single_rank_layer()
+    u8 = torch.uint8
+    layer.w13_weight = torch.zeros(EXPERTS, 2 * INTERMEDIATE, HIDDEN // 2, dtype=u8)
+    layer.w2_weight = torch.zeros(EXPERTS, HIDDEN, INTERMEDIATE // 2, dtype=u8)
+    layer.w13_blockscale_swizzled = torch.zeros(EXPERTS, 2 * INTERMEDIATE, HIDDEN // 16, dtype=u8)
+    layer.w2_blockscale_swizzled = torch.zeros(EXPERTS, HIDDEN, INTERMEDIATE // 16, dtype=u8)
+    for name in ("w13_input_scale_quant", "g1_alphas", "w2_input_scale_quant", "g2_alphas"):
+        setattr(layer, name, torch.ones(EXPERTS))
+    layer._cutlass_swiglu_params = (None, None, None)
+    layer._mega_moe_nvfp4 = False
+    return layer
+
+
+@pytest.fixture
+def llama4_moe_method(monkeypatch: pytest.MonkeyPatch) -> Any:
+    kernel = install_cpu_cutlass_kernel(monkeypatch)
+    with scheduler_on("sm120", LLAMA4_NVFP4, monkeypatch, quantization="modelopt_fp4"):
+        modelopt = importlib.import_module(patch.MODELOPT_MODULE)
+        from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
+
+        quant_config = modelopt.ModelOptFp4Config.from_config(
+            {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": []}}
+        )
+        layer = nvfp4_layer()
+        config = MoeRunnerConfig(
+            num_experts=EXPERTS,
+            num_local_experts=EXPERTS,
+            hidden_size=HIDDEN,
+            intermediate_size_per_partition=INTERMEDIATE,
+            top_k=1,
+            activation="silu",
+            is_gated=True,
+            apply_router_weight_on_input=True,  # as Llama 4 builds its MoE
+            layer=layer,
+        )
+        yield modelopt.ModelOptNvFp4FusedMoEMethod(quant_config), layer, config, kernel
+
+
+def dispatch_output(weights: torch.Tensor) -> Any:
+    from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
+    from sglang.srt.layers.moe.topk import StandardTopKOutput
+
+    x = torch.randn(TOKENS, HIDDEN, generator=torch.Generator().manual_seed(3)).bfloat16()
+    ids = torch.arange(TOKENS, dtype=torch.int32).remainder(EXPERTS).reshape(TOKENS, 1)
+    topk = StandardTopKOutput(topk_weights=weights, topk_ids=ids, router_logits=None)
+    return StandardDispatchOutput(hidden_states=x, hidden_states_scale=None, topk_output=topk)
+
+
+def test_sglang_resolves_cutlass_for_llama4_nvfp4_on_sm120(llama4_moe_method: Any) -> None:
+    method, layer, config, _ = llama4_moe_method
+    method.create_moe_runner(layer, config)
+    assert method.runner.runner_backend.is_flashinfer_cutlass()
+
+
+def test_apply_runs_with_router_weight_on_input(llama4_moe_method: Any) -> None:
+    method, layer, config, kernel = llama4_moe_method
+    method.create_moe_runner(layer, config)
+    assert method.runner.config.apply_router_weight_on_input  # the runner keeps the flag
+    weights = torch.rand(TOKENS, 1, generator=torch.Generator().manual_seed(4)) + 0.1
+    dispatch = dispatch_output(weights)
+    method.apply(layer, dispatch)
+    (call,) = kernel.calls
+    assert torch.equal(call["input"], dispatch.hidden_states * weights.bfloat16())
+    assert call["token_final_scales"].dtype == torch.float32
+    assert torch.equal(call["token_final_scales"], torch.ones(TOKENS, 1))
+
+
+def test_unpatched_sglang_rejects_the_flag(llama4_moe_method: Any) -> None:
+    """SGLang's own create_moe_runner (what the hook wraps) leaves the rejection in place."""
+    method, layer, config, kernel = llama4_moe_method
+    original = type(method).create_moe_runner.__wrapped__
+    original(method, layer, config)
+    with pytest.raises(AssertionError, match="apply_router_weight_on_input"):
+        method.apply(layer, dispatch_output(torch.rand(TOKENS, 1)))
+    assert kernel.calls == []

@@ -1,0 +1,117 @@
+"""The plugin as SGLang loads it: entry point, idempotence, whitelist, disable, fail-safe.
+
+Each case runs in a fresh interpreter (SGLang loads plugins once per process), with no test
+monkeypatching, and reads SGLang's own registries back.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+PROBE = Path(__file__).resolve().parents[1] / "support" / "plugin_state_probe.py"
+GEMMA4_ARCHS = {
+    "Gemma4ForConditionalGeneration",
+    "Gemma4ForCausalLM",
+    "Gemma4UnifiedForConditionalGeneration",
+}
+
+
+def probe(*args: str, **env: str) -> tuple[dict, str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_NVFP4")}
+    environment.pop("SGLANG_PLUGINS", None)
+    environment.update(env)
+    done = subprocess.run(
+        [sys.executable, str(PROBE), *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    state_lines = [line for line in done.stdout.splitlines() if line.startswith("STATE ")]
+    assert len(state_lines) == 1, done.stdout[-2000:]
+    return json.loads(state_lines[0][len("STATE ") :]), done.stderr
+
+
+def our_log_lines(stderr: str, level: str) -> list[str]:
+    return [
+        line for line in stderr.splitlines() if line.startswith(f"{level}:sglang_nvfp4_patches")
+    ]
+
+
+def test_entry_point_is_installed_where_sglang_looks() -> None:
+    found = {ep.name: ep.value for ep in entry_points(group="sglang.srt.plugins")}
+    assert found.get("nvfp4_patches") == "sglang_nvfp4_patches.plugin:register"
+
+
+def test_fresh_process_gets_every_hook_from_load_plugins() -> None:
+    state, stderr = probe()
+    assert state["gemma4_provider_count"] == {arch: 1 for arch in GEMMA4_ARCHS}
+    assert state["gemma4_provider_last"]
+    assert state["modelopt_create_moe_runner_hooked"]
+    if state["runner_prescale_upstream"]:
+        assert state["runner_funcs_are_sglangs_own"]  # inert: SGLang's own objects
+    else:
+        assert state["runner_funcs_patched"]
+    assert "Executed general plugin: nvfp4_patches" in stderr
+    assert our_log_lines(stderr, "ERROR") == []
+
+
+def test_loading_three_times_installs_once() -> None:
+    state, stderr = probe("--load-times", "3", "--register-times", "3")
+    assert state["gemma4_provider_count"] == {arch: 1 for arch in GEMMA4_ARCHS}
+    assert our_log_lines(stderr, "ERROR") == []
+
+
+@pytest.mark.parametrize(
+    ("whitelist", "loaded"), [("nvfp4_patches", True), ("some_other_plugin", False)]
+)
+def test_sglang_plugins_whitelist(whitelist: str, loaded: bool) -> None:
+    state, _ = probe(SGLANG_PLUGINS=whitelist)
+    expected = 1 if loaded else 0
+    assert state["gemma4_provider_count"] == {arch: expected for arch in GEMMA4_ARCHS}
+    assert state["modelopt_create_moe_runner_hooked"] is loaded
+
+
+def test_disable_gemma4_attention_only() -> None:
+    state, _ = probe(SGLANG_NVFP4_PATCHES_DISABLE="gemma4-attention")
+    assert state["gemma4_provider_count"] == {arch: 0 for arch in GEMMA4_ARCHS}
+    assert state["modelopt_create_moe_runner_hooked"]
+
+
+def test_disable_router_weight_leaves_sglangs_own_objects() -> None:
+    state, _ = probe(SGLANG_NVFP4_PATCHES_DISABLE="llama4-router-weight")
+    assert state["runner_funcs_are_sglangs_own"]
+    assert not state["modelopt_create_moe_runner_hooked"]
+    assert state["gemma4_provider_count"] == {arch: 1 for arch in GEMMA4_ARCHS}
+
+
+def test_unknown_patch_name_is_an_error_and_nothing_is_patched() -> None:
+    state, stderr = probe(SGLANG_NVFP4_PATCHES_DISABLE="gemma4-attention,llama4-router-wieght")
+    errors = our_log_lines(stderr, "ERROR")
+    assert len(errors) == 1 and "llama4-router-wieght" in errors[0]
+    assert state["gemma4_provider_count"] == {arch: 0 for arch in GEMMA4_ARCHS}
+    assert state["runner_funcs_are_sglangs_own"]
+    assert not state["modelopt_create_moe_runner_hooked"]
+
+
+def test_missing_seam_logs_one_error_and_leaves_sglang_untouched() -> None:
+    state, stderr = probe(
+        "--without", "sglang.srt.arg_groups.model_override_base:register_model_override"
+    )
+    errors = our_log_lines(stderr, "ERROR")
+    assert len(errors) == 1
+    assert "gemma4-attention" in errors[0] and "register_model_override" in errors[0]
+    from sglang_nvfp4_patches.status import sglang_version
+
+    assert sglang_version() in errors[0]
+    assert state["gemma4_provider_count"] == {arch: 0 for arch in GEMMA4_ARCHS}
+    assert state["modelopt_create_moe_runner_hooked"]  # the other patch still works

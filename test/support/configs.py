@@ -1,0 +1,33 @@
+"""Config directories for tests: the bundled stand-ins, or edited copies of them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "python/sglang_nvfp4_patches/example_configs"
+GEMMA4_NVFP4_MOE = EXAMPLES / "gemma-4-26b-a4b-nvfp4"
+GEMMA4_BF16_MOE = EXAMPLES / "gemma-4-26b-a4b-it"
+GEMMA4_NVFP4_DENSE = EXAMPLES / "gemma-4-31b-it-nvfp4"
+LLAMA4_NVFP4 = EXAMPLES / "llama-4-scout-17b-16e-nvfp4"
+ALL_BUNDLED = (GEMMA4_NVFP4_MOE, GEMMA4_BF16_MOE, GEMMA4_NVFP4_DENSE, LLAMA4_NVFP4)
+
+_MISSING = object()
+
+
+def edited_copy(source: Path, target: Path, **text_config: Any) -> Path:
+    """Copy ``source``'s config.json into ``target`` with text_config keys set (or removed
+    when the value is ``edited_copy.REMOVE``)."""
+    config = json.loads((source / "config.json").read_text())
+    for key, value in text_config.items():
+        if value is REMOVE:
+            config["text_config"].pop(key, None)
+        else:
+            config["text_config"][key] = value
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "config.json").write_text(json.dumps(config))
+    return target
+
+
+REMOVE = _MISSING

@@ -1,0 +1,99 @@
+"""Run in a fresh interpreter: load plugins the way SGLang does, then print what SGLang holds.
+
+No test monkeypatching: this reads SGLang's own registries and classes after
+``sglang.srt.plugins.load_plugins()``. ``--load-times N`` calls the loader N times,
+``--register-times N`` calls our ``register`` N more times, and ``--without MODULE:NAME``
+deletes one SGLang attribute first, standing in for a release that lacks it (fail-safe path).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--load-times", type=int, default=1)
+    parser.add_argument("--register-times", type=int, default=0, help="extra direct calls")
+    parser.add_argument("--without", help="module:attribute to delete before loading")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO)
+    if args.without:
+        importlib.import_module("sglang.srt.server_args")  # SGLang's own imports come first
+        module_name, attribute = args.without.split(":")
+        delattr(importlib.import_module(module_name), attribute)
+
+    from sglang.srt.plugins import load_plugins
+
+    for _ in range(args.load_times):
+        load_plugins()
+    for _ in range(args.register_times):
+        from sglang_nvfp4_patches.plugin import register
+
+        register()
+
+    from sglang_nvfp4_patches import flashinfer_cutlass_runner
+    from sglang_nvfp4_patches import server_args_gemma4_default as gemma4
+    from sglang_nvfp4_patches.gemma4_attention_rule import GEMMA4_ARCHITECTURES
+
+    layout = gemma4._layout()
+    if hasattr(layout, "registered"):  # a model-override registry: count our provider
+        registered = layout.registered()
+        counts = {
+            a: sum(fn is layout.provider for fn in registered.get(a, ()))
+            for a in GEMMA4_ARCHITECTURES
+        }
+        last = all(registered[a][-1] is layout.provider for a in GEMMA4_ARCHITECTURES)
+    else:  # the ServerArgs method hook: SGLang's HookRegistry wraps it once
+        counts = {a: int(layout.installed()) for a in GEMMA4_ARCHITECTURES}
+        last = layout.installed()
+    from sglang_nvfp4_patches.status import sglang_version
+
+    # What SGLang does when it builds a MoE layer: import the runner and ModelOpt modules.
+    if not flashinfer_cutlass_runner._module_exists(flashinfer_cutlass_runner.RUNNER_MODULE):
+        print(
+            "STATE "
+            + json.dumps(
+                {
+                    "sglang": sglang_version(),
+                    "gemma4_provider_count": counts,
+                    "gemma4_provider_last": last,
+                    "runner_module": False,
+                }
+            )
+        )
+        return
+    runner = importlib.import_module("sglang.srt.layers.moe.moe_runner.flashinfer_cutlass")
+    modelopt = importlib.import_module("sglang.srt.layers.quantization.modelopt_quant")
+    from sglang.srt.layers.moe.moe_runner.base import FusedOpPool
+
+    create = modelopt.ModelOptNvFp4FusedMoEMethod.__dict__["create_moe_runner"]
+    funcs = FusedOpPool._fused_funcs
+    print(
+        "STATE "
+        + json.dumps(
+            {
+                "sglang": sglang_version(),
+                "gemma4_provider_count": counts,
+                "gemma4_provider_last": last,
+                "runner_funcs_are_sglangs_own": funcs[("none", "flashinfer_cutlass")]
+                is runner.fused_experts_none_to_flashinfer_cutlass
+                and funcs[("flashinfer", "flashinfer_cutlass")]
+                is runner.fused_experts_flashinfer_to_flashinfer_cutlass,
+                "runner_funcs_patched": all(
+                    getattr(funcs[k], "__sglang_nvfp4_patches__", False)
+                    for k in (("none", "flashinfer_cutlass"), ("flashinfer", "flashinfer_cutlass"))
+                ),
+                "runner_prescale_upstream": hasattr(runner, "_prescale_router_weight_on_input"),
+                "modelopt_create_moe_runner_hooked": hasattr(create, "__wrapped__"),
+                "runner_module": True,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

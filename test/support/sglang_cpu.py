@@ -1,0 +1,119 @@
+"""Run real SGLang MoE code on this CPU machine.
+
+Only what needs a GPU is replaced: the FlashInfer ``cutlass_fused_moe`` call (by our CPU
+reference of its contract, recording what it was given), FlashInfer's availability check,
+and the GPU facts (simulated through SGLang's own ``override_platform``). The single-GPU
+tensor-parallel group is a one-rank stand-in: the runner only asks it for ``world_size``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
+from sglang_nvfp4_patches.reference.cutlass_moe_contract import cutlass_fused_moe_reference
+from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+
+RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
+
+
+@dataclass
+class RecordingCutlassKernel:
+    """Stands in for ``flashinfer.fused_moe.cutlass_fused_moe`` on CPU."""
+
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def __call__(self, **kwargs: Any) -> list[torch.Tensor]:
+        self.calls.append(
+            {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
+        )
+        output = kwargs.get("output")
+        if kwargs.get("quant_scales") is not None or kwargs.get("input_sf") is not None:
+            # NVFP4 weights: the contract reference only covers unquantized experts; the
+            # callers of this branch only inspect what the kernel was given.
+            result = torch.zeros_like(output) if output is not None else None
+        else:
+            result = cutlass_fused_moe_reference(
+                kwargs["input"],
+                kwargs["token_selected_experts"],
+                kwargs["token_final_scales"],
+                kwargs["fc1_expert_weights"],
+                kwargs["fc2_expert_weights"],
+                kwargs["output_dtype"],
+            )
+        if output is not None:
+            output.copy_(result)
+            result = output
+        return [result]
+
+
+def install_cpu_cutlass_kernel(monkeypatch: Any) -> RecordingCutlassKernel:
+    import importlib
+
+    import flashinfer.fused_moe
+
+    kernel = RecordingCutlassKernel()
+    monkeypatch.setattr(flashinfer.fused_moe, "cutlass_fused_moe", kernel)
+    runner = importlib.import_module(RUNNER_MODULE)
+    monkeypatch.setattr(runner, "is_flashinfer_available", lambda: True)
+    return kernel
+
+
+def single_rank_layer() -> torch.nn.Module:
+    """The MoE placement a runner config reads from its layer: one rank, no EP."""
+    layer = torch.nn.Module()
+    layer.moe_tp_size, layer.moe_tp_rank, layer.moe_ep_size, layer.moe_ep_rank = 1, 0, 1, 0
+    return layer
+
+
+@contextlib.contextmanager
+def _single_rank_tp_group(monkeypatch: Any) -> Iterator[None]:
+    import importlib
+
+    group = SimpleNamespace(world_size=1)
+    runner = importlib.import_module(RUNNER_MODULE)
+    if hasattr(runner, "get_tp_group"):  # releases that read the group from distributed
+        monkeypatch.setattr(runner, "get_tp_group", lambda: group)
+        yield
+        return
+    from sglang.srt.runtime_context import get_parallel
+
+    with get_parallel().override(tp_group=group):
+        yield
+
+
+def _initialize_moe_config(server_args: Any) -> None:
+    """What the scheduler does after publishing: seed the MoE runtime flags."""
+    import inspect
+
+    from sglang.srt.layers.moe.utils import initialize_moe_config
+
+    if inspect.signature(initialize_moe_config).parameters:
+        initialize_moe_config(server_args)
+    else:
+        initialize_moe_config()
+
+
+@contextlib.contextmanager
+def scheduler_on(gpu: str, model_dir: Path, monkeypatch: Any, **flags: Any) -> Iterator[Any]:
+    """A resolved ServerArgs published as this process's scheduler config, on a simulated GPU."""
+    from sglang.srt.server_args import ServerArgs
+
+    with simulated_gpu(GPU_PROFILES[gpu]):
+        server_args = ServerArgs(
+            model_path=str(model_dir), skip_tokenizer_init=True, device="cuda", **flags
+        )
+        server_args.resolve_once()
+        from sglang.srt.runtime_context import publish
+
+        publish(server_args, role="scheduler")
+        _initialize_moe_config(server_args)
+        with _single_rank_tp_group(monkeypatch):
+            yield server_args

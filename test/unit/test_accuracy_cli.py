@@ -1,0 +1,81 @@
+"""CLI contract, and the accuracy tool being a pure client (no SGLang, torch; lazy aiohttp)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accuracy_support import PYTHON_DIR
+from sglang_nvfp4_patches.accuracy.cli import add_accuracy_parser
+
+_PROBE = """
+import json, sys
+import sglang_nvfp4_patches.accuracy.cli
+import sglang_nvfp4_patches.accuracy.compare
+import sglang_nvfp4_patches.accuracy.report
+light = sorted(m for m in ("aiohttp", "torch", "sglang") if m in sys.modules)
+import sglang_nvfp4_patches.accuracy.run
+heavy = sorted(m for m in ("torch", "sglang") if m in sys.modules)
+print(json.dumps({"light": light, "heavy": heavy}))
+"""
+
+
+def test_no_sglang_or_torch_and_lazy_aiohttp() -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *sys.path])}
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    assert json.loads(out) == {"light": [], "heavy": []}
+
+
+def _parent() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sglang-nvfp4-patches")
+    add_accuracy_parser(parser.add_subparsers(dest="command", required=True))
+    return parser
+
+
+def test_add_accuracy_parser_run_defaults() -> None:
+    args = _parent().parse_args(["accuracy", "run", "--data", "d", "--out", "o.json"])
+    assert callable(args.func)
+    assert (args.base_url, args.api, args.model) == ("http://127.0.0.1:30000", "native", "default")
+    assert (args.shots, args.parallel, args.limit, args.subjects) == (5, 64, None, None)
+    assert (args.data, args.out) == (Path("d"), Path("o.json"))
+    args = _parent().parse_args(
+        ["accuracy", "run", "--data", "d", "--out", "o", "--subjects", "a, b,,", "--api", "openai"]
+    )
+    assert args.subjects == ("a", "b") and args.api == "openai"
+
+
+def test_add_accuracy_parser_compare() -> None:
+    args = _parent().parse_args(["accuracy", "compare", "a.json", "b.json", "--alpha", "0.01"])
+    assert callable(args.func)
+    assert (args.run_a, args.run_b, args.alpha, args.json) == (
+        Path("a.json"),
+        Path("b.json"),
+        0.01,
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["accuracy"],
+        ["accuracy", "run", "--out", "o"],
+        ["accuracy", "run", "--data", "d", "--out", "o", "--parallel", "0"],
+        ["accuracy", "run", "--data", "d", "--out", "o", "--timeout", "-1"],
+        ["accuracy", "run", "--data", "d", "--out", "o", "--shots", "x"],
+        ["accuracy", "compare", "a.json", "b.json", "--alpha", "1"],
+    ],
+)
+def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        _parent().parse_args(argv)
+    assert info.value.code == 2
+    assert "error:" in capsys.readouterr().err

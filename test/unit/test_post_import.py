@@ -1,0 +1,58 @@
+"""Post-import callbacks on throw-away modules (no SGLang import)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from pathlib import Path
+
+import pytest
+
+from sglang_nvfp4_patches.post_import import pending_modules, when_imported
+
+
+@pytest.fixture
+def module_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield tmp_path
+    for name in [n for n in sys.modules if n.startswith("nvfp4_probe_")]:
+        del sys.modules[name]
+
+
+def test_callback_runs_after_the_module_body(module_dir: Path) -> None:
+    (module_dir / "nvfp4_probe_late.py").write_text("VALUE = 41\ndef f():\n    return VALUE\n")
+    seen: list[int] = []
+
+    def bump(module: object) -> None:
+        seen.append(module.VALUE)
+        module.VALUE = 42
+
+    when_imported("nvfp4_probe_late", bump)
+    assert "nvfp4_probe_late" in pending_modules()
+    module = importlib.import_module("nvfp4_probe_late")
+    assert seen == [41]
+    assert module.f() == 42
+    assert "nvfp4_probe_late" not in pending_modules()
+    assert "VALUE = 41" in inspect.getsource(module)  # the real loader still serves source
+
+
+def test_callback_runs_at_once_for_an_imported_module(module_dir: Path) -> None:
+    (module_dir / "nvfp4_probe_early.py").write_text("VALUE = 1\n")
+    module = importlib.import_module("nvfp4_probe_early")
+    seen: list[object] = []
+    when_imported("nvfp4_probe_early", seen.append)
+    assert seen == [module]
+
+
+def test_submodule_of_a_package(module_dir: Path) -> None:
+    package = module_dir / "nvfp4_probe_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "inner.py").write_text("NAME = 'inner'\n")
+    seen: list[str] = []
+    when_imported("nvfp4_probe_pkg.inner", lambda m: seen.append(m.NAME))
+    importlib.import_module("nvfp4_probe_pkg")
+    assert seen == []
+    importlib.import_module("nvfp4_probe_pkg.inner")
+    assert seen == ["inner"]
