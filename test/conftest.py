@@ -10,10 +10,11 @@ a run whose overlay did not take effect fails loudly instead of testing the wron
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 
 import pytest
+
+from support.release import installed_sglang
 
 RELEASE_ENV = "SGLANG_NVFP4_TEST_RELEASE"
 
@@ -24,13 +25,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get(RELEASE_ENV),
         help=f"SGLang release expected under test (default: ${RELEASE_ENV}, else any)",
     )
-
-
-def installed_sglang() -> str:
-    try:
-        return importlib.metadata.version("sglang")
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 def pytest_configure(config: pytest.Config) -> None:

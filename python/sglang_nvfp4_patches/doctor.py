@@ -11,6 +11,7 @@ from collections.abc import Callable
 from sglang_nvfp4_patches import flashinfer_cutlass_runner, plugin, server_args_gemma4_default
 from sglang_nvfp4_patches.settings import DISABLE_ENV, UnknownPatchNameError, disabled_patches
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
+from sglang_nvfp4_patches.supported_releases import is_supported
 
 PLUGIN_ENTRY_POINT = "nvfp4_patches"
 STATE_READERS: dict[str, Callable[[], PatchReport]] = {
@@ -54,8 +55,11 @@ def collect() -> dict[str, object]:
         config_error = None
     except UnknownPatchNameError as error:
         disabled, config_error = frozenset(), str(error)
+    supported = is_supported(sglang_version())
     for name in STATE_READERS:
-        if config_error is not None:
+        if not supported:
+            report = plugin.OUT_OF_RANGE_REPORTS[name]()
+        elif config_error is not None:
             report = PatchReport(name, PatchState.FAILED, config_error)
         elif name in disabled:
             report = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")

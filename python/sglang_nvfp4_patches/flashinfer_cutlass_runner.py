@@ -293,6 +293,14 @@ def current_state() -> PatchReport:
     return PatchReport(PATCH_NAME, PatchState.APPLIED, f"{runner_note}; {modelopt_note}")
 
 
+def out_of_range_report() -> PatchReport:
+    return PatchReport(
+        PATCH_NAME,
+        PatchState.NOT_APPLICABLE,
+        f"SGLang {sglang_version()} is outside the supported range; nothing patched",
+    )
+
+
 def summarize() -> PatchReport:
     """One report from the two halves (``applied`` if either had to be patched)."""
     with _lock:

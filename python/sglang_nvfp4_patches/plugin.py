@@ -17,12 +17,20 @@ from sglang_nvfp4_patches import (
 )
 from sglang_nvfp4_patches.settings import DISABLE_ENV, UnknownPatchNameError, disabled_patches
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
+from sglang_nvfp4_patches.supported_releases import SUPPORTED_SGLANG, is_supported
 
 logger = logging.getLogger("sglang_nvfp4_patches")
 
 INSTALLERS: dict[str, Callable[[], PatchReport]] = {
     server_args_gemma4_default.PATCH_NAME: server_args_gemma4_default.install,
     flashinfer_cutlass_runner.PATCH_NAME: flashinfer_cutlass_runner.install,
+}
+
+# On a release outside the supported range nothing is installed; each patch only says
+# whether upstream already has its fix.
+OUT_OF_RANGE_REPORTS: dict[str, Callable[[], PatchReport]] = {
+    server_args_gemma4_default.PATCH_NAME: server_args_gemma4_default.out_of_range_report,
+    flashinfer_cutlass_runner.PATCH_NAME: flashinfer_cutlass_runner.out_of_range_report,
 }
 
 _reports: dict[str, PatchReport] = {}
@@ -44,25 +52,42 @@ def _install_one(name: str, installer: Callable[[], PatchReport]) -> PatchReport
     return PatchReport(name, PatchState.FAILED, reason)
 
 
-def register() -> None:
-    """Install every patch that is not disabled and not already upstream (idempotent)."""
-    if _reports:
-        return
+def install_all(version: str) -> dict[str, PatchReport]:
+    """Install every patch that is not disabled and not already upstream; report each."""
+    if not is_supported(version):
+        logger.warning(
+            "sglang-nvfp4-patches supports SGLang %s; SGLang %s is outside that range, so "
+            "nothing is patched. Install a supported SGLang or a plugin release for yours.",
+            SUPPORTED_SGLANG,
+            version,
+        )
+        return {name: report() for name, report in OUT_OF_RANGE_REPORTS.items()}
     try:
         disabled = disabled_patches()
     except UnknownPatchNameError as error:
         logger.error("%s No patch is applied until %s is fixed.", error, DISABLE_ENV)
-        for name in INSTALLERS:
-            _reports[name] = PatchReport(name, PatchState.FAILED, f"invalid {DISABLE_ENV}")
-        return
+        return {
+            name: PatchReport(name, PatchState.FAILED, f"invalid {DISABLE_ENV}")
+            for name in INSTALLERS
+        }
+    reports: dict[str, PatchReport] = {}
     for name, installer in INSTALLERS.items():
         if name in disabled:
-            _reports[name] = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
+            reports[name] = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
         else:
-            _reports[name] = _install_one(name, installer)
+            reports[name] = _install_one(name, installer)
+    return reports
+
+
+def register() -> None:
+    """Entry point: install once per process (SGLang may call its loader several times)."""
+    if _reports:
+        return
+    version = sglang_version()
+    _reports.update(install_all(version))
     logger.info(
         "sglang-nvfp4-patches on SGLang %s: %s",
-        sglang_version(),
+        version,
         "; ".join(f"{r.name}: {r.state.value}" for r in _reports.values()),
     )
 

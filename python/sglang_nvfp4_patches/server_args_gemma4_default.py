@@ -35,9 +35,10 @@ from sglang_nvfp4_patches.gemma4_attention_rule import (
     Gemma4Decision,
     Gemma4Facts,
     decide_gemma4_attention,
+    is_nvfp4_moe_on_sm10x,
     override_hint,
 )
-from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable
+from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
 
 PATCH_NAME = "gemma4-attention"
 logger = logging.getLogger("sglang_nvfp4_patches.gemma4_attention")
@@ -115,6 +116,11 @@ def _mentions_upstream_guard(functions: list[Callable[..., Any]]) -> bool:
 
 # ----------------------------------------------------------------------------- layouts
 
+# Records resolved by our 0.5.13-0.5.18 hooks. Those releases resolve ServerArgs when it is
+# constructed, so a record built before SGLang loaded plugins (``Engine(server_args=...)``)
+# never passed through them; ``warn_if_resolved_before_plugins`` looks for it here.
+_seen_records: dict[int, Any] = {}
+
 
 @dataclass(frozen=True)
 class _RegistryLayout:
@@ -123,6 +129,7 @@ class _RegistryLayout:
     name: str
     module: Any
     provider: Callable[[Any, Any], dict[str, Any]]
+    resolves_on_construction: bool  # ServerArgs.__post_init__ resolves (before 0.5.20)
 
     def registered(self) -> dict[str, list[Callable[..., Any]]]:
         return self.module._MODEL_OVERRIDE_FNS
@@ -172,6 +179,7 @@ def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
 
 def overrides_module_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
     """0.5.15.post1-0.5.18 provider: those releases hand providers the pristine record."""
+    _seen_records[id(server_args)] = server_args
     if _suspended.get():
         return {}
     overrides = importlib.import_module("sglang.srt.arg_groups.overrides")
@@ -186,11 +194,6 @@ def overrides_module_provider(server_args: Any, hf_config: Any) -> dict[str, Any
     )
     decision = _decide(facts, server_args.model_path)
     return {} if decision.attention_backend is None else {"attention_backend": SAFE_BACKEND}
-
-
-# Records the 0.5.13-0.5.18 hooks resolved: an ``Engine(server_args=...)`` built before SGLang
-# loaded plugins is missing from it (see ``warn_if_resolved_before_plugins``).
-_seen_records: dict[int, Any] = {}
 
 
 def adjustments_hook(original: Callable[..., Any], server_args: Any, *args: Any, **kw: Any) -> Any:
@@ -225,6 +228,7 @@ class _MethodLayout:
     server_args_cls: type
 
     name = "ServerArgs._handle_model_specific_adjustments hook"
+    resolves_on_construction = True
 
     def method(self) -> Callable[..., Any]:
         return self.server_args_cls.__dict__[ADJUSTMENTS_METHOD]
@@ -259,7 +263,7 @@ def _layout() -> Any:
         base = None
     if base is not None and hasattr(base, "register_model_override"):
         importlib.import_module("sglang.srt.arg_groups.model_overrides")  # SGLang's first
-        return _RegistryLayout("model-override registry", base, registry_provider)
+        return _RegistryLayout("model-override registry", base, registry_provider, False)
     try:
         overrides = importlib.import_module("sglang.srt.arg_groups.overrides")
     except ImportError:
@@ -269,7 +273,7 @@ def _layout() -> Any:
             if not hasattr(overrides, name):
                 raise PatchUnavailable(f"sglang.srt.arg_groups.overrides has no {name}")
         return _RegistryLayout(
-            "arg_groups.overrides registry", overrides, overrides_module_provider
+            "arg_groups.overrides registry", overrides, overrides_module_provider, True
         )
     server_args_module = importlib.import_module(SERVER_ARGS_MODULE)
     server_args_cls = getattr(server_args_module, "ServerArgs", None)
@@ -298,6 +302,10 @@ def install() -> PatchReport:
         if _mentions_upstream_guard(layout.upstream_providers()):
             return _already_upstream()
         layout.install()
+        if layout.resolves_on_construction:
+            from sglang_nvfp4_patches.post_import import when_imported
+
+            when_imported(ENGINE_MODULE, _hook_engine_launch)
     return current_state()
 
 
@@ -316,9 +324,72 @@ def current_state() -> PatchReport:
     return PatchReport(PATCH_NAME, PatchState.FAILED, f"not installed in the {layout.name}")
 
 
-def resolved_before_plugins(server_args: Any) -> bool:
-    """True for a 0.5.13-0.5.18 record whose resolution our hook never saw."""
-    return (
-        isinstance(_layout(), _MethodLayout)
-        and _seen_records.get(id(server_args)) is not server_args
+def out_of_range_report() -> PatchReport:
+    """Outside the supported range nothing is installed; say whether upstream has the fix."""
+    try:
+        if _mentions_upstream_guard(_layout().upstream_providers()):
+            return _already_upstream()
+    except PatchUnavailable:
+        pass
+    return PatchReport(
+        PATCH_NAME,
+        PatchState.NOT_APPLICABLE,
+        f"SGLang {sglang_version()} is outside the supported range; nothing patched",
     )
+
+
+ENGINE_MODULE = "sglang.srt.entrypoints.engine"
+
+
+def warn_if_resolved_before_plugins(server_args: Any) -> bool:
+    """Warn when a record our hooks never saw runs the affected combination on trtllm_mha."""
+    if _seen_records.get(id(server_args)) is server_args:
+        return False
+    model_config = server_args.get_model_config()
+    server_args_module = importlib.import_module(SERVER_ARGS_MODULE)
+    facts = Gemma4Facts(
+        architecture=_architecture(model_config.hf_config),
+        quantization=model_config.quantization,
+        enable_moe_block=getattr(_text_config(model_config.hf_config), "enable_moe_block", None),
+        compute_capability_major=_major(server_args_module.is_sm100_supported()),
+    )
+    backends = (
+        server_args.attention_backend,
+        server_args.prefill_attention_backend,
+        server_args.decode_attention_backend,
+    )
+    if not (is_nvfp4_moe_on_sm10x(facts) and AFFECTED_BACKEND in backends):
+        return False
+    logger.warning(
+        "[%s] %s: this ServerArgs was resolved before SGLang loaded plugins (Engine("
+        "server_args=...) on SGLang %s), so it runs with %s, which has a known accuracy "
+        "problem for Gemma 4 NVFP4 MoE on SM10X. Call sglang.srt.plugins.load_plugins() before "
+        "building ServerArgs, pass the arguments to sglang.Engine(...) directly, or set "
+        "attention_backend='%s' yourself.",
+        PATCH_NAME,
+        server_args.model_path,
+        sglang_version(),
+        AFFECTED_BACKEND,
+        SAFE_BACKEND,
+    )
+    return True
+
+
+def _engine_launch_hook(original: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    server_args = kwargs.get("server_args", args[1] if len(args) > 1 else None)
+    if server_args is not None:
+        try:
+            warn_if_resolved_before_plugins(server_args)
+        except Exception as error:  # a diagnostic must never stop the engine
+            logger.debug("[%s] prebuilt ServerArgs check skipped: %s", PATCH_NAME, error)
+    return original(*args, **kwargs)
+
+
+def _hook_engine_launch(module: Any) -> None:
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+
+    if hasattr(getattr(module, "Engine", None), "_launch_subprocesses"):
+        HookRegistry.register(
+            f"{ENGINE_MODULE}.Engine._launch_subprocesses", _engine_launch_hook, HookType.AROUND
+        )
+        HookRegistry.apply_hooks()

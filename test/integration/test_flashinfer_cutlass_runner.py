@@ -18,9 +18,22 @@ from sglang_nvfp4_patches.router_weight_prescale import (
     TopKNotOneError,
 )
 from support.configs import LLAMA4_NVFP4
-from support.sglang_cpu import install_cpu_cutlass_kernel, scheduler_on, single_rank_layer
+from support.sglang_cpu import (
+    install_cpu_cutlass_kernel,
+    runner_config_kwargs,
+    runner_module_present,
+    scheduler_on,
+)
 
 HIDDEN, INTERMEDIATE, EXPERTS = 64, 32, 4
+pytestmark = [
+    pytest.mark.release_matrix,
+    pytest.mark.skipif(
+        not runner_module_present(),
+        reason="this SGLang has no FlashInfer CUTLASS MoE runner (0.5.14 and older); "
+        "test_doctor_* checks the patch says 'not applicable' there",
+    ),
+]
 
 
 @pytest.fixture
@@ -55,15 +68,16 @@ def sglang_moe(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def runner_config(moe: Any, top_k: int, on_input: bool) -> Any:
     return moe.MoeRunnerConfig(
-        num_experts=EXPERTS,
-        num_local_experts=EXPERTS,
-        hidden_size=HIDDEN,
-        intermediate_size_per_partition=INTERMEDIATE,
-        top_k=top_k,
-        activation="silu",
-        is_gated=True,
-        apply_router_weight_on_input=on_input,
-        layer=single_rank_layer(),
+        **runner_config_kwargs(
+            num_experts=EXPERTS,
+            num_local_experts=EXPERTS,
+            hidden_size=HIDDEN,
+            intermediate_size_per_partition=INTERMEDIATE,
+            top_k=top_k,
+            activation="silu",
+            is_gated=True,
+            apply_router_weight_on_input=on_input,
+        )
     )
 
 

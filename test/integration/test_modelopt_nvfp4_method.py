@@ -14,9 +14,23 @@ import torch
 
 from sglang_nvfp4_patches import flashinfer_cutlass_runner as patch
 from support.configs import LLAMA4_NVFP4
-from support.sglang_cpu import install_cpu_cutlass_kernel, scheduler_on, single_rank_layer
+from support.sglang_cpu import (
+    install_cpu_cutlass_kernel,
+    runner_config_kwargs,
+    runner_module_present,
+    scheduler_on,
+    single_rank_layer,
+)
 
 HIDDEN, INTERMEDIATE, EXPERTS, TOKENS = 64, 64, 4, 5
+pytestmark = [
+    pytest.mark.release_matrix,
+    pytest.mark.skipif(
+        not runner_module_present(),
+        reason="0.5.14 and older call the CUTLASS kernel inline, with no MoE runner: the "
+        "patch is 'not applicable' there (test_doctor_* checks that)",
+    ),
+]
 
 
 def nvfp4_layer() -> torch.nn.Module:
@@ -47,15 +61,17 @@ def llama4_moe_method(monkeypatch: pytest.MonkeyPatch) -> Any:
         )
         layer = nvfp4_layer()
         config = MoeRunnerConfig(
-            num_experts=EXPERTS,
-            num_local_experts=EXPERTS,
-            hidden_size=HIDDEN,
-            intermediate_size_per_partition=INTERMEDIATE,
-            top_k=1,
-            activation="silu",
-            is_gated=True,
-            apply_router_weight_on_input=True,  # as Llama 4 builds its MoE
-            layer=layer,
+            **runner_config_kwargs(
+                num_experts=EXPERTS,
+                num_local_experts=EXPERTS,
+                hidden_size=HIDDEN,
+                intermediate_size_per_partition=INTERMEDIATE,
+                top_k=1,
+                activation="silu",
+                is_gated=True,
+                apply_router_weight_on_input=True,  # as Llama 4 builds its MoE
+                layer=layer,
+            )
         )
         yield modelopt.ModelOptNvFp4FusedMoEMethod(quant_config), layer, config, kernel
 

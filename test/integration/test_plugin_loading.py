@@ -52,17 +52,20 @@ def test_entry_point_is_installed_where_sglang_looks() -> None:
     assert found.get("nvfp4_patches") == "sglang_nvfp4_patches.plugin:register"
 
 
+@pytest.mark.release_matrix
 def test_fresh_process_gets_every_hook_from_load_plugins() -> None:
     state, stderr = probe()
     assert state["gemma4_provider_count"] == {arch: 1 for arch in GEMMA4_ARCHS}
     assert state["gemma4_provider_last"]
+    assert "Executed general plugin: nvfp4_patches" in stderr
+    assert our_log_lines(stderr, "ERROR") == []
+    if not state["runner_module"]:  # 0.5.14 and older: no CUTLASS runner, nothing to hook
+        return
     assert state["modelopt_create_moe_runner_hooked"]
     if state["runner_prescale_upstream"]:
         assert state["runner_funcs_are_sglangs_own"]  # inert: SGLang's own objects
     else:
         assert state["runner_funcs_patched"]
-    assert "Executed general plugin: nvfp4_patches" in stderr
-    assert our_log_lines(stderr, "ERROR") == []
 
 
 def test_loading_three_times_installs_once() -> None:
@@ -115,3 +118,21 @@ def test_missing_seam_logs_one_error_and_leaves_sglang_untouched() -> None:
     assert sglang_version() in errors[0]
     assert state["gemma4_provider_count"] == {arch: 0 for arch in GEMMA4_ARCHS}
     assert state["modelopt_create_moe_runner_hooked"]  # the other patch still works
+
+
+@pytest.mark.release_matrix
+def test_release_outside_the_range_is_warned_about_and_left_alone(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The same installer ``register`` uses, told it runs on an unsupported release."""
+    from sglang_nvfp4_patches import plugin
+    from sglang_nvfp4_patches import server_args_gemma4_default as gemma4
+
+    layout = gemma4._layout()
+    before = layout.installed()
+    with caplog.at_level("WARNING", logger="sglang_nvfp4_patches"):
+        reports = plugin.install_all("0.5.12")
+    warnings = [r.getMessage() for r in caplog.records if r.name == "sglang_nvfp4_patches"]
+    assert len(warnings) == 1 and "0.5.12" in warnings[0] and "nothing is patched" in warnings[0]
+    assert {r.state.value for r in reports.values()} == {"not applicable"}
+    assert layout.installed() == before  # nothing installed, nothing removed

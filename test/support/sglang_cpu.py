@@ -89,6 +89,37 @@ def _single_rank_tp_group(monkeypatch: Any) -> Iterator[None]:
         yield
 
 
+def _publish_for_scheduler(server_args: Any) -> None:
+    """Install the resolved config as this process's scheduler config, as the scheduler does."""
+    try:
+        from sglang.srt.runtime_context import publish
+    except ImportError:  # before 0.5.20
+        from sglang.srt.server_args import set_global_server_args_for_scheduler
+
+        set_global_server_args_for_scheduler(server_args)
+        return
+    publish(server_args, role="scheduler")
+
+
+def runner_config_kwargs(**kwargs: Any) -> dict[str, Any]:
+    """MoeRunnerConfig gained ``layer`` (the MoE placement) in 0.5.18."""
+    import dataclasses
+
+    from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
+
+    if "layer" in {f.name for f in dataclasses.fields(MoeRunnerConfig)}:
+        kwargs.setdefault("layer", single_rank_layer())
+    else:
+        kwargs.pop("layer", None)
+    return kwargs
+
+
+def runner_module_present() -> bool:
+    from sglang_nvfp4_patches.flashinfer_cutlass_runner import _module_exists
+
+    return _module_exists(RUNNER_MODULE)
+
+
 def _initialize_moe_config(server_args: Any) -> None:
     """What the scheduler does after publishing: seed the MoE runtime flags."""
     import inspect
@@ -110,10 +141,9 @@ def scheduler_on(gpu: str, model_dir: Path, monkeypatch: Any, **flags: Any) -> I
         server_args = ServerArgs(
             model_path=str(model_dir), skip_tokenizer_init=True, device="cuda", **flags
         )
-        server_args.resolve_once()
-        from sglang.srt.runtime_context import publish
-
-        publish(server_args, role="scheduler")
+        if hasattr(server_args, "resolve_once"):  # 0.5.20+; older resolve on construction
+            server_args.resolve_once()
+        _publish_for_scheduler(server_args)
         _initialize_moe_config(server_args)
         with _single_rank_tp_group(monkeypatch):
             yield server_args

@@ -1,0 +1,27 @@
+"""Which SGLang releases the plugin patches (pure: no SGLang import).
+
+The range is only a guard against releases nobody has tested the probes on; *what* gets
+patched is always decided by probing the installed SGLang, never by the version string.
+"""
+
+from __future__ import annotations
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+SUPPORTED_SGLANG = SpecifierSet(">=0.5.14,<0.5.24")
+TESTED_RELEASES: tuple[str, ...] = (
+    "0.5.14",
+    "0.5.15.post1",
+    "0.5.18",
+    "0.5.20",
+    "0.5.22",
+    "0.5.23",
+)
+
+
+def is_supported(version: str) -> bool:
+    try:
+        return SUPPORTED_SGLANG.contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return False

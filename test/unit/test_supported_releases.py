@@ -1,0 +1,24 @@
+"""The supported-release guard (no SGLang import)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sglang_nvfp4_patches.supported_releases import TESTED_RELEASES, is_supported
+
+
+@pytest.mark.parametrize("version", TESTED_RELEASES)
+def test_every_tested_release_is_supported(version: str) -> None:
+    assert is_supported(version)
+
+
+@pytest.mark.parametrize(
+    "version", ["0.5.13", "0.5.13.post1", "0.5.12", "0.5.24", "0.6.0", "junk", ""]
+)
+def test_outside_the_range(version: str) -> None:
+    assert not is_supported(version)
+
+
+def test_post_releases_and_dev_builds_inside_the_range() -> None:
+    assert is_supported("0.5.20.post2")
+    assert is_supported("0.5.23.dev1")
