@@ -17,7 +17,7 @@ from sglang_nvfp4_patches import (
 )
 from sglang_nvfp4_patches.settings import DISABLE_ENV, UnknownPatchNameError, disabled_patches
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
-from sglang_nvfp4_patches.supported_releases import SUPPORTED_SGLANG, is_supported
+from sglang_nvfp4_patches.supported_releases import SUPPORTED_RANGE, is_supported
 
 logger = logging.getLogger("sglang_nvfp4_patches")
 
@@ -58,7 +58,7 @@ def install_all(version: str) -> dict[str, PatchReport]:
         logger.warning(
             "sglang-nvfp4-patches supports SGLang %s; SGLang %s is outside that range, so "
             "nothing is patched. Install a supported SGLang or a plugin release for yours.",
-            SUPPORTED_SGLANG,
+            SUPPORTED_RANGE,
             version,
         )
         return {name: report() for name, report in OUT_OF_RANGE_REPORTS.items()}

@@ -9,7 +9,8 @@ from __future__ import annotations
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-SUPPORTED_SGLANG = SpecifierSet(">=0.5.14,<0.5.24")
+SUPPORTED_RANGE = ">=0.5.14,<0.5.24"  # keep in step with pyproject's sglang requirement
+SUPPORTED_SGLANG = SpecifierSet(SUPPORTED_RANGE)
 TESTED_RELEASES: tuple[str, ...] = (
     "0.5.14",
     "0.5.15.post1",

@@ -20,20 +20,13 @@ from sglang_nvfp4_patches.router_weight_prescale import (
 from support.configs import LLAMA4_NVFP4
 from support.sglang_cpu import (
     install_cpu_cutlass_kernel,
+    needs_runner_module,
     runner_config_kwargs,
-    runner_module_present,
     scheduler_on,
 )
 
 HIDDEN, INTERMEDIATE, EXPERTS = 64, 32, 4
-pytestmark = [
-    pytest.mark.release_matrix,
-    pytest.mark.skipif(
-        not runner_module_present(),
-        reason="this SGLang has no FlashInfer CUTLASS MoE runner (0.5.14 and older); "
-        "test_doctor_* checks the patch says 'not applicable' there",
-    ),
-]
+pytestmark = [pytest.mark.release_matrix, needs_runner_module()]
 
 
 @pytest.fixture

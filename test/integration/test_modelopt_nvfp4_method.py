@@ -16,21 +16,14 @@ from sglang_nvfp4_patches import flashinfer_cutlass_runner as patch
 from support.configs import LLAMA4_NVFP4
 from support.sglang_cpu import (
     install_cpu_cutlass_kernel,
+    needs_runner_module,
     runner_config_kwargs,
-    runner_module_present,
     scheduler_on,
     single_rank_layer,
 )
 
 HIDDEN, INTERMEDIATE, EXPERTS, TOKENS = 64, 64, 4, 5
-pytestmark = [
-    pytest.mark.release_matrix,
-    pytest.mark.skipif(
-        not runner_module_present(),
-        reason="0.5.14 and older call the CUTLASS kernel inline, with no MoE runner: the "
-        "patch is 'not applicable' there (test_doctor_* checks that)",
-    ),
-]
+pytestmark = [pytest.mark.release_matrix, needs_runner_module()]
 
 
 def nvfp4_layer() -> torch.nn.Module:

@@ -52,19 +52,17 @@ def main() -> None:
         last = layout.installed()
     from sglang_nvfp4_patches.status import sglang_version
 
+    state = {
+        "sglang": sglang_version(),
+        "gemma4_provider_count": counts,
+        "gemma4_provider_last": last,
+    }
     # What SGLang does when it builds a MoE layer: import the runner and ModelOpt modules.
-    if not flashinfer_cutlass_runner._module_exists(flashinfer_cutlass_runner.RUNNER_MODULE):
-        print(
-            "STATE "
-            + json.dumps(
-                {
-                    "sglang": sglang_version(),
-                    "gemma4_provider_count": counts,
-                    "gemma4_provider_last": last,
-                    "runner_module": False,
-                }
-            )
-        )
+    state["runner_module"] = flashinfer_cutlass_runner._module_exists(
+        flashinfer_cutlass_runner.RUNNER_MODULE
+    )
+    if not state["runner_module"]:  # 0.5.14 and older
+        print("STATE " + json.dumps(state))
         return
     runner = importlib.import_module("sglang.srt.layers.moe.moe_runner.flashinfer_cutlass")
     modelopt = importlib.import_module("sglang.srt.layers.quantization.modelopt_quant")
@@ -72,27 +70,21 @@ def main() -> None:
 
     create = modelopt.ModelOptNvFp4FusedMoEMethod.__dict__["create_moe_runner"]
     funcs = FusedOpPool._fused_funcs
-    print(
-        "STATE "
-        + json.dumps(
-            {
-                "sglang": sglang_version(),
-                "gemma4_provider_count": counts,
-                "gemma4_provider_last": last,
-                "runner_funcs_are_sglangs_own": funcs[("none", "flashinfer_cutlass")]
-                is runner.fused_experts_none_to_flashinfer_cutlass
-                and funcs[("flashinfer", "flashinfer_cutlass")]
-                is runner.fused_experts_flashinfer_to_flashinfer_cutlass,
-                "runner_funcs_patched": all(
-                    getattr(funcs[k], "__sglang_nvfp4_patches__", False)
-                    for k in (("none", "flashinfer_cutlass"), ("flashinfer", "flashinfer_cutlass"))
-                ),
-                "runner_prescale_upstream": hasattr(runner, "_prescale_router_weight_on_input"),
-                "modelopt_create_moe_runner_hooked": hasattr(create, "__wrapped__"),
-                "runner_module": True,
-            }
-        )
+    state.update(
+        {
+            "runner_funcs_are_sglangs_own": funcs[("none", "flashinfer_cutlass")]
+            is runner.fused_experts_none_to_flashinfer_cutlass
+            and funcs[("flashinfer", "flashinfer_cutlass")]
+            is runner.fused_experts_flashinfer_to_flashinfer_cutlass,
+            "runner_funcs_patched": all(
+                getattr(funcs[k], "__sglang_nvfp4_patches__", False)
+                for k in (("none", "flashinfer_cutlass"), ("flashinfer", "flashinfer_cutlass"))
+            ),
+            "runner_prescale_upstream": hasattr(runner, "_prescale_router_weight_on_input"),
+            "modelopt_create_moe_runner_hooked": hasattr(create, "__wrapped__"),
+        }
     )
+    print("STATE " + json.dumps(state))
 
 
 if __name__ == "__main__":
