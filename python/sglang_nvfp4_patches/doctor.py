@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable
 
 from sglang_nvfp4_patches import flashinfer_cutlass_runner, plugin, server_args_gemma4_default
+from sglang_nvfp4_patches.gemma4_attention_rule import SAFE_BACKEND
 from sglang_nvfp4_patches.settings import DISABLE_ENV, UnknownPatchNameError, disabled_patches
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 from sglang_nvfp4_patches.supported_releases import is_supported
@@ -36,9 +37,35 @@ def _gpu_seen() -> str:
     return f"{torch.cuda.get_device_name(0)} (SM{major}{minor})"
 
 
+def _gemma4_resolves_triton(report: PatchReport) -> PatchReport:
+    """Registered is not enough: ask SGLang to resolve the bundled NVFP4 MoE config on a
+    simulated SM100 and check that the answer really is triton."""
+    from sglang_nvfp4_patches.explain import EXAMPLES_DIR
+    from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
+    from sglang_nvfp4_patches.sglang_resolution import resolve
+
+    resolved = resolve(EXAMPLES_DIR / "gemma-4-26b-a4b-nvfp4", GPU_PROFILES["sm100"])
+    if resolved.attention_backend != SAFE_BACKEND:
+        return PatchReport(
+            report.name,
+            PatchState.FAILED,
+            f"{report.reason}, yet SGLang resolves the bundled NVFP4 MoE config on simulated "
+            f"SM100 to {resolved.attention_backend}",
+        )
+    return PatchReport(
+        report.name, report.state, f"{report.reason} (verified: SGLang resolves it so on SM100)"
+    )
+
+
 def _read_state(name: str) -> PatchReport:
     try:
-        return STATE_READERS[name]()
+        report = STATE_READERS[name]()
+        if name == server_args_gemma4_default.PATCH_NAME and report.state in (
+            PatchState.APPLIED,
+            PatchState.ALREADY_UPSTREAM,
+        ):
+            report = _gemma4_resolves_triton(report)
+        return report
     except Exception as error:  # doctor reports, it never crashes on a broken release
         return PatchReport(name, PatchState.FAILED, f"cannot read state: {error}")
 

@@ -261,7 +261,10 @@ def _layout() -> Any:
         base = importlib.import_module("sglang.srt.arg_groups.model_override_base")
     except ImportError:
         base = None
-    if base is not None and hasattr(base, "register_model_override"):
+    if base is not None:  # 0.5.20+: the registry must be complete, no fallback
+        for name in ("register_model_override", "_MODEL_OVERRIDE_FNS"):
+            if not hasattr(base, name):
+                raise PatchUnavailable(f"{base.__name__} has no {name}")
         importlib.import_module("sglang.srt.arg_groups.model_overrides")  # SGLang's first
         return _RegistryLayout("model-override registry", base, registry_provider, False)
     try:

@@ -109,6 +109,10 @@ def test_doctor_reports_what_sglang_holds() -> None:
     assert result["gpu"] == "none"
     assert set(result["patches"]) == {"gemma4-attention", "llama4-router-weight"}
     assert result["patches"]["gemma4-attention"]["status"] == "applied"
+    assert (
+        "verified: SGLang resolves it so on SM100"
+        in result["patches"]["gemma4-attention"]["reason"]
+    )
     router = result["patches"]["llama4-router-weight"]
     if runner_module_present():
         # 0.5.22+ pre-scale in the runner, but every release up to 0.5.23 still has the

@@ -39,8 +39,13 @@ def main() -> None:
     from sglang_nvfp4_patches import server_args_gemma4_default as gemma4
     from sglang_nvfp4_patches.gemma4_attention_rule import GEMMA4_ARCHITECTURES
 
-    layout = gemma4._layout()
-    if hasattr(layout, "registered"):  # a model-override registry: count our provider
+    try:
+        layout = gemma4._layout()
+    except gemma4.PatchUnavailable:  # the --without case: nothing to count
+        layout = None
+    if layout is None:
+        counts, last = dict.fromkeys(GEMMA4_ARCHITECTURES, 0), False
+    elif hasattr(layout, "registered"):  # a model-override registry: count our provider
         registered = layout.registered()
         counts = {
             a: sum(fn is layout.provider for fn in registered.get(a, ()))
