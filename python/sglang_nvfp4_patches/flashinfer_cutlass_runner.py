@@ -70,6 +70,25 @@ def _record(part: str, state: PatchState, reason: str) -> None:
         )
 
 
+def _reported_as(
+    part: str,
+) -> Callable[[Callable[[ModuleType], None]], Callable[[ModuleType], None]]:
+    """Any unexpected error while patching ``part`` becomes its one ERROR line and a
+    ``failed`` state; the module stays as SGLang made it."""
+
+    def decorate(patch_module: Callable[[ModuleType], None]) -> Callable[[ModuleType], None]:
+        def guarded(module: ModuleType) -> None:
+            try:
+                patch_module(module)
+            except Exception as error:
+                _record(part, PatchState.FAILED, f"{type(error).__name__}: {error}")
+
+        guarded.__qualname__ = patch_module.__qualname__
+        return guarded
+
+    return decorate
+
+
 # ---------------------------------------------------------------- runner fused functions
 
 
@@ -131,6 +150,7 @@ def _fused_func_registry() -> dict[tuple[str, str], FusedFunc]:
     return funcs
 
 
+@_reported_as("runner")
 def _patch_runner_module(module: ModuleType) -> None:
     if hasattr(module, UPSTREAM_PRESCALE):
         _record(
@@ -192,6 +212,7 @@ def modelopt_rejects_router_weight_on_input(method_cls: type) -> bool:
     return _MODELOPT_REJECTION.search(source) is not None
 
 
+@_reported_as("modelopt")
 def _patch_modelopt_module(module: ModuleType) -> None:
     method_cls = getattr(module, MODELOPT_METHOD, None)
     try:
@@ -216,7 +237,10 @@ def _patch_modelopt_module(module: ModuleType) -> None:
         target = f"{MODELOPT_MODULE}.{MODELOPT_METHOD}.create_moe_runner"
         HookRegistry.register(target, _create_moe_runner_hook, HookType.AROUND)
         HookRegistry.apply_hooks()
-        setattr(method_cls.__dict__["create_moe_runner"], _PATCHED_MARK, True)
+        hooked = method_cls.__dict__["create_moe_runner"]
+        if getattr(hooked, "__wrapped__", None) is None:  # HookRegistry logged why
+            raise PatchUnavailable(f"SGLang's HookRegistry did not wrap {target}")
+        setattr(hooked, _PATCHED_MARK, True)
     _record(
         "modelopt",
         PatchState.APPLIED,

@@ -11,12 +11,14 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import logging
 import sys
 import threading
 from collections.abc import Callable
 from types import ModuleType
 
 ModuleCallback = Callable[[ModuleType], None]
+logger = logging.getLogger("sglang_nvfp4_patches")
 
 _pending: dict[str, list[ModuleCallback]] = {}
 _lock = threading.RLock()
@@ -41,7 +43,7 @@ class _CallbackLoader(importlib.abc.Loader):
         with _lock:
             callbacks = _pending.pop(self._fullname, [])
         for callback in callbacks:
-            callback(module)
+            _run_safely(callback, module)
 
 
 class _PostImportFinder(importlib.abc.MetaPathFinder):
@@ -67,11 +69,23 @@ class _PostImportFinder(importlib.abc.MetaPathFinder):
 _finder = _PostImportFinder()
 
 
+def _run_safely(callback: ModuleCallback, module: ModuleType) -> None:
+    """A failing patch must never break SGLang's own import: log it and go on."""
+    try:
+        callback(module)
+    except Exception:
+        logger.exception(
+            "sglang-nvfp4-patches: %s failed on %s; that module is left as SGLang made it",
+            getattr(callback, "__qualname__", callback),
+            module.__name__,
+        )
+
+
 def when_imported(module_name: str, callback: ModuleCallback) -> None:
     """Call ``callback(module)`` once ``module_name`` is imported (now, if it already is)."""
     module = sys.modules.get(module_name)
     if module is not None:
-        callback(module)
+        _run_safely(callback, module)
         return
     with _lock:
         _pending.setdefault(module_name, []).append(callback)

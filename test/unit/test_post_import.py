@@ -56,3 +56,21 @@ def test_submodule_of_a_package(module_dir: Path) -> None:
     assert seen == []
     importlib.import_module("nvfp4_probe_pkg.inner")
     assert seen == ["inner"]
+
+
+def test_a_failing_callback_never_breaks_the_import(
+    module_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (module_dir / "nvfp4_probe_fragile.py").write_text("VALUE = 7\n")
+    seen: list[int] = []
+
+    def broken(module: object) -> None:
+        raise AttributeError("no such seam")
+
+    when_imported("nvfp4_probe_fragile", broken)
+    when_imported("nvfp4_probe_fragile", lambda m: seen.append(m.VALUE))
+    with caplog.at_level("ERROR", logger="sglang_nvfp4_patches"):
+        module = importlib.import_module("nvfp4_probe_fragile")
+    assert module.VALUE == 7 and seen == [7]
+    (record,) = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "broken" in record.getMessage() and "nvfp4_probe_fragile" in record.getMessage()
