@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 
 from sglang_nvfp4_patches import __version__
@@ -34,6 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from sglang_nvfp4_patches.explain import ModelDirError
 
     args = build_parser().parse_args(argv)
+    # Importing SGLang on a machine without its GPU warns per quantization backend; the
+    # table is the output here, not those import-time notes.
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"sglang\.")
     try:
         return int(args.func(args))
     except (UsageError, ModelDirError) as error:
