@@ -15,10 +15,6 @@ from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 from sglang_nvfp4_patches.supported_releases import is_supported
 
 PLUGIN_ENTRY_POINT = "nvfp4_patches"
-STATE_READERS: dict[str, Callable[[], PatchReport]] = {
-    server_args_gemma4_default.PATCH_NAME: server_args_gemma4_default.current_state,
-    flashinfer_cutlass_runner.PATCH_NAME: flashinfer_cutlass_runner.current_state,
-}
 
 
 def _dist_version(name: str) -> str:
@@ -37,9 +33,12 @@ def _gpu_seen() -> str:
     return f"{torch.cuda.get_device_name(0)} (SM{major}{minor})"
 
 
-def _gemma4_resolves_triton(report: PatchReport) -> PatchReport:
+def _gemma4_state() -> PatchReport:
     """Registered is not enough: ask SGLang to resolve the bundled NVFP4 MoE config on a
     simulated SM100 and check that the answer really is triton."""
+    report = server_args_gemma4_default.current_state()
+    if report.state not in (PatchState.APPLIED, PatchState.ALREADY_UPSTREAM):
+        return report
     from sglang_nvfp4_patches.explain import EXAMPLES_DIR
     from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
     from sglang_nvfp4_patches.sglang_resolution import resolve
@@ -57,15 +56,15 @@ def _gemma4_resolves_triton(report: PatchReport) -> PatchReport:
     )
 
 
+STATE_READERS: dict[str, Callable[[], PatchReport]] = {
+    server_args_gemma4_default.PATCH_NAME: _gemma4_state,
+    flashinfer_cutlass_runner.PATCH_NAME: flashinfer_cutlass_runner.current_state,
+}
+
+
 def _read_state(name: str) -> PatchReport:
     try:
-        report = STATE_READERS[name]()
-        if name == server_args_gemma4_default.PATCH_NAME and report.state in (
-            PatchState.APPLIED,
-            PatchState.ALREADY_UPSTREAM,
-        ):
-            report = _gemma4_resolves_triton(report)
-        return report
+        return STATE_READERS[name]()
     except Exception as error:  # doctor reports, it never crashes on a broken release
         return PatchReport(name, PatchState.FAILED, f"cannot read state: {error}")
 

@@ -31,7 +31,14 @@ from sglang_nvfp4_patches.router_weight_prescale import (
     as_float32_final_scales,
     prescale_router_weight_on_input,
 )
-from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
+from sglang_nvfp4_patches.status import (
+    PATCHED_MARK,
+    PatchReport,
+    PatchState,
+    PatchUnavailable,
+    outside_supported_range,
+    sglang_version,
+)
 
 PATCH_NAME = "llama4-router-weight"
 logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
@@ -48,7 +55,6 @@ UPSTREAM_PRESCALE = "_prescale_router_weight_on_input"
 _MODELOPT_REJECTION = re.compile(
     r"assert\s*\(?\s*not\s+(self\.)?moe_runner_config\.apply_router_weight_on_input"
 )
-_PATCHED_MARK = "__sglang_nvfp4_patches__"
 
 FusedFunc = Callable[[Any, Any, Any], Any]
 
@@ -133,12 +139,12 @@ def honour_router_weight_on_input(original: FusedFunc) -> FusedFunc:
     fused_func.__qualname__ = getattr(original, "__qualname__", fused_func.__name__)
     fused_func.__doc__ = original.__doc__
     fused_func.__wrapped__ = original  # type: ignore[attr-defined]
-    setattr(fused_func, _PATCHED_MARK, True)
+    setattr(fused_func, PATCHED_MARK, True)
     return fused_func
 
 
 def is_patched(obj: Any) -> bool:
-    return bool(getattr(obj, _PATCHED_MARK, False))
+    return bool(getattr(obj, PATCHED_MARK, False))
 
 
 def _fused_func_registry() -> dict[tuple[str, str], FusedFunc]:
@@ -240,7 +246,7 @@ def _patch_modelopt_module(module: ModuleType) -> None:
         hooked = method_cls.__dict__["create_moe_runner"]
         if getattr(hooked, "__wrapped__", None) is None:  # HookRegistry logged why
             raise PatchUnavailable(f"SGLang's HookRegistry did not wrap {target}")
-        setattr(hooked, _PATCHED_MARK, True)
+        setattr(hooked, PATCHED_MARK, True)
     _record(
         "modelopt",
         PatchState.APPLIED,
@@ -318,11 +324,7 @@ def current_state() -> PatchReport:
 
 
 def out_of_range_report() -> PatchReport:
-    return PatchReport(
-        PATCH_NAME,
-        PatchState.NOT_APPLICABLE,
-        f"SGLang {sglang_version()} is outside the supported range; nothing patched",
-    )
+    return outside_supported_range(PATCH_NAME)
 
 
 def summarize() -> PatchReport:

@@ -38,14 +38,21 @@ from sglang_nvfp4_patches.gemma4_attention_rule import (
     is_nvfp4_moe_on_sm10x,
     override_hint,
 )
-from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
+from sglang_nvfp4_patches.status import (
+    PATCHED_MARK,
+    PatchReport,
+    PatchState,
+    PatchUnavailable,
+    outside_supported_range,
+    sglang_version,
+)
 
 PATCH_NAME = "gemma4-attention"
 logger = logging.getLogger("sglang_nvfp4_patches.gemma4_attention")
 
 SERVER_ARGS_MODULE = "sglang.srt.server_args"
+OVERRIDES_MODULE = "sglang.srt.arg_groups.overrides"
 ADJUSTMENTS_METHOD = "_handle_model_specific_adjustments"
-_PATCHED_MARK = "__sglang_nvfp4_patches__"
 # The guard SGLang 0.5.13 shipped: its own Gemma 4 default reads this field.
 _UPSTREAM_GUARD_FIELD = "enable_moe_block"
 
@@ -139,7 +146,7 @@ class _RegistryLayout:
             fn
             for arch in GEMMA4_ARCHITECTURES
             for fn in self.registered().get(arch, ())
-            if not getattr(fn, _PATCHED_MARK, False)
+            if not getattr(fn, PATCHED_MARK, False)
         ]
 
     def installed(self) -> bool:
@@ -177,21 +184,28 @@ def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
     return {} if decision.attention_backend is None else {"attention_backend": SAFE_BACKEND}
 
 
+def _record_facts(server_args: Any, probe_module: str) -> Gemma4Facts:
+    """Facts read straight off a ServerArgs record (0.5.13-0.5.18), with SGLang's SM10X probe
+    as bound in ``probe_module``, the binding that release's Gemma 4 default reads."""
+    model_config = server_args.get_model_config()
+    text_config = _text_config(model_config.hf_config)
+    return Gemma4Facts(
+        architecture=_architecture(model_config.hf_config),
+        quantization=model_config.quantization,
+        enable_moe_block=getattr(text_config, "enable_moe_block", None),
+        compute_capability_major=_major(importlib.import_module(probe_module).is_sm100_supported()),
+        attention_backend=server_args.attention_backend,
+        prefill_attention_backend=server_args.prefill_attention_backend,
+        decode_attention_backend=server_args.decode_attention_backend,
+    )
+
+
 def overrides_module_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
     """0.5.15.post1-0.5.18 provider: those releases hand providers the pristine record."""
     _seen_records[id(server_args)] = server_args
     if _suspended.get():
         return {}
-    overrides = importlib.import_module("sglang.srt.arg_groups.overrides")
-    facts = Gemma4Facts(
-        architecture=_architecture(hf_config),
-        quantization=server_args.get_model_config().quantization,
-        enable_moe_block=getattr(_text_config(hf_config), "enable_moe_block", None),
-        compute_capability_major=_major(overrides.is_sm100_supported()),
-        attention_backend=server_args.attention_backend,
-        prefill_attention_backend=server_args.prefill_attention_backend,
-        decode_attention_backend=server_args.decode_attention_backend,
-    )
+    facts = _record_facts(server_args, OVERRIDES_MODULE)
     decision = _decide(facts, server_args.model_path)
     return {} if decision.attention_backend is None else {"attention_backend": SAFE_BACKEND}
 
@@ -200,25 +214,14 @@ def adjustments_hook(original: Callable[..., Any], server_args: Any, *args: Any,
     """0.5.13-0.5.14: default ``attention_backend`` before SGLang's in-place Gemma 4 branch."""
     _seen_records[id(server_args)] = server_args
     if not _suspended.get():
-        model_config = server_args.get_model_config()
-        hf_config = model_config.hf_config
-        server_args_module = importlib.import_module(SERVER_ARGS_MODULE)
-        facts = Gemma4Facts(
-            architecture=_architecture(hf_config),
-            quantization=model_config.quantization,
-            enable_moe_block=getattr(_text_config(hf_config), "enable_moe_block", None),
-            compute_capability_major=_major(server_args_module.is_sm100_supported()),
-            attention_backend=server_args.attention_backend,
-            prefill_attention_backend=server_args.prefill_attention_backend,
-            decode_attention_backend=server_args.decode_attention_backend,
-        )
+        facts = _record_facts(server_args, SERVER_ARGS_MODULE)
         if _decide(facts, server_args.model_path).attention_backend is not None:
             server_args.attention_backend = SAFE_BACKEND
     return original(server_args, *args, **kw)
 
 
 for _fn in (registry_provider, overrides_module_provider, adjustments_hook):
-    setattr(_fn, _PATCHED_MARK, True)
+    setattr(_fn, PATCHED_MARK, True)
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,7 @@ class _MethodLayout:
     def installed(self) -> bool:
         wrapped = self.method()
         return getattr(wrapped, "__wrapped__", None) is not None and any(
-            getattr(cell.cell_contents, _PATCHED_MARK, False)
+            getattr(cell.cell_contents, PATCHED_MARK, False)
             for cell in (wrapped.__closure__ or ())
             if callable(getattr(cell, "cell_contents", None))
         )
@@ -268,13 +271,13 @@ def _layout() -> Any:
         importlib.import_module("sglang.srt.arg_groups.model_overrides")  # SGLang's first
         return _RegistryLayout("model-override registry", base, registry_provider, False)
     try:
-        overrides = importlib.import_module("sglang.srt.arg_groups.overrides")
+        overrides = importlib.import_module(OVERRIDES_MODULE)
     except ImportError:
         overrides = None
     if overrides is not None and hasattr(overrides, "_MODEL_OVERRIDE_FNS"):
         for name in ("register_model_override", "is_sm100_supported"):
             if not hasattr(overrides, name):
-                raise PatchUnavailable(f"sglang.srt.arg_groups.overrides has no {name}")
+                raise PatchUnavailable(f"{OVERRIDES_MODULE} has no {name}")
         return _RegistryLayout(
             "arg_groups.overrides registry", overrides, overrides_module_provider, True
         )
@@ -334,11 +337,7 @@ def out_of_range_report() -> PatchReport:
             return _already_upstream()
     except PatchUnavailable:
         pass
-    return PatchReport(
-        PATCH_NAME,
-        PatchState.NOT_APPLICABLE,
-        f"SGLang {sglang_version()} is outside the supported range; nothing patched",
-    )
+    return outside_supported_range(PATCH_NAME)
 
 
 ENGINE_MODULE = "sglang.srt.entrypoints.engine"
@@ -348,18 +347,11 @@ def warn_if_resolved_before_plugins(server_args: Any) -> bool:
     """Warn when a record our hooks never saw runs the affected combination on trtllm_mha."""
     if _seen_records.get(id(server_args)) is server_args:
         return False
-    model_config = server_args.get_model_config()
-    server_args_module = importlib.import_module(SERVER_ARGS_MODULE)
-    facts = Gemma4Facts(
-        architecture=_architecture(model_config.hf_config),
-        quantization=model_config.quantization,
-        enable_moe_block=getattr(_text_config(model_config.hf_config), "enable_moe_block", None),
-        compute_capability_major=_major(server_args_module.is_sm100_supported()),
-    )
+    facts = _record_facts(server_args, SERVER_ARGS_MODULE)
     backends = (
-        server_args.attention_backend,
-        server_args.prefill_attention_backend,
-        server_args.decode_attention_backend,
+        facts.attention_backend,
+        facts.prefill_attention_backend,
+        facts.decode_attention_backend,
     )
     if not (is_nvfp4_moe_on_sm10x(facts) and AFFECTED_BACKEND in backends):
         return False

@@ -25,6 +25,18 @@ class PatchReport:
         return {"status": self.state.value, "reason": self.reason}
 
 
+# Set on every function this plugin installs, so a probe can tell ours from SGLang's own.
+PATCHED_MARK = "__sglang_nvfp4_patches__"
+
+
+def outside_supported_range(name: str) -> PatchReport:
+    return PatchReport(
+        name,
+        PatchState.NOT_APPLICABLE,
+        f"SGLang {sglang_version()} is outside the supported range; nothing patched",
+    )
+
+
 class PatchUnavailable(RuntimeError):
     """The installed SGLang lacks something a patch needs; the message says what."""
 

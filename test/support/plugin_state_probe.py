@@ -55,7 +55,7 @@ def main() -> None:
     else:  # the ServerArgs method hook: SGLang's HookRegistry wraps it once
         counts = {a: int(layout.installed()) for a in GEMMA4_ARCHITECTURES}
         last = layout.installed()
-    from sglang_nvfp4_patches.status import sglang_version
+    from sglang_nvfp4_patches.status import PATCHED_MARK, sglang_version
 
     state = {
         "sglang": sglang_version(),
@@ -82,7 +82,7 @@ def main() -> None:
             and funcs[("flashinfer", "flashinfer_cutlass")]
             is runner.fused_experts_flashinfer_to_flashinfer_cutlass,
             "runner_funcs_patched": all(
-                getattr(funcs[k], "__sglang_nvfp4_patches__", False)
+                getattr(funcs[k], PATCHED_MARK, False)
                 for k in (("none", "flashinfer_cutlass"), ("flashinfer", "flashinfer_cutlass"))
             ),
             "runner_prescale_upstream": hasattr(runner, "_prescale_router_weight_on_input"),
