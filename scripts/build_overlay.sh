@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 
 release="${1:?usage: scripts/build_overlay.sh SGLANG_RELEASE}"
 case "$release" in
+    0.5.12|0.5.12.post1) extra=("transformers==5.6.0" "tokenizers==0.22.2") ;;
     0.5.13|0.5.13.post1|0.5.14) extra=("transformers==5.8.1" "tokenizers==0.22.2") ;;
     0.5.15.post1|0.5.18|0.5.20) extra=("transformers==5.12.1" "tokenizers==0.22.2") ;;
     0.5.22|0.5.23) extra=() ;;  # same transformers as the primary environment
