@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 
 from sglang_nvfp4_patches import flashinfer_cutlass_runner, plugin, server_args_gemma4_default
-from sglang_nvfp4_patches.gemma4_attention_rule import SAFE_BACKEND
+from sglang_nvfp4_patches.gemma4_attention_rule import AFFECTED_BACKEND, SAFE_BACKEND
 from sglang_nvfp4_patches.settings import DISABLE_ENV, UnknownPatchNameError, disabled_patches
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 from sglang_nvfp4_patches.supported_releases import is_supported
@@ -34,25 +34,32 @@ def _gpu_seen() -> str:
 
 
 def _gemma4_state() -> PatchReport:
-    """Registered is not enough: ask SGLang to resolve the bundled NVFP4 MoE config on a
-    simulated SM100 and check that the answer really is triton."""
+    """Registered is not enough: ask SGLang to resolve the bundled NVFP4 MoE config (FP8 KV
+    cache) on a simulated SM100 and check the answer: triton where the rule acts, SGLang's
+    own trtllm_mha where the root cause is fixed upstream."""
     report = server_args_gemma4_default.current_state()
-    if report.state not in (PatchState.APPLIED, PatchState.ALREADY_UPSTREAM):
+    if report.state is PatchState.APPLIED:
+        expected = SAFE_BACKEND
+    elif report.state is PatchState.ALREADY_UPSTREAM:
+        expected = AFFECTED_BACKEND
+    else:
         return report
     from sglang_nvfp4_patches.explain import EXAMPLES_DIR
     from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
     from sglang_nvfp4_patches.sglang_resolution import resolve
 
     resolved = resolve(EXAMPLES_DIR / "gemma-4-26b-a4b-nvfp4", GPU_PROFILES["sm100"])
-    if resolved.attention_backend != SAFE_BACKEND:
+    if resolved.attention_backend != expected:
         return PatchReport(
             report.name,
             PatchState.FAILED,
             f"{report.reason}, yet SGLang resolves the bundled NVFP4 MoE config on simulated "
-            f"SM100 to {resolved.attention_backend}",
+            f"SM100 to {resolved.attention_backend}, not {expected}",
         )
     return PatchReport(
-        report.name, report.state, f"{report.reason} (verified: SGLang resolves it so on SM100)"
+        report.name,
+        report.state,
+        f"{report.reason} (verified: SGLang resolves it to {expected} on SM100)",
     )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from sglang_nvfp4_patches import server_args_gemma4_default
 from sglang_nvfp4_patches.flashinfer_cutlass_runner import PATCH_NAME as ROUTER_PATCH
+from sglang_nvfp4_patches.gemma4_attention_rule import GEMMA4_ARCHITECTURES
 from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES, GpuProfile
 from sglang_nvfp4_patches.sglang_resolution import ResolvedBackends, resolve
 
@@ -34,6 +35,7 @@ class ExplainRow:
     unpatched: ResolvedBackends
     patched: ResolvedBackends | None
     architecture: str | None
+    attention_backend_given: bool = False
 
     @property
     def final(self) -> ResolvedBackends:
@@ -41,13 +43,16 @@ class ExplainRow:
 
     @property
     def decided_by(self) -> str:
-        """The patch whose declaration changed SGLang's answer, else ``sglang``."""
+        """The patch whose declaration changed SGLang's answer, ``user`` when the user's
+        ``--attention-backend`` decided, else ``sglang``."""
         if self.patched is not None and self.patched != self.unpatched:
             return server_args_gemma4_default.PATCH_NAME
-        return "sglang"
+        return "user" if self.attention_backend_given else "sglang"
 
     @property
     def note(self) -> str:
+        if self.architecture in GEMMA4_ARCHITECTURES:
+            return server_args_gemma4_default.root_cause_note()
         if self.architecture in LLAMA4_ARCHITECTURES:
             if self.final.moe_runner_backend == "flashinfer_cutlass":
                 return (
@@ -96,7 +101,7 @@ def explain_one(
     with server_args_gemma4_default.suspended():
         unpatched = resolve(model_dir, gpu, attention_backend, quantization)
     patched = resolve(model_dir, gpu, attention_backend, quantization) if with_patches else None
-    return ExplainRow(model, gpu, unpatched, patched, architecture)
+    return ExplainRow(model, gpu, unpatched, patched, architecture, attention_backend is not None)
 
 
 def _format_pair(before: str | None, after: str | None, with_patches: bool) -> str:

@@ -1,11 +1,14 @@
 """Pure decision behind the ``gemma4-attention`` patch (no SGLang import).
 
-SGLang defaults Gemma 4 to ``trtllm_mha`` on SM10X. For the NVFP4 (``modelopt_fp4``) MoE
-checkpoint that default was measured to collapse accuracy (MMLU 0.622 on triton vs 0.037;
--2.09 pp, McNemar chi2 34.6 in sglang#26518), while BF16 MoE and NVFP4 dense are fine. The
-rule: for exactly that combination, and only when the user chose no attention backend, pick
-``triton``. An explicit choice is always honoured; ``trtllm_mha`` chosen explicitly earns a
-warning.
+SGLang defaults Gemma 4 to ``trtllm_mha`` on SM10X, 12-18 % faster than ``triton``
+(sglang#25005). For the NVFP4 (``modelopt_fp4``) MoE checkpoint, which runs with an FP8 KV
+cache, that default collapsed accuracy (MMLU 0.622 on triton vs 0.037 in one report; -2.09 pp,
+McNemar chi2 34.6 in sglang#26518). The root cause: ``trtllm_mha`` dropped the FP8 KV-cache V
+scale (``bmm2_scale = 1.0``). sglang#28144 fixed it (0.5.14+).
+
+So the seed's rule (for exactly that combination, with no attention backend given, pick
+``triton``; honour an explicit choice) applies only where the root cause is live and the KV
+cache really is FP8, or where the operator forces it after measuring a loss themselves.
 """
 
 from __future__ import annotations
@@ -24,6 +27,16 @@ NVFP4_QUANTIZATION = "modelopt_fp4"
 SAFE_BACKEND = "triton"
 AFFECTED_BACKEND = "trtllm_mha"
 SM10X_MAJOR = 10
+ROOT_CAUSE_ISSUE = "sglang#26518"
+ROOT_CAUSE_FIX = "sglang#28144"
+
+
+class Gemma4Mode(enum.Enum):
+    """Where the rule stands in this process (decided once, at plugin load)."""
+
+    FIXED = "fixed"  # trtllm_mha applies the FP8 KV-cache scales: SGLang's default stands
+    LIVE = "live"  # trtllm_mha drops them: the seed's rule, where the KV cache is FP8
+    FORCED = "forced"  # SGLANG_NVFP4_PATCHES_FORCE: the seed's rule, whatever the code
 
 
 class Gemma4Action(enum.Enum):
@@ -44,19 +57,33 @@ class Gemma4Facts:
     attention_backend: str | None = None
     prefill_attention_backend: str | None = None
     decode_attention_backend: str | None = None
+    # None: could not be told; counted as FP8 (the checkpoint in question ships FP8 KV).
+    kv_cache_fp8: bool | None = True
 
 
 @dataclass(frozen=True)
 class Gemma4Decision:
     action: Gemma4Action
     reason: str
-    # The user asked for trtllm_mha on the affected combination: honoured, but warned about.
-    warn_explicit_trtllm: bool = False
+    # One WARNING to log, e.g. trtllm_mha asked for explicitly where the bug is live.
+    warning: str | None = None
 
     @property
     def attention_backend(self) -> str | None:
         """The ``attention_backend`` value to declare, or None to leave SGLang's."""
         return SAFE_BACKEND if self.action is Gemma4Action.USE_TRITON else None
+
+
+def kv_cache_is_fp8(kv_cache_dtype: str | None, checkpoint_kv_algo: object) -> bool:
+    """Whether the KV cache will be FP8, as SGLang's ``configure_kv_cache_dtype`` decides.
+
+    ``--kv-cache-dtype auto`` takes the checkpoint's ``kv_cache_quant_algo`` (ModelOpt:
+    ``quantization_config`` or ``hf_quant_config.json``): FP8 only when it says ``FP8``.
+    """
+    flag = (kv_cache_dtype or "auto").lower()
+    if flag == "auto":
+        return isinstance(checkpoint_kv_algo, str) and checkpoint_kv_algo.upper() == "FP8"
+    return flag.startswith("fp8") or flag == "mxfp8"
 
 
 def is_nvfp4_moe_on_sm10x(facts: Gemma4Facts) -> bool:
@@ -70,18 +97,24 @@ def is_nvfp4_moe_on_sm10x(facts: Gemma4Facts) -> bool:
     )
 
 
-def decide_gemma4_attention(facts: Gemma4Facts) -> Gemma4Decision:
-    """Decide the Gemma 4 attention default for one configuration.
+def why_triton(mode: Gemma4Mode) -> str:
+    """Why the rule wants triton, in ``mode`` (for messages about a record it did not see)."""
+    if mode is Gemma4Mode.FORCED:
+        return "although SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention asks for triton"
+    return (
+        f"which drops the FP8 KV-cache scales on this SGLang ({ROOT_CAUSE_ISSUE}; "
+        f"fixed upstream in {ROOT_CAUSE_FIX})"
+    )
 
-    Mirrors SGLang's own Gemma 4 provider: with no backend given the default applies; with
-    one split side given, ``attention_backend`` (the unset side's fallback) gets the same
-    default; with ``--attention-backend`` or both split sides given nothing is defaulted.
-    """
-    if not is_nvfp4_moe_on_sm10x(facts):
-        return Gemma4Decision(
-            Gemma4Action.LEAVE,
-            "not Gemma 4 NVFP4 MoE on SM10X; SGLang's default is unaffected",
-        )
+
+def ways_out() -> str:
+    return "--attention-backend triton or --kv-cache-dtype bfloat16"
+
+
+def _seed_rule(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decision:
+    """The seed's rule, mirroring SGLang's own provider: with no backend given the default
+    applies; with one split side given, ``attention_backend`` (the unset side's fallback)
+    gets the same default; with ``--attention-backend`` or both split sides nothing is."""
     given = [
         backend
         for backend in (
@@ -91,24 +124,73 @@ def decide_gemma4_attention(facts: Gemma4Facts) -> Gemma4Decision:
         )
         if backend is not None
     ]
-    warn = AFFECTED_BACKEND in given
+    warning = None
+    if AFFECTED_BACKEND in given:
+        if mode is Gemma4Mode.FORCED:
+            warning = (
+                f"{AFFECTED_BACKEND} is honoured as given although "
+                "SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention asks for the triton default"
+            )
+        else:
+            warning = (
+                f"{AFFECTED_BACKEND} is honoured as given, but this SGLang's {AFFECTED_BACKEND} "
+                f"drops the FP8 KV-cache scales ({ROOT_CAUSE_ISSUE}; fixed upstream in "
+                f"{ROOT_CAUSE_FIX}): Gemma 4 NVFP4 MoE loses accuracy with it (MMLU 0.622 -> "
+                f"0.037 in one report). Use {ways_out()}"
+            )
     if facts.attention_backend is not None or len(given) == 2:
         return Gemma4Decision(
             Gemma4Action.LEAVE,
             "the attention backend was given explicitly (" + ", ".join(given) + "); honoured",
-            warn_explicit_trtllm=warn,
+            warning,
         )
-    reason = (
-        "Gemma 4 NVFP4 (modelopt_fp4) MoE on SM10X loses accuracy with trtllm_mha "
-        "(sglang#26518); defaulting the attention backend to triton"
-    )
+    if mode is Gemma4Mode.FORCED:
+        reason = (
+            "SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention: Gemma 4 NVFP4 (modelopt_fp4) MoE on "
+            "SM10X defaults the attention backend to triton"
+        )
+    else:
+        reason = (
+            f"this SGLang's {AFFECTED_BACKEND} drops the FP8 KV-cache scales "
+            f"({ROOT_CAUSE_ISSUE}); Gemma 4 NVFP4 (modelopt_fp4) MoE on SM10X with an FP8 KV "
+            "cache defaults the attention backend to triton"
+        )
     if given:
         reason += f" for the split side that was not given ({given[0]} was given)"
-    return Gemma4Decision(Gemma4Action.USE_TRITON, reason, warn_explicit_trtllm=warn)
+    return Gemma4Decision(Gemma4Action.USE_TRITON, reason, warning)
 
 
-def override_hint() -> str:
+def decide_gemma4_attention(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decision:
+    """Decide the Gemma 4 attention default for one configuration in ``mode``."""
+    if not is_nvfp4_moe_on_sm10x(facts):
+        return Gemma4Decision(
+            Gemma4Action.LEAVE,
+            "not Gemma 4 NVFP4 MoE on SM10X; SGLang's default is unaffected",
+        )
+    if mode is Gemma4Mode.FIXED:
+        return Gemma4Decision(Gemma4Action.LEAVE, fixed_note())
+    if mode is Gemma4Mode.LIVE and facts.kv_cache_fp8 is False:
+        return Gemma4Decision(
+            Gemma4Action.LEAVE,
+            f"the KV cache is not FP8, so {AFFECTED_BACKEND}'s dropped FP8 KV-cache scales do "
+            "not apply; SGLang's default stands",
+        )
+    return _seed_rule(facts, mode)
+
+
+def fixed_note() -> str:
     return (
-        "pass --attention-backend trtllm_mha to override, or set "
+        f"{AFFECTED_BACKEND} applies FP8 KV-cache scales here ({ROOT_CAUSE_FIX}); "
+        "SGLang's default stands"
+    )
+
+
+def override_hint(mode: Gemma4Mode) -> str:
+    if mode is Gemma4Mode.FORCED:
+        return (
+            "pass --attention-backend trtllm_mha to override, or unset SGLANG_NVFP4_PATCHES_FORCE"
+        )
+    return (
+        "pass --attention-backend trtllm_mha to override (after checking accuracy), or set "
         "SGLANG_NVFP4_PATCHES_DISABLE=gemma4-attention"
     )

@@ -8,6 +8,7 @@ the server still starts.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 
@@ -15,13 +16,20 @@ from sglang_nvfp4_patches import (
     flashinfer_cutlass_runner,
     server_args_gemma4_default,
 )
-from sglang_nvfp4_patches.settings import DISABLE_ENV, UnknownPatchNameError, disabled_patches
+from sglang_nvfp4_patches.settings import (
+    DISABLE_ENV,
+    FORCE_ENV,
+    InvalidForceError,
+    UnknownPatchNameError,
+    disabled_patches,
+    forced_patches,
+)
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
 from sglang_nvfp4_patches.supported_releases import SUPPORTED_RANGE, is_supported
 
 logger = logging.getLogger("sglang_nvfp4_patches")
 
-INSTALLERS: dict[str, Callable[[], PatchReport]] = {
+INSTALLERS: dict[str, Callable[..., PatchReport]] = {
     server_args_gemma4_default.PATCH_NAME: server_args_gemma4_default.install,
     flashinfer_cutlass_runner.PATCH_NAME: flashinfer_cutlass_runner.install,
 }
@@ -52,6 +60,15 @@ def _install_one(name: str, installer: Callable[[], PatchReport]) -> PatchReport
     return PatchReport(name, PatchState.FAILED, reason)
 
 
+def forced_or_nothing() -> frozenset[str]:
+    """``SGLANG_NVFP4_PATCHES_FORCE``, or nothing forced (with one ERROR) when it is invalid."""
+    try:
+        return forced_patches()
+    except InvalidForceError as error:
+        logger.error("%s Fix or unset %s.", error, FORCE_ENV)
+        return frozenset()
+
+
 def install_all(version: str) -> dict[str, PatchReport]:
     """Install every patch that is not disabled and not already upstream; report each."""
     if not is_supported(version):
@@ -70,10 +87,18 @@ def install_all(version: str) -> dict[str, PatchReport]:
             name: PatchReport(name, PatchState.FAILED, f"invalid {DISABLE_ENV}")
             for name in INSTALLERS
         }
+    forced = forced_or_nothing()
+    for name in sorted(forced & disabled):
+        # Off wins over on: DISABLE is the switch that leaves SGLang exactly as it ships.
+        logger.warning(
+            "[%s] is named in both %s and %s; it stays disabled.", name, DISABLE_ENV, FORCE_ENV
+        )
     reports: dict[str, PatchReport] = {}
     for name, installer in INSTALLERS.items():
         if name in disabled:
             reports[name] = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
+        elif name in forced:
+            reports[name] = _install_one(name, functools.partial(installer, forced=True))
         else:
             reports[name] = _install_one(name, installer)
     return reports

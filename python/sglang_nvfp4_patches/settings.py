@@ -8,10 +8,24 @@ from collections.abc import Mapping
 from sglang_nvfp4_patches import PATCH_NAMES
 
 DISABLE_ENV = "SGLANG_NVFP4_PATCHES_DISABLE"
+FORCE_ENV = "SGLANG_NVFP4_PATCHES_FORCE"
+# Only a patch whose rule can be applied where its root cause is fixed can be forced.
+# llama4-router-weight cannot: where SGLang pre-scales itself, a second pre-scale would
+# multiply the router weight in twice.
+FORCEABLE_PATCHES: tuple[str, ...] = ("gemma4-attention",)
 
 
 class UnknownPatchNameError(ValueError):
     """``SGLANG_NVFP4_PATCHES_DISABLE`` names a patch this plugin does not have."""
+
+
+class InvalidForceError(ValueError):
+    """``SGLANG_NVFP4_PATCHES_FORCE`` names a patch that does not exist or cannot be forced."""
+
+
+def _names(environ: Mapping[str, str] | None, variable: str) -> tuple[str, set[str]]:
+    raw = (os.environ if environ is None else environ).get(variable, "")
+    return raw, {part.strip() for part in raw.split(",") if part.strip()}
 
 
 def disabled_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
@@ -20,12 +34,32 @@ def disabled_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]
     An unknown name is an error rather than a silent no-op: a typo would otherwise leave
     the patch on while the operator believes it is off.
     """
-    raw = (os.environ if environ is None else environ).get(DISABLE_ENV, "")
-    names = {part.strip() for part in raw.split(",") if part.strip()}
+    raw, names = _names(environ, DISABLE_ENV)
     unknown = sorted(names - set(PATCH_NAMES))
     if unknown:
         raise UnknownPatchNameError(
             f"{DISABLE_ENV}={raw!r} names unknown patch(es) {', '.join(unknown)}; "
             f"known patches are {', '.join(PATCH_NAMES)} (comma-separated)."
+        )
+    return frozenset(names)
+
+
+def forced_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """Patch names whose rule ``SGLANG_NVFP4_PATCHES_FORCE`` applies even where SGLang has
+    fixed the root cause (comma-separated). Any name that is unknown or not forceable makes
+    the whole value invalid: forcing half of what the operator wrote would surprise them."""
+    raw, names = _names(environ, FORCE_ENV)
+    unknown = sorted(names - set(PATCH_NAMES))
+    if unknown:
+        raise InvalidForceError(
+            f"{FORCE_ENV}={raw!r} names unknown patch(es) {', '.join(unknown)}; only "
+            f"{', '.join(FORCEABLE_PATCHES)} can be forced. Nothing is forced."
+        )
+    refused = sorted(names - set(FORCEABLE_PATCHES))
+    if refused:
+        raise InvalidForceError(
+            f"{FORCE_ENV}={raw!r}: {', '.join(refused)} cannot be forced (where SGLang "
+            "pre-scales the router weight itself, a forced pre-scale would apply it twice); "
+            f"only {', '.join(FORCEABLE_PATCHES)} can be forced. Nothing is forced."
         )
     return frozenset(names)

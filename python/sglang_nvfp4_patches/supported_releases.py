@@ -9,9 +9,11 @@ from __future__ import annotations
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-SUPPORTED_RANGE = ">=0.5.14,<0.5.24"  # keep in step with pyproject's sglang requirement
+SUPPORTED_RANGE = ">=0.5.12,<0.5.24"
 SUPPORTED_SGLANG = SpecifierSet(SUPPORTED_RANGE)
 TESTED_RELEASES: tuple[str, ...] = (
+    "0.5.12.post1",
+    "0.5.13",
     "0.5.14",
     "0.5.15.post1",
     "0.5.18",

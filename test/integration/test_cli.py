@@ -52,8 +52,23 @@ def test_explain_covers_every_bundled_model_on_every_gpu(explain_all: list[dict]
         assert {"model", "gpu", "attention_backend", "moe_runner_backend", "decided_by"} <= set(row)
 
 
-def test_explain_shows_the_gemma4_fix_only_where_it_applies(explain_all: list[dict]) -> None:
+def test_explain_shows_sglangs_default_where_the_root_cause_is_fixed(
+    explain_all: list[dict],
+) -> None:
+    """The primary SGLang (0.5.23) carries sglang#28144: no row is changed by the rule."""
     for row in explain_all:
+        assert row["decided_by"] == "sglang", row
+        assert row["attention_backend"] == row["unpatched_attention_backend"]
+        if row["gpu"] in ("sm100", "sm103"):
+            assert row["attention_backend"] == "trtllm_mha"
+        if row["model"].startswith(("nvidia/Gemma", "google/gemma")):
+            assert "trtllm_mha applies FP8 KV-cache scales here (sglang#28144)" in row["note"]
+
+
+def test_explain_with_force_shows_the_rule_only_where_it_applies() -> None:
+    done = cli("explain", "--json", SGLANG_NVFP4_PATCHES_FORCE="gemma4-attention")
+    assert done.returncode == 0, done.stderr[-3000:]
+    for row in json_lines(done.stdout):
         affected = row["model"] == NVFP4_MOE and row["gpu"] in ("sm100", "sm103")
         assert (row["decided_by"] == "gemma4-attention") is affected, row
         if affected:
@@ -62,10 +77,6 @@ def test_explain_shows_the_gemma4_fix_only_where_it_applies(explain_all: list[di
             assert row["moe_runner_backend"] == "flashinfer_trtllm"
         else:
             assert row["attention_backend"] == row["unpatched_attention_backend"]
-        if row["gpu"] in ("sm100", "sm103") and row["model"].startswith(
-            ("google/", "nvidia/Gemma-4-31B")
-        ):
-            assert row["attention_backend"] == "trtllm_mha"
 
 
 @pytest.mark.release_matrix
@@ -75,8 +86,14 @@ def test_explain_table_is_readable() -> None:
     lines = done.stdout.splitlines()
     assert lines[0].startswith("model") and "decided by" in lines[0]
     nvfp4_moe = [line for line in lines if line.startswith(NVFP4_MOE)]
-    assert len(nvfp4_moe) == 1 and "trtllm_mha -> triton" in nvfp4_moe[0]
-    assert nvfp4_moe[0].rstrip().endswith("gemma4-attention")
+    assert len(nvfp4_moe) == 1
+    # 0.5.14+: SGLang's trtllm_mha stands; 0.5.12.x/0.5.13.x pick triton themselves.
+    fixed = Version(installed_sglang()) >= Version("0.5.14")
+    assert nvfp4_moe[0].split()[2] == ("trtllm_mha" if fixed else "triton")
+    assert nvfp4_moe[0].rstrip().endswith("sglang")
+    notes = [line for line in lines if line.startswith("note: ")]
+    verdict = "applies FP8 KV-cache scales here" if fixed else "drops the FP8 KV-cache scales"
+    assert any(verdict in note for note in notes), notes
 
 
 def test_explain_honours_a_simulated_flag_and_no_patches() -> None:
@@ -88,7 +105,7 @@ def test_explain_honours_a_simulated_flag_and_no_patches() -> None:
     for done in (flagged, unpatched):
         assert done.returncode == 0, done.stderr[-3000:]
     (row,) = json_lines(flagged.stdout)
-    assert row["attention_backend"] == "trtllm_mha" and row["decided_by"] == "sglang"
+    assert row["attention_backend"] == "trtllm_mha" and row["decided_by"] == "user"
     (row,) = json_lines(unpatched.stdout)
     assert row["attention_backend"] == "trtllm_mha" and row["patched"] is False
 
@@ -108,11 +125,15 @@ def test_doctor_reports_what_sglang_holds() -> None:
     assert result["torch"] and result["flashinfer"]
     assert result["gpu"] == "none"
     assert set(result["patches"]) == {"gemma4-attention", "llama4-router-weight"}
-    assert result["patches"]["gemma4-attention"]["status"] == "applied"
-    assert (
-        "verified: SGLang resolves it so on SM100"
-        in result["patches"]["gemma4-attention"]["reason"]
-    )
+    gemma4 = result["patches"]["gemma4-attention"]
+    if Version(installed_sglang()) >= Version("0.5.14"):  # sglang#28144 shipped
+        assert gemma4["status"] == "already upstream"
+        assert "sglang#28144" in gemma4["reason"]
+        assert "verified: SGLang resolves it to trtllm_mha on SM100" in gemma4["reason"]
+    else:
+        assert gemma4["status"] == "applied"
+        assert "bmm2_scale is a constant" in gemma4["reason"]
+        assert "verified: SGLang resolves it to triton on SM100" in gemma4["reason"]
     router = result["patches"]["llama4-router-weight"]
     if runner_module_present():
         # 0.5.22+ pre-scale in the runner, but every release up to 0.5.23 still has the
@@ -125,6 +146,15 @@ def test_doctor_reports_what_sglang_holds() -> None:
         assert "no FlashInfer CUTLASS MoE runner" in router["reason"]
     for report in result["patches"].values():
         assert report["reason"]
+
+
+def test_doctor_says_applied_and_forced_under_force() -> None:
+    done = cli("doctor", "--json", SGLANG_NVFP4_PATCHES_FORCE="gemma4-attention")
+    assert done.returncode == 0, done.stderr[-3000:]
+    gemma4 = json.loads(done.stdout)["patches"]["gemma4-attention"]
+    assert gemma4["status"] == "applied"
+    assert "forced by SGLANG_NVFP4_PATCHES_FORCE" in gemma4["reason"]
+    assert "verified: SGLang resolves it to triton on SM100" in gemma4["reason"]
 
 
 def test_doctor_shows_disabled_and_fails_on_a_bad_setting() -> None:

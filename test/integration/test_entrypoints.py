@@ -1,7 +1,9 @@
-"""Every way a user starts SGLang gets the patch, on every release (simulated SM100).
+"""Every way a user starts SGLang gets the rule, on every release (simulated SM100).
 
 Each entry point runs in a fresh interpreter and loads the plugin itself; see
-``support/entrypoint_probe.py``. The four probes run concurrently to keep CI short.
+``support/entrypoint_probe.py``. ``SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention`` puts the rule
+in force on releases where its root cause is fixed, so every entry point is checked on every
+release. The four probes run concurrently to keep CI short.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 from packaging.version import Version
 
 from support.configs import GEMMA4_NVFP4_MOE
+from support.gemma4_cases import resolved
 from support.release import installed_sglang
 
 pytestmark = pytest.mark.release_matrix
@@ -28,6 +31,7 @@ WARNING_PREFIX = "WARNING:sglang_nvfp4_patches"
 def started() -> dict[str, tuple[dict, str]]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_NVFP4")}
     environment.pop("SGLANG_PLUGINS", None)
+    environment["SGLANG_NVFP4_PATCHES_FORCE"] = "gemma4-attention"
     processes = {
         entry: subprocess.Popen(
             [sys.executable, str(PROBE), entry, str(GEMMA4_NVFP4_MOE)],
@@ -56,16 +60,18 @@ def test_entry_point_resolves_triton(started: dict, entry: str) -> None:
 
 
 def test_engine_with_server_args_built_before_plugins(started: dict) -> None:
-    """0.5.20+ resolve inside the engine, after plugins load: patched. Older releases resolve
-    on construction, before the engine loads plugins: the plugin cannot know whether
-    trtllm_mha was asked for, so it says so in one WARNING with the fix."""
+    """0.5.20+ resolve inside the engine, after plugins load: the rule applies. Older releases
+    resolve on construction, before the engine loads plugins: the rule never saw the record,
+    so the scheduler says so in one WARNING with the ways out."""
     state, stderr = started["engine_prebuilt"]
     warnings = [line for line in stderr.splitlines() if line.startswith(WARNING_PREFIX)]
-    if Version(installed_sglang()) >= Version("0.5.20"):
+    # 0.5.12.x/0.5.13.x default this config to triton on their own: nothing was bypassed.
+    own = resolved(GEMMA4_NVFP4_MOE, "sm100", patched=False)["attention_backend"]
+    if Version(installed_sglang()) >= Version("0.5.20") or own == "triton":
         assert state["attention_backend"] == "triton"
         assert warnings == []
     else:
-        assert state["attention_backend"] == "trtllm_mha"
+        assert state["attention_backend"] == own == "trtllm_mha"
         assert len(warnings) == 1
         assert "resolved before SGLang loaded plugins" in warnings[0]
         assert "load_plugins()" in warnings[0]

@@ -1,16 +1,27 @@
-"""Gemma 4 attention default through SGLang's own resolution, GPU simulated."""
+"""Gemma 4 attention default through SGLang's own resolution, GPU simulated, in this process.
+
+The plugin was loaded by ``load_plugins()`` (conftest); the rule stands where the release put
+it (``as loaded``: fixed on 0.5.14+, live on 0.5.12.x/0.5.13.x). ``forced`` installs it the
+way ``SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention`` does, so the rule's wiring is checked on
+every release; the environment variable itself and the live branch on a bug-window build are
+covered end to end in fresh processes (``test_gemma4_root_cause.py``).
+"""
 
 from __future__ import annotations
 
 import logging
+import pickle
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from sglang_nvfp4_patches import server_args_gemma4_default as gemma4
+from sglang_nvfp4_patches.gemma4_attention_rule import Gemma4Mode
 from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
-from sglang_nvfp4_patches.sglang_resolution import resolve, simulated_gpu
+from sglang_nvfp4_patches.server_args_gemma4_default import facts as rule_state
+from sglang_nvfp4_patches.sglang_resolution import resolve
 from support.configs import (
     ALL_BUNDLED,
     GEMMA4_BF16_MOE,
@@ -19,6 +30,8 @@ from support.configs import (
     REMOVE,
     edited_copy,
 )
+from support.gemma4_cases import resolved
+from support.release import installed_sglang
 
 pytestmark = pytest.mark.release_matrix
 
@@ -34,39 +47,34 @@ FLAGS = [
 ]
 
 
-PLAIN = (str, int, float, bool, type(None), list, tuple, dict)
+@pytest.fixture(params=["as loaded", "forced"])
+def mode(request: pytest.FixtureRequest) -> Iterator[Gemma4Mode]:
+    loaded = rule_state.current_mode()
+    assert loaded is not None, "load_plugins() did not run the gemma4-attention installer"
+    if request.param == "forced":
+        gemma4.install(forced=True)
+    try:
+        yield rule_state.current_mode()
+    finally:
+        rule_state.set_mode(loaded)
 
 
-def resolved(model_dir: Path, gpu: str, patched: bool = True, **flags: str) -> dict:
-    from sglang.srt.server_args import ServerArgs
-
-    def run() -> dict:
-        with simulated_gpu(GPU_PROFILES[gpu]):
-            server_args = ServerArgs(
-                model_path=str(model_dir),
-                skip_tokenizer_init=True,
-                device="cuda",
-                random_seed=0,
-                **flags,
-            )
-            if hasattr(server_args, "resolve_once"):  # 0.5.20+; older resolve on construction
-                server_args.resolve_once()
-                return server_args.resolved_dict()
-            return {
-                name: value
-                for name, value in vars(server_args).items()
-                if not name.startswith("_") and isinstance(value, PLAIN)
-            }
-
-    if patched:
-        return run()
-    with gemma4.suspended():
-        return run()
+def our_records(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name.startswith("sglang_nvfp4_patches") and r.levelno == level
+    ]
 
 
-def test_patch_is_registered_by_load_plugins() -> None:
+def test_patch_state_follows_the_root_cause() -> None:
     report = gemma4.current_state()
-    assert report.state.value == "applied", report
+    if rule_state.current_mode() is Gemma4Mode.FIXED:
+        assert report.state.value == "already upstream", report
+        assert "sglang#28144" in report.reason
+    else:
+        assert report.state.value == "applied", report
+        assert "bmm2_scale is a constant" in report.reason
 
 
 @pytest.mark.parametrize("gpu", GPUS)
@@ -74,7 +82,9 @@ def test_patch_is_registered_by_load_plugins() -> None:
 @pytest.mark.parametrize(
     "flags", FLAGS, ids=lambda f: ",".join(f"{k}={v}" for k, v in f.items()) or "no-flags"
 )
-def test_bundled_configs_on_every_gpu(model_dir: Path, gpu: str, flags: dict) -> None:
+def test_bundled_configs_on_every_gpu(
+    mode: Gemma4Mode, model_dir: Path, gpu: str, flags: dict
+) -> None:
     try:
         unpatched = resolved(model_dir, gpu, patched=False, **flags)
     except ValueError as rejected:  # e.g. trtllm_mha off SM100 on releases that validate it
@@ -84,9 +94,9 @@ def test_bundled_configs_on_every_gpu(model_dir: Path, gpu: str, flags: dict) ->
         return
     patched = resolved(model_dir, gpu, **flags)
     attention_given = "attention_backend" in flags or len(flags) == 2
-    if model_dir == GEMMA4_NVFP4_MOE and gpu in SM10X and not attention_given:
-        # The fix: exactly as if the user had typed --attention-backend triton.
-        assert unpatched["attention_backend"] == "trtllm_mha"
+    acts = mode is not Gemma4Mode.FIXED and not attention_given
+    if model_dir == GEMMA4_NVFP4_MOE and gpu in SM10X and acts:
+        # The rule: exactly as if the user had typed --attention-backend triton.
         assert patched["attention_backend"] == "triton"
         assert patched == resolved(
             model_dir, gpu, patched=False, attention_backend="triton", **flags
@@ -96,51 +106,65 @@ def test_bundled_configs_on_every_gpu(model_dir: Path, gpu: str, flags: dict) ->
 
 
 @pytest.mark.parametrize("gpu", sorted(SM10X))
-def test_unaffected_checkpoints_keep_trtllm_mha_on_sm10x(gpu: str) -> None:
+def test_unaffected_checkpoints_keep_sglangs_default_on_sm10x(mode: Gemma4Mode, gpu: str) -> None:
     for model_dir in (GEMMA4_BF16_MOE, GEMMA4_NVFP4_DENSE):
-        assert resolved(model_dir, gpu)["attention_backend"] == "trtllm_mha"
+        assert resolved(model_dir, gpu) == resolved(model_dir, gpu, patched=False)
 
 
-@pytest.mark.parametrize("gpu", sorted(SM10X))
-def test_nvfp4_runner_and_quantization_defaults_stay_as_sglang_sets_them(gpu: str) -> None:
-    patched = resolved(GEMMA4_NVFP4_MOE, gpu)
-    assert patched["moe_runner_backend"] == "flashinfer_trtllm"
-    assert patched["quantization"] == "modelopt_fp4"
+def test_nvfp4_runner_and_quantization_defaults_stay_as_sglang_sets_them(mode: Gemma4Mode) -> None:
+    for gpu in sorted(SM10X):
+        patched = resolved(GEMMA4_NVFP4_MOE, gpu)
+        unpatched = resolved(GEMMA4_NVFP4_MOE, gpu, patched=False)
+        assert patched["moe_runner_backend"] == unpatched["moe_runner_backend"]
+        assert patched["quantization"] == unpatched["quantization"]
 
 
-def test_info_line_names_model_reason_and_override(caplog: pytest.LogCaptureFixture) -> None:
+def test_log_lines_where_the_rule_acts_and_silence_where_it_does_not(
+    mode: Gemma4Mode, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.INFO, logger="sglang_nvfp4_patches"):
         resolved(GEMMA4_NVFP4_MOE, "sm100")
-    lines = [r for r in caplog.records if r.name.startswith("sglang_nvfp4_patches")]
-    info = [r.getMessage() for r in lines if r.levelno == logging.INFO]
+    info = our_records(caplog, logging.INFO)
+    assert our_records(caplog, logging.WARNING) == []
+    if mode is Gemma4Mode.FIXED:
+        assert info == []
+        return
     assert len(info) == 1, info
     assert str(GEMMA4_NVFP4_MOE) in info[0]
     assert "triton" in info[0] and "--attention-backend trtllm_mha" in info[0]
-    assert not [r for r in lines if r.levelno >= logging.WARNING]
 
 
-def test_explicit_trtllm_mha_is_honoured_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+def test_explicit_trtllm_mha_is_honoured(
+    mode: Gemma4Mode, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.INFO, logger="sglang_nvfp4_patches"):
         result = resolved(GEMMA4_NVFP4_MOE, "sm100", attention_backend="trtllm_mha")
     assert result["attention_backend"] == "trtllm_mha"
-    warnings = [
-        r.getMessage()
-        for r in caplog.records
-        if r.name.startswith("sglang_nvfp4_patches") and r.levelno == logging.WARNING
-    ]
-    assert len(warnings) == 1 and "accuracy" in warnings[0]
+    warnings = our_records(caplog, logging.WARNING)
+    if mode is Gemma4Mode.FIXED:
+        assert warnings == []  # the fixed trtllm_mha is nothing to warn about
+    elif mode is Gemma4Mode.FORCED:
+        assert len(warnings) == 1 and "SGLANG_NVFP4_PATCHES_FORCE" in warnings[0]
+    else:
+        assert len(warnings) == 1
+        assert "drops the FP8 KV-cache scales" in warnings[0]
+        assert "--attention-backend triton" in warnings[0]
+        assert "--kv-cache-dtype bfloat16" in warnings[0]
 
 
 @pytest.mark.parametrize(
-    ("enable_moe_block", "expected"),
-    [(REMOVE, "trtllm_mha"), (False, "trtllm_mha"), (True, "triton")],
+    ("enable_moe_block", "rule_applies"),
+    [(REMOVE, False), (False, False), (True, True)],
     ids=["missing", "false", "true"],
 )
 def test_enable_moe_block_variants_in_real_configs(
-    tmp_path: Path, enable_moe_block: object, expected: str
+    mode: Gemma4Mode, tmp_path: Path, enable_moe_block: object, rule_applies: bool
 ) -> None:
     model_dir = edited_copy(GEMMA4_NVFP4_MOE, tmp_path / "cfg", enable_moe_block=enable_moe_block)
-    assert resolved(model_dir, "sm100")["attention_backend"] == expected
+    if rule_applies and mode is not Gemma4Mode.FIXED:
+        assert resolved(model_dir, "sm100")["attention_backend"] == "triton"
+    else:
+        assert resolved(model_dir, "sm100") == resolved(model_dir, "sm100", patched=False)
 
 
 def backend_the_patch_sets(enable_moe_block: object) -> str | None:
@@ -151,22 +175,26 @@ def backend_the_patch_sets(enable_moe_block: object) -> str | None:
             architectures=["Gemma4ForCausalLM"],
             text_config=SimpleNamespace(enable_moe_block=enable_moe_block),
         ),
+        _parse_quant_hf_config=lambda: {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"},
     )
     record = SimpleNamespace(
         model_path="<test>",
         attention_backend=None,
         prefill_attention_backend=None,
         decode_attention_backend=None,
+        kv_cache_dtype="auto",
         _model_config=model_config,
         _model_config_built_from=None,
         _resolved_overrides=[],
         get_model_config=lambda: model_config,
     )
     layout = gemma4._layout()
+    from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+
     with simulated_gpu(GPU_PROFILES["sm100"]):
         if hasattr(layout, "provider"):
             return layout.provider(record, model_config.hf_config).get("attention_backend")
-        gemma4.adjustments_hook(lambda server_args: None, record)
+        gemma4.method_layout.adjustments_hook(lambda server_args: None, record)
         return record.attention_backend
 
 
@@ -175,17 +203,96 @@ def backend_the_patch_sets(enable_moe_block: object) -> str | None:
     [(None, False), (0, False), (1, True), ("true", True), ("", False)],
 )
 def test_patch_reads_enable_moe_block_with_bool(
-    enable_moe_block: object, declares_triton: bool
+    mode: Gemma4Mode, enable_moe_block: object, declares_triton: bool
 ) -> None:
     """None and non-bool values reach the patch only through hand-built configs (the HF
     config class normalises the file), so the installed hook is called directly here."""
-    expected = "triton" if declares_triton else None
+    # Where the root cause is fixed the hook, if registered at all, declares nothing.
+    expected = "triton" if declares_triton and mode is not Gemma4Mode.FIXED else None
     assert backend_the_patch_sets(enable_moe_block) == expected
 
 
-def test_explain_resolution_matches_direct_resolution() -> None:
+def test_explain_resolution_matches_direct_resolution(mode: Gemma4Mode) -> None:
     """`explain` goes through the same SGLang resolution (no copy of the rules)."""
     direct = resolved(GEMMA4_NVFP4_MOE, "sm103")
     via_explain = resolve(GEMMA4_NVFP4_MOE, GPU_PROFILES["sm103"])
-    assert via_explain.attention_backend == direct["attention_backend"] == "triton"
+    assert via_explain.attention_backend == direct["attention_backend"]
     assert via_explain.moe_runner_backend == direct["moe_runner_backend"]
+    expected = "trtllm_mha" if mode is Gemma4Mode.FIXED else "triton"
+    assert direct["attention_backend"] == expected
+
+
+def built_and_resolved(gpu: str, *, rule_sees_it: bool, **flags: str):
+    """A ServerArgs record as a launcher builds it; ``rule_sees_it=False`` is a record resolved
+    before SGLang loaded plugins (the rule suspended), as a pickled copy reaches the scheduler."""
+    from sglang.srt.server_args import ServerArgs
+
+    from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+
+    def build():
+        with simulated_gpu(GPU_PROFILES[gpu]):
+            record = ServerArgs(
+                model_path=str(GEMMA4_NVFP4_MOE), skip_tokenizer_init=True, device="cuda", **flags
+            )
+            if hasattr(record, "resolve_once"):
+                record.resolve_once()
+            return record
+
+    if rule_sees_it:
+        return pickle.loads(pickle.dumps(build()))
+    with gemma4.suspended():
+        return pickle.loads(pickle.dumps(build()))
+
+
+def bypass_check(record: object, caplog: pytest.LogCaptureFixture) -> tuple[bool, list[str]]:
+    """What the scheduler-side check says about ``record`` on a simulated SM100."""
+    from sglang_nvfp4_patches.server_args_gemma4_default import launch_paths
+    from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+
+    caplog.clear()
+    with (
+        caplog.at_level(logging.WARNING, logger="sglang_nvfp4_patches"),
+        simulated_gpu(GPU_PROFILES["sm100"]),
+    ):
+        warned = launch_paths.warn_if_rule_bypassed(record)
+    return warned, our_records(caplog, logging.WARNING)
+
+
+def test_scheduler_warns_once_about_a_record_resolved_before_plugins(
+    mode: Gemma4Mode, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The scheduler process loads plugins before it builds its ``Scheduler``; a record the
+    rule never saw gets one WARNING there, wherever the rule would have acted."""
+    from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+
+    bypassed = built_and_resolved("sm100", rule_sees_it=False)
+    # 0.5.12.x/0.5.13.x default this config to triton themselves: nothing was bypassed there.
+    sglang_own = resolved(GEMMA4_NVFP4_MOE, "sm100", patched=False)["attention_backend"]
+    acts = mode is not Gemma4Mode.FIXED and sglang_own == "trtllm_mha"
+    warned, warnings = bypass_check(bypassed, caplog)
+    assert warned is acts and len(warnings) == int(acts)
+    if acts:
+        assert "resolved before SGLang loaded plugins" in warnings[0]
+        assert "load_plugins()" in warnings[0] and "--attention-backend triton" in warnings[0]
+    assert bypass_check(built_and_resolved("sm100", rule_sees_it=True), caplog) == (False, [])
+    if mode is Gemma4Mode.FIXED:
+        return  # nothing installed, nothing hooked
+    # The hook sits on SGLang's real Scheduler.__init__ and runs first; the original then
+    # fails on this CPU machine, which has no port configuration to give it.
+    try:
+        import sglang.srt.managers.scheduler as scheduler_module
+    except ImportError as error:  # 0.5.12.post1 needs its own sgl_kernel build for this
+        pytest.skip(f"SGLang {installed_sglang()}'s scheduler does not import on CPU: {error}")
+    scheduler_cls = scheduler_module.Scheduler
+    assert any(
+        getattr(cell.cell_contents, "__name__", "") == "scheduler_init_hook"
+        for cell in scheduler_cls.__init__.__closure__ or ()
+    )
+    caplog.clear()
+    with (
+        caplog.at_level(logging.WARNING, logger="sglang_nvfp4_patches"),
+        simulated_gpu(GPU_PROFILES["sm100"]),
+        pytest.raises(Exception),  # noqa: B017
+    ):
+        scheduler_cls(bypassed, None)
+    assert len(our_records(caplog, logging.WARNING)) == int(acts)

@@ -24,8 +24,12 @@ GEMMA4_ARCHS = {
 
 
 def probe(*args: str, **env: str) -> tuple[dict, str]:
+    """The state after ``load_plugins()`` in a fresh process. ``gemma4-attention`` is forced
+    unless ``env`` says otherwise, so its wiring is in place on every release (where its root
+    cause is fixed, an unforced load installs nothing: see the first test)."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_NVFP4")}
     environment.pop("SGLANG_PLUGINS", None)
+    environment["SGLANG_NVFP4_PATCHES_FORCE"] = "gemma4-attention"
     environment.update(env)
     done = subprocess.run(
         [sys.executable, str(PROBE), *args],
@@ -54,9 +58,13 @@ def test_entry_point_is_installed_where_sglang_looks() -> None:
 
 @pytest.mark.release_matrix
 def test_fresh_process_gets_every_hook_from_load_plugins() -> None:
-    state, stderr = probe()
-    assert state["gemma4_provider_count"] == {arch: 1 for arch in GEMMA4_ARCHS}
-    assert state["gemma4_provider_last"]
+    """Unforced: the Gemma 4 rule is wired only where its root cause is live."""
+    from sglang_nvfp4_patches.server_args_gemma4_default import root_cause
+
+    state, stderr = probe(SGLANG_NVFP4_PATCHES_FORCE="")
+    live = root_cause.kv_scale_verdict().bug_live
+    assert state["gemma4_provider_count"] == {arch: int(live) for arch in GEMMA4_ARCHS}
+    assert state["gemma4_provider_last"] is live
     assert "Executed general plugin: nvfp4_patches" in stderr
     assert our_log_lines(stderr, "ERROR") == []
     if not state["runner_module"]:  # 0.5.14 and older: no CUTLASS runner, nothing to hook
@@ -130,9 +138,15 @@ def test_release_outside_the_range_is_warned_about_and_left_alone(
 
     layout = gemma4._layout()
     before = layout.installed()
+    from sglang_nvfp4_patches.server_args_gemma4_default import root_cause
+
     with caplog.at_level("WARNING", logger="sglang_nvfp4_patches"):
-        reports = plugin.install_all("0.5.12")
+        reports = plugin.install_all("0.5.24")
     warnings = [r.getMessage() for r in caplog.records if r.name == "sglang_nvfp4_patches"]
-    assert len(warnings) == 1 and "0.5.12" in warnings[0] and "nothing is patched" in warnings[0]
-    assert {r.state.value for r in reports.values()} == {"not applicable"}
+    assert len(warnings) == 1 and "0.5.24" in warnings[0] and "nothing is patched" in warnings[0]
+    assert reports["llama4-router-weight"].state.value == "not applicable"
+    # What doctor can still say: whether this SGLang has the Gemma 4 root-cause fix.
+    fixed = not root_cause.kv_scale_verdict().bug_live
+    expected = "already upstream" if fixed else "not applicable"
+    assert reports["gemma4-attention"].state.value == expected
     assert layout.installed() == before  # nothing installed, nothing removed

@@ -9,13 +9,16 @@
 Each entry point calls ``load_plugins()`` itself; nothing here loads the plugin. The probe
 observes the ServerArgs the entry point built (``prepare_server_args`` for the launchers,
 ``Engine._launch_subprocesses`` for the engine), resolves it if the release resolves later,
-prints ``STATE {json}`` and exits before anything needs a GPU.
+hands a pickled copy to the check the scheduler process runs on the records it receives
+(``launch_paths.warn_if_rule_bypassed``, as SGLang's pickling to the scheduler would), prints
+``STATE {json}`` and exits before anything needs a GPU.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import pickle
 import runpy
 import sys
 from typing import Any, NoReturn
@@ -31,6 +34,11 @@ def report_and_exit(server_args: Any) -> NoReturn:
         attention = server_args.resolved_dict()["attention_backend"]
     else:
         attention = server_args.attention_backend
+    from sglang_nvfp4_patches.server_args_gemma4_default.launch_paths import (
+        warn_if_rule_bypassed,
+    )
+
+    warn_if_rule_bypassed(pickle.loads(pickle.dumps(server_args)))
     print("STATE " + json.dumps({"sglang": sglang_version(), "attention_backend": attention}))
     sys.stdout.flush()
     raise SystemExit(0)

@@ -1,4 +1,8 @@
-"""The pure Gemma 4 decision, case by case (no SGLang import)."""
+"""The pure Gemma 4 decision, case by case (no SGLang import).
+
+Most cases run in ``LIVE`` mode (the root cause present, FP8 KV cache), where the seed's rule
+acts; the mode and KV-cache cases at the end cover where it must stand down.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ from sglang_nvfp4_patches.gemma4_attention_rule import (
     GEMMA4_ARCHITECTURES,
     Gemma4Action,
     Gemma4Facts,
+    Gemma4Mode,
     decide_gemma4_attention,
+    kv_cache_is_fp8,
 )
 
 AFFECTED = dict(
@@ -19,8 +25,8 @@ AFFECTED = dict(
 )
 
 
-def decide(**changes: object):
-    return decide_gemma4_attention(Gemma4Facts(**{**AFFECTED, **changes}))
+def decide(mode: Gemma4Mode = Gemma4Mode.LIVE, **changes: object):
+    return decide_gemma4_attention(Gemma4Facts(**{**AFFECTED, **changes}), mode)
 
 
 @pytest.mark.parametrize("architecture", sorted(GEMMA4_ARCHITECTURES))
@@ -28,7 +34,7 @@ def test_affected_combination_defaults_to_triton(architecture: str) -> None:
     decision = decide(architecture=architecture)
     assert decision.action is Gemma4Action.USE_TRITON
     assert decision.attention_backend == "triton"
-    assert not decision.warn_explicit_trtllm
+    assert decision.warning is None
     assert "triton" in decision.reason
 
 
@@ -49,7 +55,7 @@ def test_everything_else_is_left_to_sglang(changes: dict[str, object]) -> None:
     decision = decide(**changes)
     assert decision.action is Gemma4Action.LEAVE
     assert decision.attention_backend is None
-    assert not decision.warn_explicit_trtllm
+    assert decision.warning is None
 
 
 @pytest.mark.parametrize(
@@ -73,14 +79,18 @@ def test_explicit_trtllm_mha_is_honoured_with_a_warning() -> None:
     decision = decide(attention_backend="trtllm_mha")
     assert decision.action is Gemma4Action.LEAVE
     assert decision.attention_backend is None
-    assert decision.warn_explicit_trtllm
+    assert decision.warning is not None
+    # names the cause and both ways out
+    assert "drops the FP8 KV-cache scales" in decision.warning
+    assert "--attention-backend triton" in decision.warning
+    assert "--kv-cache-dtype bfloat16" in decision.warning
 
 
 @pytest.mark.parametrize("backend", ["triton", "flashinfer", "fa4"])
 def test_other_explicit_backends_are_honoured_silently(backend: str) -> None:
     decision = decide(attention_backend=backend)
     assert decision.action is Gemma4Action.LEAVE
-    assert not decision.warn_explicit_trtllm
+    assert decision.warning is None
 
 
 @pytest.mark.parametrize("side", ["prefill_attention_backend", "decode_attention_backend"])
@@ -89,7 +99,7 @@ def test_one_split_side_gets_triton_for_the_other(side: str, given: str) -> None
     decision = decide(**{side: given})
     assert decision.action is Gemma4Action.USE_TRITON
     assert decision.attention_backend == "triton"
-    assert decision.warn_explicit_trtllm is (given == "trtllm_mha")
+    assert (decision.warning is not None) is (given == "trtllm_mha")
 
 
 @pytest.mark.parametrize(
@@ -103,10 +113,92 @@ def test_one_split_side_gets_triton_for_the_other(side: str, given: str) -> None
 def test_both_split_sides_given_are_honoured(prefill: str, decode: str, warn: bool) -> None:
     decision = decide(prefill_attention_backend=prefill, decode_attention_backend=decode)
     assert decision.action is Gemma4Action.LEAVE
-    assert decision.warn_explicit_trtllm is warn
+    assert (decision.warning is not None) is warn
 
 
 def test_split_sides_do_not_matter_when_attention_backend_is_given() -> None:
     decision = decide(attention_backend="triton", prefill_attention_backend="trtllm_mha")
     assert decision.action is Gemma4Action.LEAVE
-    assert decision.warn_explicit_trtllm
+    assert decision.warning is not None
+
+
+# ---------------------------------------------------------------- root cause, KV cache, FORCE
+
+FLAG_SETS = [
+    {},
+    {"attention_backend": "trtllm_mha"},
+    {"attention_backend": "triton"},
+    {"prefill_attention_backend": "trtllm_mha"},
+    {"decode_attention_backend": "flashinfer"},
+]
+
+
+@pytest.mark.parametrize("flags", FLAG_SETS, ids=str)
+@pytest.mark.parametrize("kv_cache_fp8", [True, False, None])
+def test_fixed_root_cause_declares_and_warns_nothing(flags: dict, kv_cache_fp8: object) -> None:
+    decision = decide(Gemma4Mode.FIXED, kv_cache_fp8=kv_cache_fp8, **flags)
+    assert decision.action is Gemma4Action.LEAVE
+    assert decision.attention_backend is None
+    assert decision.warning is None
+    assert "sglang#28144" in decision.reason
+
+
+@pytest.mark.parametrize("flags", FLAG_SETS, ids=str)
+def test_live_root_cause_without_fp8_kv_cache_leaves_sglang_alone(flags: dict) -> None:
+    decision = decide(Gemma4Mode.LIVE, kv_cache_fp8=False, **flags)
+    assert decision.action is Gemma4Action.LEAVE
+    assert decision.warning is None
+    assert "not FP8" in decision.reason
+
+
+def test_unknown_kv_cache_counts_as_fp8_where_the_bug_is_live() -> None:
+    assert decide(Gemma4Mode.LIVE, kv_cache_fp8=None).action is Gemma4Action.USE_TRITON
+
+
+@pytest.mark.parametrize("kv_cache_fp8", [True, False, None])
+def test_forced_applies_the_seed_rule_whatever_the_kv_cache(kv_cache_fp8: object) -> None:
+    decision = decide(Gemma4Mode.FORCED, kv_cache_fp8=kv_cache_fp8)
+    assert decision.action is Gemma4Action.USE_TRITON
+    assert "SGLANG_NVFP4_PATCHES_FORCE" in decision.reason
+
+
+def test_forced_honours_an_explicit_backend_and_says_so_for_trtllm_mha() -> None:
+    assert decide(Gemma4Mode.FORCED, attention_backend="flashinfer").warning is None
+    decision = decide(Gemma4Mode.FORCED, attention_backend="trtllm_mha")
+    assert decision.action is Gemma4Action.LEAVE
+    assert decision.warning is not None and "SGLANG_NVFP4_PATCHES_FORCE" in decision.warning
+
+
+@pytest.mark.parametrize("mode", list(Gemma4Mode))
+@pytest.mark.parametrize(
+    "changes",
+    [{"quantization": None}, {"enable_moe_block": False}, {"compute_capability_major": 12}],
+    ids=str,
+)
+def test_forced_is_exactly_as_narrow_as_the_rule(mode: Gemma4Mode, changes: dict) -> None:
+    decision = decide(mode, attention_backend="trtllm_mha", **changes)
+    assert decision.action is Gemma4Action.LEAVE
+    assert decision.warning is None
+
+
+@pytest.mark.parametrize(
+    ("flag", "checkpoint", "fp8"),
+    [
+        ("auto", "FP8", True),
+        ("auto", "fp8", True),
+        (None, "FP8", True),
+        ("auto", None, False),
+        ("auto", "auto", False),
+        ("auto", "NVFP4", False),
+        ("auto", 8, False),
+        ("fp8_e4m3", None, True),
+        ("fp8_e5m2", "auto", True),
+        ("bfloat16", "FP8", False),
+        ("bf16", "FP8", False),
+        ("fp4_e2m1", "FP8", False),
+    ],
+)
+def test_kv_cache_dtype_follows_flag_then_checkpoint(
+    flag: object, checkpoint: object, fp8: bool
+) -> None:
+    assert kv_cache_is_fp8(flag, checkpoint) is fp8

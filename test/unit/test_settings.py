@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from sglang_nvfp4_patches.settings import DISABLE_ENV, UnknownPatchNameError, disabled_patches
+from sglang_nvfp4_patches.settings import (
+    DISABLE_ENV,
+    FORCE_ENV,
+    InvalidForceError,
+    UnknownPatchNameError,
+    disabled_patches,
+    forced_patches,
+)
 
 
 @pytest.mark.parametrize(
@@ -33,3 +40,35 @@ def test_unknown_name_is_an_error_naming_it_and_the_known_ones() -> None:
     message = str(caught.value)
     assert "gemma4-atention" in message
     assert "llama4-router-weight" in message and DISABLE_ENV in message
+
+
+# ------------------------------------------------------------------ SGLANG_NVFP4_PATCHES_FORCE
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("", set()),
+        ("gemma4-attention", {"gemma4-attention"}),
+        (" gemma4-attention ,", {"gemma4-attention"}),
+    ],
+)
+def test_force_accepts_the_forceable_patch(raw: str, expected: set[str]) -> None:
+    assert forced_patches({FORCE_ENV: raw}) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "named"),
+    [
+        ("gemma4-atention", "gemma4-atention"),
+        ("llama4-router-weight", "apply it twice"),
+        ("gemma4-attention,llama4-router-weight", "llama4-router-weight"),
+        ("gemma4-attention;llama4-router-weight", "gemma4-attention;llama4-router-weight"),
+    ],
+)
+def test_invalid_force_is_an_error_that_forces_nothing(raw: str, named: str) -> None:
+    with pytest.raises(InvalidForceError) as caught:
+        forced_patches({FORCE_ENV: raw})
+    message = str(caught.value)
+    assert named in message and FORCE_ENV in message
+    assert "Nothing is forced" in message

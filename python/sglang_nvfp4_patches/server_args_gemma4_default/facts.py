@@ -1,0 +1,124 @@
+"""What every layout shares: the rule's mode in this process, the facts read off a
+ServerArgs record, the mark left on records the rule saw, and the log lines."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from sglang_nvfp4_patches.gemma4_attention_rule import (
+    SM10X_MAJOR,
+    Gemma4Action,
+    Gemma4Decision,
+    Gemma4Facts,
+    Gemma4Mode,
+    decide_gemma4_attention,
+    is_nvfp4_moe_on_sm10x,
+    kv_cache_is_fp8,
+    override_hint,
+)
+
+PATCH_NAME = "gemma4-attention"
+logger = logging.getLogger("sglang_nvfp4_patches.gemma4_attention")
+
+# Set by ``install`` once per process; the hooks read it.
+_mode: Gemma4Mode | None = None
+# Lets ``explain`` compute SGLang's unpatched answer in a process where the patch is live.
+_suspended: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "gemma4_attention_suspended", default=False
+)
+# Left on every ServerArgs record the rule evaluated. Bookkeeping attributes travel with the
+# record when SGLang pickles it to the scheduler, which therefore knows whether the rule saw
+# it (``launch_paths``); no module-level reference keeps a record alive.
+SEEN_MARK = "_sglang_nvfp4_patches_gemma4_seen"
+
+
+def set_mode(mode: Gemma4Mode) -> None:
+    global _mode
+    _mode = mode
+
+
+def current_mode() -> Gemma4Mode | None:
+    return _mode
+
+
+@contextlib.contextmanager
+def suspended() -> Iterator[None]:
+    """Inside this block the installed patch declares nothing (SGLang's own answer)."""
+    token = _suspended.set(True)
+    try:
+        yield
+    finally:
+        _suspended.reset(token)
+
+
+def is_suspended() -> bool:
+    return _suspended.get()
+
+
+def mark_seen(record: Any) -> None:
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(record, SEEN_MARK, True)
+
+
+def was_seen(record: Any) -> bool:
+    return bool(getattr(record, SEEN_MARK, False))
+
+
+def text_config(hf_config: Any) -> Any:
+    inner = getattr(hf_config, "text_config", None)
+    return hf_config if inner is None else inner
+
+
+def architecture(hf_config: Any) -> str | None:
+    architectures = getattr(hf_config, "architectures", None) or [None]
+    return architectures[0]
+
+
+def major(is_sm100: bool) -> int | None:
+    """SM10X exactly as SGLang sees it when it picks trtllm_mha (its ``is_sm100`` probe)."""
+    return SM10X_MAJOR if is_sm100 else None
+
+
+def checkpoint_kv_cache_quant_algo(model_config: Any) -> object:
+    """The checkpoint's KV-cache quantization exactly as SGLang's model loader reads it
+    (``get_quant_config``: ``quantization_config`` in config.json, else the checkpoint's
+    ``hf_quant_config.json``), which is what ``--kv-cache-dtype auto`` follows."""
+    if not model_config.quantization:
+        return None
+    from sglang.srt.configs.load_config import LoadConfig
+    from sglang.srt.model_loader.weight_utils import get_quant_config
+
+    parsed = get_quant_config(model_config, LoadConfig(), {})
+    return getattr(parsed, "kv_cache_quant_algo", None)
+
+
+def with_kv_cache(facts: Gemma4Facts, kv_cache_dtype: str | None, model_config: Any) -> Gemma4Facts:
+    """Add the KV-cache fact, read only for the one combination where it matters."""
+    if not is_nvfp4_moe_on_sm10x(facts):
+        return facts
+    try:
+        fp8: bool | None = kv_cache_is_fp8(
+            kv_cache_dtype, checkpoint_kv_cache_quant_algo(model_config)
+        )
+    except Exception as error:  # unreadable: counted as FP8, the checkpoint's default
+        logger.debug("[%s] KV-cache dtype unknown (%s); assuming FP8", PATCH_NAME, error)
+        fp8 = None
+    return dataclasses.replace(facts, kv_cache_fp8=fp8)
+
+
+def decide_and_log(facts: Gemma4Facts, model_path: str) -> Gemma4Decision:
+    """The rule in this process's mode, with its INFO line and at most one WARNING."""
+    mode = _mode or Gemma4Mode.FIXED
+    decision = decide_gemma4_attention(facts, mode)
+    if decision.action is Gemma4Action.USE_TRITON:
+        logger.info(
+            "[%s] %s: %s; %s.", PATCH_NAME, model_path, decision.reason, override_hint(mode)
+        )
+    if decision.warning is not None:
+        logger.warning("[%s] %s: %s.", PATCH_NAME, model_path, decision.warning)
+    return decision

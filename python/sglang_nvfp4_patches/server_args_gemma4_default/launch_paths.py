@@ -1,0 +1,115 @@
+"""Launch paths that resolve ServerArgs before SGLang loads plugins bypass the rule.
+
+``http_server.launch_server(ServerArgs(...))``, ``HttpServerEngineAdapter``,
+``sglang.Runtime``, ``bench_one_batch_server`` and, from 0.5.19, ``Engine._launch_subprocesses``
+called directly resolve the record first; releases before 0.5.20 even resolve on
+construction. The scheduler process always loads plugins before it builds its
+``Scheduler``, so that is where a record the rule never saw (no ``SEEN_MARK``) is caught:
+one WARNING per scheduler process when the rule would have changed its attention backend.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from sglang_nvfp4_patches.gemma4_attention_rule import (
+    AFFECTED_BACKEND,
+    Gemma4Action,
+    Gemma4Facts,
+    Gemma4Mode,
+    decide_gemma4_attention,
+    ways_out,
+    why_triton,
+)
+from sglang_nvfp4_patches.server_args_gemma4_default import facts as shared
+from sglang_nvfp4_patches.server_args_gemma4_default.registry_layout import record_facts
+from sglang_nvfp4_patches.sglang_hooks import hook_around
+from sglang_nvfp4_patches.status import PATCHED_MARK
+
+SCHEDULER_MODULE = "sglang.srt.managers.scheduler"
+SCHEDULER_INIT = f"{SCHEDULER_MODULE}.Scheduler.__init__"
+
+
+def _pristine_facts(record: Any) -> tuple[Gemma4Facts, tuple[Any, ...]]:
+    """0.5.20+: the record keeps the user's input; resolution lives in declarations."""
+    from sglang.srt.arg_groups.model_override_base import (
+        model_config_of,
+        resolved_view,
+        resolving_view,
+    )
+    from sglang.srt.runtime_context import get_platform
+
+    model_config = model_config_of(record)
+    hf_config = model_config.hf_config
+    facts = Gemma4Facts(
+        architecture=shared.architecture(hf_config),
+        quantization=model_config.quantization,
+        enable_moe_block=getattr(shared.text_config(hf_config), "enable_moe_block", None),
+        compute_capability_major=shared.major(get_platform().is_sm100),
+        attention_backend=record.attention_backend,
+        prefill_attention_backend=record.prefill_attention_backend,
+        decode_attention_backend=record.decode_attention_backend,
+    )
+    facts = shared.with_kv_cache(facts, resolving_view(record).kv_cache_dtype, model_config)
+    view = resolved_view(record)
+    used = (view.attention_backend, view.prefill_attention_backend, view.decode_attention_backend)
+    return facts, used
+
+
+def _resolved_in_place_facts(record: Any) -> tuple[Gemma4Facts, tuple[Any, ...]]:
+    """Before 0.5.20 resolution wrote the record: what the user typed is gone."""
+    facts = record_facts(record, "sglang.srt.server_args")
+    used = (
+        facts.attention_backend,
+        facts.prefill_attention_backend,
+        facts.decode_attention_backend,
+    )
+    unset = dataclasses.replace(
+        facts, attention_backend=None, prefill_attention_backend=None, decode_attention_backend=None
+    )
+    return unset, used
+
+
+def warn_if_rule_bypassed(record: Any) -> bool:
+    """One WARNING when ``record`` never met the rule and runs where the rule would not."""
+    mode = shared.current_mode()
+    if mode in (None, Gemma4Mode.FIXED) or shared.was_seen(record):
+        return False
+    pristine = hasattr(record, "resolve_once")
+    facts, used = _pristine_facts(record) if pristine else _resolved_in_place_facts(record)
+    decision = decide_gemma4_attention(facts, mode)
+    if decision.action is not Gemma4Action.USE_TRITON or AFFECTED_BACKEND not in used:
+        return False
+    shared.logger.warning(
+        "[%s] %s: this ServerArgs was resolved before SGLang loaded plugins (for example "
+        "http_server.launch_server(ServerArgs(...)), sglang.Runtime, HttpServerEngineAdapter "
+        "or bench_one_batch_server), so the rule did not run and the server uses %s, %s. "
+        "Start it with `sglang serve` or sglang.Engine(**kwargs), call "
+        "sglang.srt.plugins.load_plugins() before building ServerArgs, or pass %s.",
+        shared.PATCH_NAME,
+        record.model_path,
+        AFFECTED_BACKEND,
+        why_triton(mode),
+        ways_out(),
+    )
+    return True
+
+
+def scheduler_init_hook(original: Callable[..., Any], scheduler: Any, *args: Any, **kw: Any) -> Any:
+    server_args = kw.get("server_args", args[0] if args else None)
+    if server_args is not None:
+        try:
+            warn_if_rule_bypassed(server_args)
+        except Exception as error:  # a diagnostic must never stop the scheduler
+            shared.logger.debug("[%s] bypass check skipped: %s", shared.PATCH_NAME, error)
+    return original(scheduler, *args, **kw)
+
+
+setattr(scheduler_init_hook, PATCHED_MARK, True)
+
+
+def hook_scheduler(module: Any) -> None:
+    if hasattr(getattr(module, "Scheduler", None), "__init__"):
+        hook_around(SCHEDULER_INIT, scheduler_init_hook)

@@ -1,0 +1,57 @@
+"""0.5.12-0.5.14: ``ServerArgs._handle_model_specific_adjustments`` sets the Gemma 4 default
+in place. An AROUND hook (SGLang's ``HookRegistry``) sets ``attention_backend`` first,
+exactly as if the user had passed ``--attention-backend triton``."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sglang_nvfp4_patches.gemma4_attention_rule import SAFE_BACKEND
+from sglang_nvfp4_patches.server_args_gemma4_default import facts as shared
+from sglang_nvfp4_patches.server_args_gemma4_default.registry_layout import record_facts
+from sglang_nvfp4_patches.sglang_hooks import hook_around
+from sglang_nvfp4_patches.status import PATCHED_MARK
+
+SERVER_ARGS_MODULE = "sglang.srt.server_args"
+ADJUSTMENTS_METHOD = "_handle_model_specific_adjustments"
+
+
+def adjustments_hook(original: Callable[..., Any], server_args: Any, *args: Any, **kw: Any) -> Any:
+    """Default ``attention_backend`` before SGLang's in-place Gemma 4 branch."""
+    if not shared.is_suspended():
+        shared.mark_seen(server_args)
+        facts = record_facts(server_args, SERVER_ARGS_MODULE)
+        if shared.decide_and_log(facts, server_args.model_path).attention_backend is not None:
+            server_args.attention_backend = SAFE_BACKEND
+    return original(server_args, *args, **kw)
+
+
+setattr(adjustments_hook, PATCHED_MARK, True)
+
+
+@dataclass(frozen=True)
+class MethodLayout:
+    server_args_cls: type
+
+    name = "ServerArgs._handle_model_specific_adjustments hook"
+    resolves_on_construction = True
+
+    def method(self) -> Callable[..., Any]:
+        return self.server_args_cls.__dict__[ADJUSTMENTS_METHOD]
+
+    def installed(self) -> bool:
+        wrapped = self.method()
+        return inspect.unwrap(wrapped) is not wrapped and any(
+            getattr(cell.cell_contents, PATCHED_MARK, False)
+            for cell in (wrapped.__closure__ or ())
+            if callable(getattr(cell, "cell_contents", None))
+        )
+
+    def install(self) -> None:
+        hook_around(f"{SERVER_ARGS_MODULE}.ServerArgs.{ADJUSTMENTS_METHOD}", adjustments_hook)
+
+    def where(self) -> str:
+        return f"{self.name} installed"

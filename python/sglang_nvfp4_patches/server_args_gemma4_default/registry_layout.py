@@ -1,0 +1,111 @@
+"""Layouts with a model-override registry: providers return ``{field: value}`` declarations,
+run in registration order, and the last declaration of a field wins. Ours is registered
+after SGLang's own Gemma 4 provider, so it re-declares ``attention_backend`` when it acts.
+
+* 0.5.20+: ``sglang.srt.arg_groups.model_override_base``; providers see a pristine record
+  and read resolution so far through ``resolving_view``.
+* 0.5.15.post1-0.5.18: ``sglang.srt.arg_groups.overrides``; providers read the record.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sglang_nvfp4_patches.gemma4_attention_rule import (
+    GEMMA4_ARCHITECTURES,
+    SAFE_BACKEND,
+    Gemma4Facts,
+)
+from sglang_nvfp4_patches.server_args_gemma4_default import facts as shared
+from sglang_nvfp4_patches.status import PATCHED_MARK
+
+OVERRIDES_MODULE = "sglang.srt.arg_groups.overrides"
+
+
+@dataclass(frozen=True)
+class RegistryLayout:
+    """``register_model_override`` + ``_MODEL_OVERRIDE_FNS`` in ``module``."""
+
+    name: str
+    module: Any
+    provider: Callable[[Any, Any], dict[str, Any]]
+    resolves_on_construction: bool  # ServerArgs.__post_init__ resolves (before 0.5.20)
+
+    def registered(self) -> dict[str, list[Callable[..., Any]]]:
+        return self.module._MODEL_OVERRIDE_FNS
+
+    def installed(self) -> bool:
+        return all(self.provider in self.registered().get(a, ()) for a in GEMMA4_ARCHITECTURES)
+
+    def install(self) -> None:
+        for architecture in sorted(GEMMA4_ARCHITECTURES):
+            if self.provider not in self.registered().get(architecture, ()):
+                self.module.register_model_override(architecture)(self.provider)
+
+    def where(self) -> str:
+        last = all(self.registered()[a][-1] is self.provider for a in GEMMA4_ARCHITECTURES)
+        order = "last" if last else "registered (another provider follows it)"
+        return f"{self.name}: provider {order} for Gemma 4"
+
+
+def _declaration(facts: Gemma4Facts, model_path: str) -> dict[str, Any]:
+    decision = shared.decide_and_log(facts, model_path)
+    return {} if decision.attention_backend is None else {"attention_backend": SAFE_BACKEND}
+
+
+def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
+    """0.5.20+ provider: reads the live resolving view, never writes a field."""
+    if shared.is_suspended():
+        return {}
+    from sglang.srt.arg_groups.model_override_base import model_config_of, resolving_view
+    from sglang.srt.runtime_context import get_platform
+
+    shared.mark_seen(server_args)
+    cfg = resolving_view(server_args)
+    model_config = model_config_of(server_args)
+    facts = Gemma4Facts(
+        architecture=shared.architecture(hf_config),
+        quantization=model_config.quantization,
+        enable_moe_block=getattr(shared.text_config(hf_config), "enable_moe_block", None),
+        compute_capability_major=shared.major(get_platform().is_sm100),
+        attention_backend=cfg.attention_backend,
+        prefill_attention_backend=cfg.prefill_attention_backend,
+        decode_attention_backend=cfg.decode_attention_backend,
+    )
+    facts = shared.with_kv_cache(facts, cfg.kv_cache_dtype, model_config)
+    return _declaration(facts, cfg.model_path)
+
+
+def record_facts(server_args: Any, probe_module: str) -> Gemma4Facts:
+    """Facts read straight off a ServerArgs record (0.5.12-0.5.18), with SGLang's SM10X probe
+    as bound in ``probe_module``, the binding that release's Gemma 4 default reads."""
+    model_config = server_args.get_model_config()
+    facts = Gemma4Facts(
+        architecture=shared.architecture(model_config.hf_config),
+        quantization=model_config.quantization,
+        enable_moe_block=getattr(
+            shared.text_config(model_config.hf_config), "enable_moe_block", None
+        ),
+        compute_capability_major=shared.major(
+            importlib.import_module(probe_module).is_sm100_supported()
+        ),
+        attention_backend=server_args.attention_backend,
+        prefill_attention_backend=server_args.prefill_attention_backend,
+        decode_attention_backend=server_args.decode_attention_backend,
+    )
+    return shared.with_kv_cache(facts, server_args.kv_cache_dtype, model_config)
+
+
+def overrides_module_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
+    """0.5.15.post1-0.5.18 provider: those releases hand providers the pristine record."""
+    if shared.is_suspended():
+        return {}
+    shared.mark_seen(server_args)
+    return _declaration(record_facts(server_args, OVERRIDES_MODULE), server_args.model_path)
+
+
+for _provider in (registry_provider, overrides_module_provider):
+    setattr(_provider, PATCHED_MARK, True)

@@ -1,0 +1,50 @@
+"""Is the root cause live in the installed SGLang? Read off its TRT-LLM MHA backend source.
+
+The file is located through ``sglang.srt.__path__`` (already imported when plugins load) and
+parsed, never imported: importing it would load FlashInfer in every process at plugin load.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from sglang_nvfp4_patches.gemma4_attention_rule import Gemma4Mode
+from sglang_nvfp4_patches.trtllm_mha_kv_scales import (
+    KvScaleHandoff,
+    KvScaleVerdict,
+    analyse_backend_source,
+)
+
+BACKEND_MODULE = "sglang.srt.layers.attention.trtllm_mha_backend"
+_RELATIVE = Path("layers", "attention", "trtllm_mha_backend.py")
+
+
+def backend_source_path() -> Path | None:
+    """Where this SGLang keeps ``trtllm_mha_backend.py`` (an overlay's copy wins)."""
+    import sglang.srt
+
+    for root in sglang.srt.__path__:
+        candidate = Path(root) / _RELATIVE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@functools.cache
+def kv_scale_verdict() -> KvScaleVerdict:
+    """The root-cause verdict for this process's SGLang (read once)."""
+    path = backend_source_path()
+    if path is None:
+        return KvScaleVerdict(KvScaleHandoff.UNKNOWN, f"no {BACKEND_MODULE} in this SGLang")
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as error:
+        return KvScaleVerdict(KvScaleHandoff.UNKNOWN, f"cannot read {path}: {error}")
+    return analyse_backend_source(source, filename=path.name)
+
+
+def mode_for(forced: bool) -> Gemma4Mode:
+    if forced:
+        return Gemma4Mode.FORCED
+    return Gemma4Mode.LIVE if kv_scale_verdict().bug_live else Gemma4Mode.FIXED

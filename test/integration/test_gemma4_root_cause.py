@@ -1,0 +1,192 @@
+"""The rule follows its root cause, end to end in fresh processes that load the plugin the way
+SGLang does (``support/gemma4_rule_probe.py``); only the environment differs:
+
+* ``bug window``: this release as a nightly from May-June 2026 looked, sglang#28144's V-scale
+  handoff reverted in a copy of its ``trtllm_mha_backend.py`` (``support/bug_window.py``);
+  on 0.5.12.x/0.5.13.x the release itself, whose code still drops the scale.
+* ``forced``: ``SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention`` on this release as installed.
+
+Expected values for the cases the rule leaves alone are SGLang's own, resolved in this
+process with the rule suspended.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from sglang_nvfp4_patches.server_args_gemma4_default import root_cause
+from sglang_nvfp4_patches.trtllm_mha_kv_scales import KvScaleHandoff
+from support.bug_window import installed_package_dir, make_bug_window_copy
+from support.configs import GEMMA4_BF16_MOE, GEMMA4_NVFP4_MOE
+from support.gemma4_cases import resolved
+from support.release import installed_sglang
+
+pytestmark = pytest.mark.release_matrix
+PROBE = Path(__file__).resolve().parents[1] / "support" / "gemma4_rule_probe.py"
+FIXED_IN = Version("0.5.14")  # sglang#28144 cherry-picked to 0.5.14 (sglang#29245)
+
+
+def bf16_kv_copy(target: Path) -> Path:
+    """The NVFP4 MoE stand-in without a KV-cache scheme: ``auto`` gives a BF16 KV cache."""
+    config = json.loads((GEMMA4_NVFP4_MOE / "config.json").read_text())
+    del config["quantization_config"]["kv_cache_scheme"]
+    target.mkdir(parents=True)
+    (target / "config.json").write_text(json.dumps(config))
+    return target
+
+
+def cases(bf16_kv: Path) -> list[dict]:
+    fp8 = str(GEMMA4_NVFP4_MOE)
+    return [
+        {"model": fp8, "gpu": "sm100", "flags": {}},
+        {"model": fp8, "gpu": "sm103", "flags": {}},
+        {"model": fp8, "gpu": "sm90", "flags": {}},
+        {"model": fp8, "gpu": "sm120", "flags": {}},
+        {"model": fp8, "gpu": "sm100", "flags": {"attention_backend": "trtllm_mha"}},
+        {"model": fp8, "gpu": "sm100", "flags": {"attention_backend": "triton"}},
+        {"model": fp8, "gpu": "sm100", "flags": {"kv_cache_dtype": "bfloat16"}},
+        {
+            "model": fp8,
+            "gpu": "sm100",
+            "flags": {"kv_cache_dtype": "bfloat16", "attention_backend": "trtllm_mha"},
+        },
+        {"model": str(bf16_kv), "gpu": "sm100", "flags": {}},
+        {"model": str(bf16_kv), "gpu": "sm100", "flags": {"attention_backend": "trtllm_mha"}},
+        {"model": str(bf16_kv), "gpu": "sm100", "flags": {"kv_cache_dtype": "fp8_e4m3"}},
+        {"model": str(GEMMA4_BF16_MOE), "gpu": "sm100", "flags": {}},
+    ]
+
+
+def sglang_own(case: dict) -> str:
+    try:
+        return resolved(Path(case["model"]), case["gpu"], patched=False, **case["flags"])[
+            "attention_backend"
+        ]
+    except ValueError as rejected:
+        return f"ValueError: {rejected}"
+
+
+def start(case_list: list[dict], pythonpath: str | None = None, **env: str) -> subprocess.Popen:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_NVFP4")}
+    environment.pop("SGLANG_PLUGINS", None)
+    if pythonpath is not None:
+        environment["PYTHONPATH"] = os.pathsep.join(
+            p for p in (pythonpath, environment.get("PYTHONPATH")) if p
+        )
+    environment.update(env)
+    return subprocess.Popen(
+        [sys.executable, str(PROBE), json.dumps(case_list)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=environment,
+    )
+
+
+def finish(process: subprocess.Popen) -> dict:
+    stdout, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stderr[-3000:]
+    (line,) = [x for x in stdout.splitlines() if x.startswith("RESULT ")]
+    return json.loads(line[len("RESULT ") :])
+
+
+@pytest.fixture(scope="module")
+def scenarios(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[dict], dict]]:
+    """Every scenario's probe, started together (two cores) and collected once."""
+    case_list = cases(bf16_kv_copy(tmp_path_factory.mktemp("bf16kv") / "model"))
+    window = None
+    if not root_cause.kv_scale_verdict().bug_live:
+        window = str(make_bug_window_copy(tmp_path_factory.mktemp("bug_window")))
+    started = {
+        "bug window": start(case_list, window),
+        "forced": start(case_list, SGLANG_NVFP4_PATCHES_FORCE="gemma4-attention"),
+        "forced and disabled": start(
+            case_list[:1],
+            SGLANG_NVFP4_PATCHES_FORCE="gemma4-attention",
+            SGLANG_NVFP4_PATCHES_DISABLE="gemma4-attention",
+        ),
+        "invalid force": start(case_list[:1], SGLANG_NVFP4_PATCHES_FORCE="llama4-router-weight"),
+    }
+    return {name: (case_list, finish(process)) for name, process in started.items()}
+
+
+def test_probe_answers_per_release() -> None:
+    """0.5.12.x/0.5.13.x drop the V scale; 0.5.14+ carry sglang#28144."""
+    verdict = root_cause.kv_scale_verdict()
+    live = Version(installed_sglang()) < FIXED_IN
+    assert verdict.handoff is (KvScaleHandoff.DROPPED if live else KvScaleHandoff.APPLIED)
+    assert root_cause.backend_source_path() == (
+        installed_package_dir() / "srt" / "layers" / "attention" / "trtllm_mha_backend.py"
+    )
+
+
+def test_bug_window_build_gets_the_rule_without_force(scenarios: dict) -> None:
+    case_list, result = scenarios["bug window"]
+    assert result["sglang"] == installed_sglang()  # same version string, reverted code
+    assert result["mode"] == "live"
+    assert result["state"]["status"] == "applied"
+    assert "bmm2_scale is a constant" in result["state"]["reason"]
+    assert result["imported_at_load"] == []
+    got = [c["attention_backend"] for c in result["cases"]]
+    warned = [c["warnings"] for c in result["cases"]]
+    own = [sglang_own(case) for case in case_list]
+    # FP8 KV cache on SM10X, nothing given: triton; other GPUs: SGLang's own.
+    assert got[:4] == ["triton", "triton", own[2], own[3]]
+    # explicit trtllm_mha: honoured, one WARNING naming the cause and both ways out
+    assert got[4] == "trtllm_mha" and len(warned[4]) == 1
+    assert "drops the FP8 KV-cache scales" in warned[4][0]
+    assert "--attention-backend triton" in warned[4][0]
+    assert "--kv-cache-dtype bfloat16" in warned[4][0]
+    assert got[5] == "triton"
+    # BF16 KV cache, by flag or by checkpoint: trtllm_mha is accurate, SGLang's default stands
+    assert got[6:10] == own[6:10]
+    # an FP8 KV cache asked for on a BF16-KV checkpoint is FP8 again
+    assert got[10] == "triton"
+    assert got[11] == own[11]
+    assert [w for i, w in enumerate(warned) if i != 4] == [[]] * (len(warned) - 1)
+
+
+def test_force_applies_the_seed_rule_on_this_release(scenarios: dict) -> None:
+    case_list, result = scenarios["forced"]
+    assert result["mode"] == "forced"
+    assert result["state"]["status"] == "applied"
+    assert "forced by SGLANG_NVFP4_PATCHES_FORCE" in result["state"]["reason"]
+    assert result["imported_at_load"] == []
+    got = [c["attention_backend"] for c in result["cases"]]
+    warned = [c["warnings"] for c in result["cases"]]
+    own = [sglang_own(case) for case in case_list]
+    assert got[:4] == ["triton", "triton", own[2], own[3]]
+    assert got[4] == "trtllm_mha" and len(warned[4]) == 1  # explicit: honoured, said so
+    assert "SGLANG_NVFP4_PATCHES_FORCE" in warned[4][0]
+    # the seed's rule does not look at the KV cache: forced means forced
+    assert got[6] == got[8] == got[10] == "triton"
+    assert got[7] == got[9] == "trtllm_mha"
+    assert got[11] == own[11]
+
+
+def test_disable_wins_over_force(scenarios: dict) -> None:
+    case_list, result = scenarios["forced and disabled"]
+    assert result["state"] == {
+        "status": "disabled",
+        "reason": "listed in SGLANG_NVFP4_PATCHES_DISABLE",
+    }
+    assert [c["attention_backend"] for c in result["cases"]] == [sglang_own(case_list[0])]
+    (warning,) = result["load_warnings"]
+    assert "stays disabled" in warning
+
+
+def test_invalid_force_is_one_error_and_forces_nothing(scenarios: dict) -> None:
+    case_list, result = scenarios["invalid force"]
+    (error,) = result["load_warnings"]
+    assert "llama4-router-weight cannot be forced" in error and "Nothing is forced" in error
+    expected_mode = "live" if root_cause.kv_scale_verdict().bug_live else "fixed"
+    assert result["mode"] == expected_mode
+    expected = "triton" if expected_mode == "live" else sglang_own(case_list[0])
+    assert [c["attention_backend"] for c in result["cases"]] == [expected]

@@ -1,0 +1,57 @@
+"""A copy of the SGLang under test as nightlies from the May-June 2026 window looked: the same
+code and version string, with sglang#28144's FP8 KV-cache V-scale handoff reverted in
+``trtllm_mha_backend.py`` (``bmm2_scale = 1.0`` again).
+
+The copy is a tree of symbolic links to the installed files (fast, small), with the one file
+edited; put it first on ``PYTHONPATH`` and the interpreter imports it, dist-info included.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shutil
+from pathlib import Path
+
+BACKEND = Path("srt", "layers", "attention", "trtllm_mha_backend.py")
+# sglang#28144: `bmm1_scale, bmm2_scale = self._get_bmm_scales(layer, q_scale)`; later
+# releases also compute `bmm2_scale = v_scale` on their NVFP4-KV path.
+_HELPER_CALL = re.compile(
+    r"^(?P<indent>[ \t]*)bmm1_scale, bmm2_scale = (?P<call>self\._get_bmm_scales\(.*\))[ \t]*$",
+    re.MULTILINE,
+)
+_V_SCALE = re.compile(r"^(?P<indent>[ \t]*)bmm2_scale = v_scale[ \t]*$", re.MULTILINE)
+
+
+def revert_scale_handoff(source: str) -> tuple[str, int]:
+    """The backend source with every V-scale handoff replaced by the constant 1.0."""
+    source, helper_calls = _HELPER_CALL.subn(
+        r"\g<indent>bmm1_scale = \g<call>[0]\n\g<indent>bmm2_scale = 1.0", source
+    )
+    source, v_scales = _V_SCALE.subn(r"\g<indent>bmm2_scale = 1.0", source)
+    return source, helper_calls + v_scales
+
+
+def installed_package_dir() -> Path:
+    spec = importlib.util.find_spec("sglang")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("SGLang is not importable")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def make_bug_window_copy(target: Path) -> Path:
+    """Build the copy under ``target`` and return the directory to put on PYTHONPATH."""
+    package = installed_package_dir()
+    version = importlib.metadata.version("sglang")
+    (dist_info,) = package.parent.glob(f"sglang-{version}.dist-info")
+    shutil.copytree(package, target / "sglang", copy_function=os.symlink)
+    shutil.copytree(dist_info, target / dist_info.name, copy_function=os.symlink)
+    edited = target / "sglang" / BACKEND
+    reverted, count = revert_scale_handoff((package / BACKEND).read_text(encoding="utf-8"))
+    if count == 0:
+        raise RuntimeError(f"no V-scale handoff found to revert in {package / BACKEND}")
+    edited.unlink()
+    edited.write_text(reverted, encoding="utf-8")
+    return target

@@ -1,0 +1,87 @@
+"""Run in a fresh interpreter: load plugins the way SGLang does, then ask SGLang to resolve
+several Gemma 4 configurations on simulated GPUs and print what it picked.
+
+``gemma4_rule_probe.py CASES_JSON`` where CASES_JSON is a list of
+``{"model": DIR, "gpu": "sm100", "flags": {...}}``. Prints one line
+``RESULT {"sglang", "mode", "state", "cases": [{"attention_backend", "warnings"}...]}``;
+``warnings`` are this plugin's WARNING messages logged while that case resolved. Nothing
+here replaces SGLang code: the environment (FORCE, DISABLE, PYTHONPATH) is the scenario.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Any
+
+BACKEND_MODULE = "sglang.srt.layers.attention.trtllm_mha_backend"
+
+
+class _Collect(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def resolved_attention(model: str, gpu: str, flags: dict[str, Any]) -> str | None:
+    from sglang.srt.server_args import ServerArgs
+
+    from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
+    from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+
+    with simulated_gpu(GPU_PROFILES[gpu]):
+        server_args = ServerArgs(model_path=model, skip_tokenizer_init=True, device="cuda", **flags)
+        if hasattr(server_args, "resolve_once"):  # 0.5.20+; older resolve on construction
+            server_args.resolve_once()
+            return server_args.resolved_dict()["attention_backend"]
+        return server_args.attention_backend
+
+
+def main() -> None:
+    cases = json.loads(sys.argv[1])
+    logging.basicConfig(level=logging.WARNING)
+    collect = _Collect()
+    logging.getLogger("sglang_nvfp4_patches").addHandler(collect)
+
+    from sglang.srt.plugins import load_plugins
+
+    load_plugins()
+    # The root-cause probe reads the backend's source; it must import neither it nor FlashInfer.
+    imported = sorted(m for m in ("flashinfer", BACKEND_MODULE) if m in sys.modules)
+
+    from sglang_nvfp4_patches.plugin import reports
+    from sglang_nvfp4_patches.server_args_gemma4_default.facts import current_mode
+    from sglang_nvfp4_patches.status import sglang_version
+
+    load_messages, collect.messages = collect.messages, []
+    results = []
+    for case in cases:
+        try:
+            attention = resolved_attention(case["model"], case["gpu"], case.get("flags", {}))
+        except ValueError as rejected:  # SGLang's own refusal, compared with its unpatched one
+            attention = f"ValueError: {rejected}"
+        results.append({"attention_backend": attention, "warnings": collect.messages})
+        collect.messages = []
+    mode = current_mode()
+    report = reports().get("gemma4-attention")
+    print(
+        "RESULT "
+        + json.dumps(
+            {
+                "sglang": sglang_version(),
+                "mode": None if mode is None else mode.value,
+                "state": None if report is None else report.as_dict(),
+                "load_warnings": load_messages,
+                "imported_at_load": imported,
+                "cases": results,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
