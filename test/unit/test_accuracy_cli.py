@@ -45,7 +45,7 @@ def test_add_accuracy_parser_run_defaults() -> None:
     assert callable(args.func)
     assert (args.base_url, args.api, args.model) == ("http://127.0.0.1:30000", "native", "default")
     assert (args.shots, args.parallel, args.limit, args.subjects) == (5, 64, None, None)
-    assert (args.data, args.out) == (Path("d"), Path("o.json"))
+    assert (args.data, args.out) == ("d", Path("o.json"))
     args = _parent().parse_args(
         ["accuracy", "run", "--data", "d", "--out", "o", "--subjects", "a, b,,", "--api", "openai"]
     )

@@ -278,7 +278,7 @@ def test_resume_refuses_answers_from_other_settings(
     capsys.readouterr()
     assert _run(server, data, out, "--shots", "3") == 2
     err = capsys.readouterr().err
-    assert "shots: stored 5, now 3" in err and "use another --out" in err
+    assert "shots: stored 5, now 3" in err and "write to another --out" in err
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
