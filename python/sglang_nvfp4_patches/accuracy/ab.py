@@ -104,13 +104,16 @@ def _run_side(
     say(f"side {name}: server log {log}")
     with ServerProcess.start(command, port, log, config.stop_grace_s) as server:
         say(f"side {name}: waiting for {server.base_url}/health ({config.startup_timeout_s:g} s)")
-        ready_s = server.wait_healthy(
-            config.startup_timeout_s,
-            lambda elapsed: tick(
-                f"side {name}: waiting for /health ... {elapsed:.0f} s of "
-                f"{config.startup_timeout_s:g} s"
-            ),
-        )
+        try:
+            ready_s = server.wait_healthy(
+                config.startup_timeout_s,
+                lambda elapsed: tick(
+                    f"side {name}: waiting for /health ... {elapsed:.0f} s of "
+                    f"{config.startup_timeout_s:g} s"
+                ),
+            )
+        except ServerError as exc:
+            raise ServerError(f"side {name}: {exc}", exc.log) from None
         say(f"side {name}: server ready after {ready_s:.1f} s")
         outcome = run_accuracy(config.side_config(side, server.base_url), items)
         if outcome.interrupted or outcome.run is None:
