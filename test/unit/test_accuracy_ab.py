@@ -132,6 +132,25 @@ def test_server_that_exits_at_start_exits_3_with_log_tail(
     assert _survivors(key) == []
 
 
+def test_side_with_unanswered_questions_exits_3(
+    setup: tuple[Path, Path, dict[str, WrittenQuestion]], tmp_path: Path
+) -> None:
+    data, key, _ = setup
+    answers = json.loads(key.read_text())
+    del answers["virology/3"]  # the fake model rejects a question it has no answer for
+    key.write_text(json.dumps(answers))
+    out = tmp_path / "ab"
+    result = _ab(*_command(data, key, out, "--max-retries", "0"))
+    assert result.returncode == 3, result.stderr
+    assert "error: side A: the server did not answer every question:" in result.stderr
+    assert "first: virology/3: HTTP 400" in result.stderr
+    assert f"last 3 line(s) of {out / 'A.server.log'}:" in result.stderr
+    run_a = json.loads((out / "A.json").read_text())
+    assert run_a["failed_ids"] == ["virology/3"] and run_a["complete"] is False
+    assert not (out / "B.server.log").exists()
+    assert _survivors(key) == []
+
+
 def test_server_never_healthy_times_out_exit_3(
     setup: tuple[Path, Path, dict[str, WrittenQuestion]], tmp_path: Path
 ) -> None:
@@ -162,6 +181,8 @@ def test_ctrl_c_during_b_then_rerun_resumes_b_only(
         if partial_b.exists() and partial_b.read_bytes().count(b"\n") > 8:
             break
         time.sleep(0.01)
+    running = _survivors(key)
+    assert len(running) == 3, running  # ab, B's server and its worker
     os.killpg(proc.pid, signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
@@ -181,6 +202,23 @@ def test_ctrl_c_during_b_then_rerun_resumes_b_only(
     run_b = json.loads((out / "B.json").read_text())
     assert run_b["resumed"] >= saved_b > 0
     assert run_b["resumed"] + run_b["answered_this_run"] == len(questions)
+    assert _survivors(key) == []
+
+
+def test_sigterm_while_waiting_for_health_stops_the_server_group(
+    setup: tuple[Path, Path, dict[str, WrittenQuestion]], tmp_path: Path
+) -> None:
+    data, key, _ = setup
+    out = tmp_path / "ab"
+    command = _command(data, key, out, launcher="--never-healthy --stuck-child")
+    proc = subprocess.Popen(command, env=ENV, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(_survivors(key)) < 3:
+        time.sleep(0.01)
+    proc.terminate()
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert stderr.splitlines()[-1].startswith("interrupted; servers stopped")
     assert _survivors(key) == []
 
 

@@ -8,10 +8,13 @@ User errors (bad data files, unreadable run files, mismatched resume) print one
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shlex
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -313,7 +316,8 @@ def _cmd_ab(args: argparse.Namespace) -> int:
             alpha=args.alpha,
             questions=_run_config(args, "http://127.0.0.1", args.out_dir / "A.json"),
         )
-        comparison = run_ab(config, status.say, status.tick)
+        with _sigterm_as_interrupt():
+            comparison = run_ab(config, status.say, status.tick)
     except AccuracyError as exc:
         status.say(f"error: {exc}")
         return EXIT_USAGE
@@ -335,6 +339,24 @@ def _cmd_ab(args: argparse.Namespace) -> int:
     else:
         print(format_comparison(comparison))
     return 1 if comparison.b_is_worse else 0
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``kill``, a job timeout) stops the servers like Ctrl-C does instead of
+    killing this process and orphaning them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class _StatusLines:
