@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TextIO
 from sglang_nvfp4_patches.accuracy.errors import AccuracyError, ServerError
 
 if TYPE_CHECKING:
+    from sglang_nvfp4_patches.accuracy.compare import Comparison
     from sglang_nvfp4_patches.accuracy.run import RunConfig
 
 EXIT_USAGE = 2
@@ -146,8 +147,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds between SIGINT and SIGKILL when stopping a server (30)",
     )
-    ab.add_argument("--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)")
-    ab.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    _add_comparison_options(ab)
     _add_question_options(ab)
     ab.set_defaults(func=_cmd_ab)
 
@@ -162,11 +162,16 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     )
     compare.add_argument("run_a", type=Path, metavar="A.json")
     compare.add_argument("run_b", type=Path, metavar="B.json")
-    compare.add_argument(
+    _add_comparison_options(compare)
+    compare.set_defaults(func=_cmd_compare)
+
+
+def _add_comparison_options(parser: argparse.ArgumentParser) -> None:
+    """How the verdict is reached and shown: shared by ``compare`` and ``ab``."""
+    parser.add_argument(
         "--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)"
     )
-    compare.add_argument("--json", action="store_true", help="print the result as JSON")
-    compare.set_defaults(func=_cmd_compare)
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def _add_question_options(parser: argparse.ArgumentParser) -> None:
@@ -301,7 +306,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_ab(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.ab import AbConfig, Side, run_ab
-    from sglang_nvfp4_patches.accuracy.report import format_comparison
     from sglang_nvfp4_patches.accuracy.server import DEFAULT_LAUNCHER, log_tail
 
     status = _StatusLines(sys.stderr)
@@ -334,10 +338,7 @@ def _cmd_ab(args: argparse.Namespace) -> int:
             "rerun the same command to resume"
         )
         return EXIT_INTERRUPTED
-    if args.json:
-        print(json.dumps(comparison.to_json(), indent=2))
-    else:
-        print(format_comparison(comparison))
+    _print_comparison(comparison, args.json)
     return 1 if comparison.b_is_worse else 0
 
 
@@ -368,8 +369,8 @@ class _StatusLines:
         self._open = False  # a progress line without its newline is on screen
 
     def say(self, line: str) -> None:
-        if self._open:
-            self._stream.write("\n")
+        if self._open:  # the status line replaces the progress line
+            self._stream.write("\r\x1b[K")
             self._open = False
         print(line, file=self._stream, flush=True)
 
@@ -382,18 +383,23 @@ class _StatusLines:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.compare import compare_runs, load_run
-    from sglang_nvfp4_patches.accuracy.report import format_comparison
 
     try:
         comparison = compare_runs(load_run(args.run_a), load_run(args.run_b), alpha=args.alpha)
     except AccuracyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if args.json:
+    _print_comparison(comparison, args.json)
+    return 0
+
+
+def _print_comparison(comparison: Comparison, as_json: bool) -> None:
+    from sglang_nvfp4_patches.accuracy.report import format_comparison
+
+    if as_json:
         print(json.dumps(comparison.to_json(), indent=2))
     else:
         print(format_comparison(comparison))
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
