@@ -56,26 +56,27 @@ class AbConfig:
     def server_log(self, side: Side) -> Path:
         return self.out_dir / f"{side.name}.server.log"
 
-    def side_config(self, side: Side, base_url: str) -> RunConfig:
+    def side_config(self, side: Side, base_url: str | None = None) -> RunConfig:
+        """The side's ``run`` settings; ``base_url`` only matters once its server is up."""
         return dataclasses.replace(
             self.questions,
-            base_url=base_url,
+            base_url=base_url or self.questions.base_url,
             out=self.run_file(side),
             server={"model_path": self.model_path, "args": shlex.join(side.args)},
         )
 
 
-Say = Callable[[str], None]
+Say = Callable[[str], None]  # receives one line of text
 
 
-def run_ab(config: AbConfig, say: Say, tick: Callable[[str], None]) -> Comparison:
+def run_ab(config: AbConfig, say: Say, tick: Say) -> Comparison:
     """Both sides, then the comparison. ``say`` gets status lines, ``tick`` the health-wait
     progress text. Raises AccuracyError (bad input), ServerError, KeyboardInterrupt."""
     items = config.questions.load_items()
     # Refuse a mismatched resume of either side before any server starts.
     for side in config.sides:
         try:
-            stored_answers(config.side_config(side, config.questions.base_url), items)
+            stored_answers(config.side_config(side), items)
         except ResumeError as exc:
             raise ResumeError(f"side {side.name}: {exc}") from None
     for side in config.sides:
@@ -89,12 +90,12 @@ def _run_side(
     side: Side,
     items: Sequence[EvalItem],
     say: Say,
-    tick: Callable[[str], None],
+    tick: Say,
 ) -> None:
     """Skip a finished side; otherwise start its server, ask what is missing, stop it."""
     name = side.name
     out = config.run_file(side)
-    if is_finished(config.side_config(side, config.questions.base_url), items):
+    if is_finished(config.side_config(side), items):
         say(f"side {name}: {out} already answers all {len(items)} questions; server not started")
         return
     port = free_port()
