@@ -1,24 +1,37 @@
 """A scripted stand-in for an SGLang server, on 127.0.0.1 in a background thread.
 
-It speaks ``POST /generate`` (native) and ``POST /v1/completions`` (OpenAI), rejects request
-bodies of the wrong shape with 400, answers each question from a table keyed by question id,
-and can misbehave per question: HTTP 503 for the first N calls, drop the connection without
-a response, or answer slowly. It counts every call per question id so tests can check what
-the client asked and how often.
+It speaks ``POST /generate`` (native), ``POST /v1/completions`` (OpenAI) and ``GET /health``,
+rejects request bodies of the wrong shape with 400, answers each question from a table keyed
+by question id, and can misbehave per question: HTTP 503 for the first N calls, drop the
+connection without a response, or answer slowly. It counts every call per question id so
+tests can check what the client asked and how often.
+
+Run as a program (``python -m accuracy_support.fake_server``) it is a test launcher for
+``accuracy ab``: it takes SGLang's ``--model-path M --host H --port P`` plus
+``--attention-backend NAME``, where the "model" is a JSON answer key ``{id: letter}``, and
+answers according to its flags (see :func:`fake_model_is_right`).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
+import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
-from accuracy_support.dataset_writer import question_id_in
+from accuracy_support.dataset_writer import question_id_in, wrong_letter
 
 
 @dataclass
@@ -37,8 +50,12 @@ class Script:
 class FakeServer:
     """Start with ``with FakeServer(script) as server:``; ``server.url`` is the base URL."""
 
-    def __init__(self, script: Script) -> None:
+    def __init__(
+        self, script: Script, host: str = "127.0.0.1", port: int = 0, healthy: bool = True
+    ) -> None:
         self.script = script
+        self.healthy = healthy  # GET /health: 200, else 503 (a server that never gets ready)
+        self._address = (host, port)
         self.calls: Counter[str] = Counter()  # all attempts per question id
         self.answered: Counter[str] = Counter()  # 200 responses per question id
         self.bad_requests: list[str] = []  # 400s for malformed bodies (client bugs)
@@ -68,11 +85,12 @@ class FakeServer:
         app = web.Application()
         app.router.add_post("/generate", self._generate)
         app.router.add_post("/v1/completions", self._completions)
+        app.router.add_get("/health", self._health)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(self._address)
         site = web.SockSite(self._runner, sock)
         await site.start()
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -80,6 +98,9 @@ class FakeServer:
     async def _stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def _health(self, request: web.Request) -> web.Response:
+        return web.Response(status=200 if self.healthy else 503)
 
     async def _generate(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -147,3 +168,70 @@ async def _drop_connection(request: web.Request) -> web.StreamResponse:
     if transport is not None:
         transport.abort()
     raise asyncio.CancelledError
+
+
+# --- the test launcher for ``accuracy ab`` -------------------------------------------------
+
+BASE_WRONG_PERCENT = 30  # every backend gets these questions wrong
+DEGRADED_EXTRA_PERCENT = 15  # the degraded backend also gets these wrong
+
+
+def fake_model_is_right(qid: str, backend: str, degraded_backend: str | None) -> bool:
+    """Whether the fake model answers ``qid`` right on ``backend``: a fixed pseudo-random 30 %
+    are wrong everywhere, another 15 % only on the degraded backend."""
+    bucket = zlib.crc32(qid.encode()) % 100
+    if bucket < BASE_WRONG_PERCENT:
+        return False
+    return not (
+        backend == degraded_backend and bucket < BASE_WRONG_PERCENT + DEGRADED_EXTRA_PERCENT
+    )
+
+
+_STUCK_CHILD = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(600)"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fake_server", description="test launcher for ab")
+    parser.add_argument("--model-path", required=True, help="JSON answer key {id: letter}")
+    parser.add_argument("--host", required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--attention-backend", default="triton")
+    parser.add_argument("--degrade", metavar="BACKEND", help="backend that answers worse")
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds per answer")
+    parser.add_argument("--startup-delay", type=float, default=0.0, help="seconds to 'load'")
+    parser.add_argument("--exit-at-start", action="store_true", help="fail like a bad flag")
+    parser.add_argument("--never-healthy", action="store_true", help="/health stays 503")
+    parser.add_argument(
+        "--stuck-child", action="store_true", help="fork a worker that ignores SIGINT"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until SIGINT/SIGTERM, like ``python -m sglang.launch_server`` would."""
+    args = _parser().parse_args(argv)
+    print(f"fake server: model {args.model_path}, backend {args.attention_backend}", flush=True)
+    if args.exit_at_start:
+        print("fake server: scripted start failure", flush=True)
+        return 1
+    if args.stuck_child:  # the worker's command line names the model, so tests can find it
+        subprocess.Popen([sys.executable, "-c", _STUCK_CHILD, args.model_path])
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    time.sleep(args.startup_delay)
+    with open(args.model_path, encoding="utf-8") as handle:
+        key: dict[str, str] = json.load(handle)
+    backend, degraded = args.attention_backend, args.degrade
+    replies = {
+        qid: f" {letter if fake_model_is_right(qid, backend, degraded) else wrong_letter(letter)}"
+        for qid, letter in key.items()
+    }
+    script = Script(replies=replies, delay_s=args.delay)
+    with FakeServer(script, args.host, args.port, healthy=not args.never_healthy):
+        print(f"fake server: listening on {args.host}:{args.port} (pid {os.getpid()})", flush=True)
+        received = signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        print(f"fake server: {signal.Signals(received).name}, shutting down", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,4 +1,5 @@
-"""CLI contract, and the accuracy tool being a pure client (no SGLang, torch; lazy aiohttp)."""
+"""CLI contract, and the accuracy tool being a pure client (no SGLang, torch; lazy aiohttp and
+datasets)."""
 
 from __future__ import annotations
 
@@ -19,14 +20,17 @@ import json, sys
 import sglang_nvfp4_patches.accuracy.cli
 import sglang_nvfp4_patches.accuracy.compare
 import sglang_nvfp4_patches.accuracy.report
-light = sorted(m for m in ("aiohttp", "torch", "sglang") if m in sys.modules)
+import sglang_nvfp4_patches.accuracy.server
+light = sorted(m for m in ("aiohttp", "datasets", "torch", "sglang") if m in sys.modules)
+import sglang_nvfp4_patches.accuracy.ab
+import sglang_nvfp4_patches.accuracy.hub
 import sglang_nvfp4_patches.accuracy.run
-heavy = sorted(m for m in ("torch", "sglang") if m in sys.modules)
+heavy = sorted(m for m in ("datasets", "torch", "sglang") if m in sys.modules)
 print(json.dumps({"light": light, "heavy": heavy}))
 """
 
 
-def test_no_sglang_or_torch_and_lazy_aiohttp() -> None:
+def test_no_sglang_or_torch_and_lazy_aiohttp_and_datasets() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *sys.path])}
     out = subprocess.run(
         [sys.executable, "-c", _PROBE], env=env, capture_output=True, text=True, check=True
@@ -45,11 +49,28 @@ def test_add_accuracy_parser_run_defaults() -> None:
     assert callable(args.func)
     assert (args.base_url, args.api, args.model) == ("http://127.0.0.1:30000", "native", "default")
     assert (args.shots, args.parallel, args.limit, args.subjects) == (5, 64, None, None)
-    assert (args.data, args.out) == (Path("d"), Path("o.json"))
+    assert (args.data, args.out) == ("d", Path("o.json"))
     args = _parent().parse_args(
         ["accuracy", "run", "--data", "d", "--out", "o", "--subjects", "a, b,,", "--api", "openai"]
     )
     assert args.subjects == ("a", "b") and args.api == "openai"
+
+
+def test_run_help_shows_the_base_url_default(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _parent().parse_args(["accuracy", "run", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--base-url BASE_URL server URL (http://127.0.0.1:30000)" in help_text
+
+
+def test_add_accuracy_parser_ab_defaults() -> None:
+    args = _parent().parse_args(
+        ["accuracy", "ab", "--model-path", "m", "--data", "cais/mmlu", "--b-args", "-x 1 'a b'"]
+    )
+    assert callable(args.func)
+    assert (args.a_args, args.b_args, args.data) == ((), ("-x", "1", "a b"), "cais/mmlu")
+    assert (args.out_dir, args.launcher, args.startup_timeout) == (Path("accuracy-ab"), None, 1200)
+    assert (args.shots, args.parallel, args.alpha, args.json) == (5, 64, 0.05, False)
 
 
 def test_add_accuracy_parser_compare() -> None:

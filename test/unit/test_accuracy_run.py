@@ -243,7 +243,11 @@ def test_unreachable_server_stops_early(
     )
     stdout = capsys.readouterr().out
     assert code == 1
-    assert "ClientConnectorError" in stdout
+    # The connection error comes first, without an empty results table before it.
+    first = stdout.splitlines()[0]
+    assert first.startswith("ERROR: ") and "question(s) failed" in first
+    assert "ClientConnectorError" in first
+    assert "TOTAL" not in stdout and "subject" not in stdout
     assert "stopped after" in stdout and "not attempted" in stdout
     run = _load(tmp_path / "r.json")
     assert run["records"] == [] and run["aborted"] is True
@@ -278,7 +282,7 @@ def test_resume_refuses_answers_from_other_settings(
     capsys.readouterr()
     assert _run(server, data, out, "--shots", "3") == 2
     err = capsys.readouterr().err
-    assert "shots: stored 5, now 3" in err and "use another --out" in err
+    assert "shots: stored 5, now 3" in err and "write to another --out" in err
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])

@@ -27,7 +27,7 @@ from sglang_nvfp4_patches.accuracy.store import (
     write_json_atomic,
 )
 
-SETTINGS = {"api": "native", "model": None, "shots": 5, "max_new_tokens": 2}
+SETTINGS = {"api": "native", "model": None, "shots": 5, "max_new_tokens": 2, "server": None}
 
 
 def _record(qid: str, correct: bool = True) -> dict:

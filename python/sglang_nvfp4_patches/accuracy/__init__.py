@@ -16,6 +16,7 @@ from sglang_nvfp4_patches.accuracy.errors import (
     DatasetError,
     ResumeError,
     RunFileError,
+    ServerError,
 )
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "DatasetError",
     "ResumeError",
     "RunFileError",
+    "ServerError",
 ]

@@ -1,20 +1,31 @@
-"""Command line for ``accuracy run`` and ``accuracy compare``.
+"""Command line for ``accuracy run``, ``accuracy ab`` and ``accuracy compare``.
 
 User errors (bad data files, unreadable run files, mismatched resume) print one
-``error: ...`` line and exit 2; failed questions exit 1; Ctrl-C exits 130.
+``error: ...`` line and exit 2; failed questions (``run``) or a significantly worse B
+(``ab``) exit 1; a server ``ab`` started that did not come up exits 3; Ctrl-C exits 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import shlex
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
-from sglang_nvfp4_patches.accuracy.errors import AccuracyError
+from sglang_nvfp4_patches.accuracy.errors import AccuracyError, ServerError
+
+if TYPE_CHECKING:
+    from sglang_nvfp4_patches.accuracy.compare import Comparison
+    from sglang_nvfp4_patches.accuracy.run import RunConfig
 
 EXIT_USAGE = 2
+EXIT_SERVER = 3
 EXIT_INTERRUPTED = 130
 
 
@@ -52,7 +63,8 @@ def _subject_list(text: str) -> tuple[str, ...]:
 
 
 def add_accuracy_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``accuracy {run,compare}`` to a parent CLI; ``args.func(args)`` returns the exit code."""
+    """Add ``accuracy {run,ab,compare}`` to a parent CLI; ``args.func(args)`` returns the exit
+    code."""
     parser = subparsers.add_parser(
         "accuracy",
         help="MMLU-format accuracy A/B check against a running SGLang server",
@@ -68,13 +80,14 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         help="evaluate MMLU-format questions against a running server",
         description=(
             "Ask a running SGLang server every question of an MMLU-format directory "
-            "(DIR/dev/*_dev.csv, DIR/test/*_test.csv) with greedy decoding and record the "
-            "answers in OUT. Answers are saved as they arrive in OUT.partial.jsonl; rerunning "
-            "the same command resumes."
+            "(DIR/dev/*_dev.csv, DIR/test/*_test.csv) or of a Hugging Face dataset (cais/mmlu) "
+            "with greedy decoding and record the answers in OUT. Answers are saved as they "
+            "arrive in OUT.partial.jsonl; rerunning the same command resumes."
         ),
     )
-    run.add_argument("--base-url", default="http://127.0.0.1:30000", help="server URL")
-    run.add_argument("--data", required=True, type=Path, metavar="DIR", help="MMLU data folder")
+    run.add_argument(
+        "--base-url", default="http://127.0.0.1:30000", help="server URL (%(default)s)"
+    )
     run.add_argument("--out", required=True, type=Path, metavar="RUN.json", help="result file")
     run.add_argument(
         "--api",
@@ -83,53 +96,60 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         help="native: SGLang /generate (default); openai: /v1/completions",
     )
     run.add_argument("--model", default="default", help="model name for --api openai")
-    run.add_argument(
-        "--shots", type=_non_negative_int, default=5, metavar="K", help="few-shot examples (5)"
-    )
-    run.add_argument(
-        "--parallel", type=_positive_int, default=64, metavar="N", help="concurrent requests (64)"
-    )
-    run.add_argument(
-        "--subjects", type=_subject_list, metavar="S1,S2", help="only these subjects (default all)"
-    )
-    run.add_argument(
-        "--limit", type=_positive_int, metavar="N", help="first N questions per subject"
-    )
-    run.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=120.0,
-        metavar="S",
-        help="per-request seconds (120)",
-    )
-    run.add_argument(
-        "--max-retries",
-        type=_non_negative_int,
-        default=3,
-        metavar="N",
-        help="retries per question (3)",
-    )
-    run.add_argument(
-        "--backoff",
-        type=_non_negative_float,
-        default=0.5,
-        metavar="S",
-        help="first retry delay in seconds, doubled per retry (default 0.5)",
-    )
-    run.add_argument(
-        "--max-new-tokens",
-        type=_positive_int,
-        default=2,
-        metavar="N",
-        help="tokens to generate (2)",
-    )
-    run.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar (default: only when stderr is a terminal)",
-    )
+    _add_question_options(run)
     run.set_defaults(func=_cmd_run)
+
+    ab = commands.add_parser(
+        "ab",
+        help="start a server per side, run both, compare (is B worse than A?)",
+        description=(
+            "For side A, then side B: start LAUNCHER --model-path M --host 127.0.0.1 --port "
+            "PORT <side args>, wait for /health, ask the questions as 'run' does, stop the "
+            "server's process group. Then compare the two runs with McNemar's test. Exit 0: B "
+            "is not significantly worse than A; 1: it is; 2: bad input; 3: a server did not "
+            "start or answer (the last 40 lines of its log are shown); 130: interrupted. "
+            "Rerunning the same command resumes."
+        ),
+    )
+    ab.add_argument("--model-path", required=True, metavar="M", help="model for both servers")
+    ab.add_argument(
+        "--a-args", type=_server_args, default=(), metavar="ARGS", help="side A's server flags"
+    )
+    ab.add_argument(
+        "--b-args", type=_server_args, default=(), metavar="ARGS", help="side B's server flags"
+    )
+    ab.add_argument(
+        "--out-dir",
+        type=Path,
+        default=Path("accuracy-ab"),
+        metavar="DIR",
+        help="run files A.json, B.json and server logs (%(default)s)",
+    )
+    ab.add_argument(
+        "--launcher",
+        type=_launcher,
+        default=None,
+        metavar="CMD",
+        help="server command, split like a shell line (default: this Python -m "
+        "sglang.launch_server)",
+    )
+    ab.add_argument(
+        "--startup-timeout",
+        type=_positive_float,
+        default=1200.0,
+        metavar="S",
+        help="seconds to wait for /health (1200)",
+    )
+    ab.add_argument(
+        "--stop-grace",
+        type=_non_negative_float,
+        default=30.0,
+        metavar="S",
+        help="seconds between SIGINT and SIGKILL when stopping a server (30)",
+    )
+    _add_comparison_options(ab)
+    _add_question_options(ab)
+    ab.set_defaults(func=_cmd_ab)
 
     compare = commands.add_parser(
         "compare",
@@ -142,36 +162,132 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     )
     compare.add_argument("run_a", type=Path, metavar="A.json")
     compare.add_argument("run_b", type=Path, metavar="B.json")
-    compare.add_argument(
+    _add_comparison_options(compare)
+    compare.set_defaults(func=_cmd_compare)
+
+
+def _add_comparison_options(parser: argparse.ArgumentParser) -> None:
+    """How the verdict is reached and shown: shared by ``compare`` and ``ab``."""
+    parser.add_argument(
         "--alpha", type=_alpha, default=0.05, help="significance level (default 0.05)"
     )
-    compare.add_argument("--json", action="store_true", help="print the result as JSON")
-    compare.set_defaults(func=_cmd_compare)
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def _add_question_options(parser: argparse.ArgumentParser) -> None:
+    """What to ask and how: shared by ``run`` and ``ab``."""
+    parser.add_argument(
+        "--data",
+        required=True,
+        metavar="DIR|ID",
+        help="MMLU csv folder, or a Hugging Face dataset id (cais/mmlu: config all, dev, test)",
+    )
+    parser.add_argument(
+        "--shots", type=_non_negative_int, default=5, metavar="K", help="few-shot examples (5)"
+    )
+    parser.add_argument(
+        "--parallel", type=_positive_int, default=64, metavar="N", help="concurrent requests (64)"
+    )
+    parser.add_argument(
+        "--subjects", type=_subject_list, metavar="S1,S2", help="only these subjects (default all)"
+    )
+    parser.add_argument(
+        "--limit", type=_positive_int, metavar="N", help="first N questions per subject"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=120.0,
+        metavar="S",
+        help="per-request seconds (120)",
+    )
+    parser.add_argument(
+        "--max-retries",
+        type=_non_negative_int,
+        default=3,
+        metavar="N",
+        help="retries per question (3)",
+    )
+    parser.add_argument(
+        "--backoff",
+        type=_non_negative_float,
+        default=0.5,
+        metavar="S",
+        help="first retry delay in seconds, doubled per retry (default 0.5)",
+    )
+    parser.add_argument(
+        "--max-new-tokens",
+        type=_positive_int,
+        default=2,
+        metavar="N",
+        help="tokens to generate (2)",
+    )
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar (default: only when stderr is a terminal)",
+    )
+
+
+def _shell_words(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        message = f"cannot split {text!r} like a shell line: {exc}"
+        raise argparse.ArgumentTypeError(message) from None
+
+
+def _server_args(text: str) -> tuple[str, ...]:
+    """A side's server flags; ab sets --model-path, --host and --port itself."""
+    from sglang_nvfp4_patches.accuracy.server import reserved_flag
+
+    words = _shell_words(text)
+    flag = reserved_flag(words)
+    if flag is not None:
+        raise argparse.ArgumentTypeError(
+            f"{flag} is set by ab itself (--model-path for both sides; host and port are a "
+            "free loopback port); remove it"
+        )
+    return tuple(words)
+
+
+def _launcher(text: str) -> tuple[str, ...]:
+    words = _shell_words(text)
+    if not words:
+        raise argparse.ArgumentTypeError("is empty; give the command that starts a server")
+    return tuple(words)
+
+
+def _run_config(args: argparse.Namespace, base_url: str, out: Path, **extra: object) -> RunConfig:
+    """The run options of ``run`` and ``ab`` as a RunConfig."""
+    from sglang_nvfp4_patches.accuracy.run import RunConfig
+
+    return RunConfig(
+        base_url=base_url,
+        data_dir=args.data,
+        out=out,
+        shots=args.shots,
+        max_new_tokens=args.max_new_tokens,
+        parallel=args.parallel,
+        subjects=args.subjects,
+        limit=args.limit,
+        timeout_s=args.timeout,
+        max_retries=args.max_retries,
+        backoff_s=args.backoff,
+        progress=args.progress,
+        **extra,  # type: ignore[arg-type]
+    )
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.client import Api
     from sglang_nvfp4_patches.accuracy.report import format_run_report
-    from sglang_nvfp4_patches.accuracy.run import RunConfig, run_accuracy
+    from sglang_nvfp4_patches.accuracy.run import run_accuracy
     from sglang_nvfp4_patches.accuracy.store import partial_path
 
     try:
-        config = RunConfig(
-            base_url=args.base_url,
-            data_dir=args.data,
-            out=args.out,
-            api=Api(args.api),
-            model=args.model,
-            shots=args.shots,
-            max_new_tokens=args.max_new_tokens,
-            parallel=args.parallel,
-            subjects=args.subjects,
-            limit=args.limit,
-            timeout_s=args.timeout,
-            max_retries=args.max_retries,
-            backoff_s=args.backoff,
-            progress=args.progress,
-        )
+        config = _run_config(args, args.base_url, args.out, api=Api(args.api), model=args.model)
         outcome = run_accuracy(config)
     except AccuracyError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -188,24 +304,106 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
+def _cmd_ab(args: argparse.Namespace) -> int:
+    from sglang_nvfp4_patches.accuracy.ab import AbConfig, Side, run_ab
+    from sglang_nvfp4_patches.accuracy.server import DEFAULT_LAUNCHER, log_tail
+
+    status = _StatusLines(sys.stderr)
+    try:
+        config = AbConfig(
+            model_path=args.model_path,
+            sides=(Side("A", args.a_args), Side("B", args.b_args)),
+            out_dir=args.out_dir,
+            launcher=args.launcher or DEFAULT_LAUNCHER,
+            startup_timeout_s=args.startup_timeout,
+            stop_grace_s=args.stop_grace,
+            alpha=args.alpha,
+            questions=_run_config(args, "http://127.0.0.1", args.out_dir / "A.json"),
+        )
+        with _sigterm_as_interrupt():
+            comparison = run_ab(config, status.say, status.tick)
+    except AccuracyError as exc:
+        status.say(f"error: {exc}")
+        return EXIT_USAGE
+    except ServerError as exc:
+        tail = log_tail(exc.log)
+        status.say(f"error: {exc}")
+        status.say(f"last {len(tail)} line(s) of {exc.log}:")
+        for line in tail:
+            status.say(f"  {line}")
+        return EXIT_SERVER
+    except KeyboardInterrupt:
+        status.say(
+            f"interrupted; servers stopped; answers so far are kept in {args.out_dir}; "
+            "rerun the same command to resume"
+        )
+        return EXIT_INTERRUPTED
+    _print_comparison(comparison, args.json)
+    return 1 if comparison.b_is_worse else 0
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (``kill``, a job timeout) stops the servers like Ctrl-C does instead of
+    killing this process and orphaning them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class _StatusLines:
+    """Status lines on stderr; on a terminal the health-wait progress redraws one line."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._tty = stream.isatty()
+        self._open = False  # a progress line without its newline is on screen
+
+    def say(self, line: str) -> None:
+        if self._open:  # the status line replaces the progress line
+            self._stream.write("\r\x1b[K")
+            self._open = False
+        print(line, file=self._stream, flush=True)
+
+    def tick(self, text: str) -> None:
+        if self._tty:
+            self._stream.write(f"\r{text}\x1b[K")
+            self._stream.flush()
+            self._open = True
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.compare import compare_runs, load_run
-    from sglang_nvfp4_patches.accuracy.report import format_comparison
 
     try:
         comparison = compare_runs(load_run(args.run_a), load_run(args.run_b), alpha=args.alpha)
     except AccuracyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    if args.json:
-        print(json.dumps(comparison.to_json(), indent=2))
-    else:
-        print(format_comparison(comparison))
+    _print_comparison(comparison, args.json)
     return 0
 
 
+def _print_comparison(comparison: Comparison, as_json: bool) -> None:
+    from sglang_nvfp4_patches.accuracy.report import format_comparison
+
+    if as_json:
+        print(json.dumps(comparison.to_json(), indent=2))
+    else:
+        print(format_comparison(comparison))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry: ``python -m sglang_nvfp4_patches.accuracy {run,compare} ...``."""
+    """Standalone entry: ``python -m sglang_nvfp4_patches.accuracy {run,ab,compare} ...``."""
     parser = argparse.ArgumentParser(
         prog="python -m sglang_nvfp4_patches.accuracy",
         description="MMLU-format accuracy A/B check against a running SGLang server.",

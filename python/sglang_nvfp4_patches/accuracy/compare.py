@@ -33,6 +33,10 @@ class McNemar:
     p_value: float
     method: str  # "exact-binomial" or "chi2-continuity-corrected"
 
+    def significant(self, alpha: float) -> bool:
+        """A difference between A and B at level ``alpha``."""
+        return self.p_value < alpha and self.b != self.c
+
 
 def chi2_sf_1dof(x: float) -> float:
     """P(X >= x) for a chi-square variable with one degree of freedom (X = Z^2)."""
@@ -91,6 +95,11 @@ class Comparison:
     only_in_b: int
     per_subject: list[SubjectDelta]
     incomplete: list[str]
+
+    @property
+    def b_is_worse(self) -> bool:
+        """B answers significantly worse than A: what ``accuracy ab`` exits 1 for."""
+        return self.test.significant(self.alpha) and self.test.b > self.test.c
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -151,7 +160,7 @@ def load_run(path: Path) -> LoadedRun:
 def verdict_text(test: McNemar, alpha: float) -> str:
     """One line a human can act on."""
     p = f"p={test.p_value:.4g}, alpha={alpha:g}"
-    if test.p_value < alpha and test.b != test.c:
+    if test.significant(alpha):
         direction = "worse" if test.b > test.c else "better"
         return f"B is significantly {direction} than A ({p})"
     return f"no significant difference between A and B ({p})"

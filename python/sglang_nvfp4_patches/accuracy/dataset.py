@@ -1,19 +1,22 @@
 """MMLU-format data loading and k-shot prompt building.
 
-The layout is the one of SGLang's ``benchmark/mmlu``: ``DIR/dev/<subject>_dev.csv`` holds the
-few-shot examples and ``DIR/test/<subject>_test.csv`` the questions; each csv row is
-``question, A, B, C, D, answer-letter`` with no header. The prompt follows the classic MMLU
-evaluation so numbers are comparable with published ones. Malformed input raises
-:class:`DatasetError` naming the file and line, because a silently skipped row would change
-the question set and with it the comparison.
+The csv layout is the one of SGLang's ``benchmark/mmlu``: ``DIR/dev/<subject>_dev.csv`` holds
+the few-shot examples and ``DIR/test/<subject>_test.csv`` the questions; each csv row is
+``question, A, B, C, D, answer-letter`` with no header. A Hugging Face dataset id
+(``cais/mmlu``) is read by ``hub.py`` into the same questions with the same ids. The prompt
+follows the classic MMLU evaluation so numbers are comparable with published ones. Malformed
+input raises :class:`DatasetError` naming the file and line, because a silently skipped row
+would change the question set and with it the comparison.
 """
 
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from sglang_nvfp4_patches.accuracy.errors import DatasetError
 
@@ -127,22 +130,88 @@ def build_prompt(prefix: str, question: Question) -> str:
     return prefix + format_example(question, include_answer=False)
 
 
-def list_subjects(data_dir: Path) -> list[str]:
-    """Subjects that have a test file, sorted; raises when there are none."""
-    if not data_dir.is_dir():
-        raise DatasetError(f"{data_dir}: not a directory; pass the MMLU data folder with --data")
-    test_dir = data_dir / "test"
-    if not test_dir.is_dir():
-        raise DatasetError(
-            f"{data_dir}: no 'test' folder; expected {data_dir}/test/<subject>{TEST_SUFFIX} "
-            f"and {data_dir}/dev/<subject>{DEV_SUFFIX}"
+class QuestionSource(Protocol):
+    """Where questions come from: an MMLU csv folder or a Hugging Face dataset (``hub.py``)."""
+
+    def subjects(self) -> list[str]:
+        """Subjects that have test questions, sorted."""
+        ...
+
+    def test_questions(self, subject: str) -> list[Question]:
+        """The test questions of ``subject`` in file order (their index is their id)."""
+        ...
+
+    def dev_examples(self, subject: str) -> list[Question]:
+        """The few-shot examples of ``subject``; raises DatasetError when there are none."""
+        ...
+
+    def where(self, subject: str, split: str) -> str:
+        """Where ``split`` of ``subject`` lives, for error messages."""
+        ...
+
+
+class CsvSource:
+    """SGLang's ``benchmark/mmlu`` layout; files are read only for the subjects asked."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+
+    def subjects(self) -> list[str]:
+        data_dir = self.data_dir
+        if not data_dir.is_dir():
+            raise DatasetError(
+                f"{data_dir}: not a directory; pass the MMLU data folder (or a Hugging Face "
+                "dataset id such as cais/mmlu) with --data"
+            )
+        test_dir = data_dir / "test"
+        if not test_dir.is_dir():
+            raise DatasetError(
+                f"{data_dir}: no 'test' folder; expected {data_dir}/test/<subject>{TEST_SUFFIX} "
+                f"and {data_dir}/dev/<subject>{DEV_SUFFIX}"
+            )
+        subjects = sorted(
+            p.name[: -len(TEST_SUFFIX)] for p in test_dir.glob(f"*{TEST_SUFFIX}") if p.is_file()
         )
-    subjects = sorted(
-        p.name[: -len(TEST_SUFFIX)] for p in test_dir.glob(f"*{TEST_SUFFIX}") if p.is_file()
-    )
-    if not subjects:
-        raise DatasetError(f"{test_dir}: no *{TEST_SUFFIX} files found")
-    return subjects
+        if not subjects:
+            raise DatasetError(f"{test_dir}: no *{TEST_SUFFIX} files found")
+        return subjects
+
+    def test_questions(self, subject: str) -> list[Question]:
+        return read_mmlu_csv(self._path(subject, "test"), subject)
+
+    def dev_examples(self, subject: str) -> list[Question]:
+        dev_path = self._path(subject, "dev")
+        if not dev_path.is_file():
+            raise DatasetError(
+                f"{dev_path}: missing dev file for test subject '{subject}' "
+                "(needed for few-shot prompts; use --shots 0 to run without examples)"
+            )
+        return read_mmlu_csv(dev_path, subject)
+
+    def where(self, subject: str, split: str) -> str:
+        return str(self._path(subject, split))
+
+    def _path(self, subject: str, split: str) -> Path:
+        suffix = TEST_SUFFIX if split == "test" else DEV_SUFFIX
+        return self.data_dir / split / f"{subject}{suffix}"
+
+
+# ``org/name``: what --data takes as a Hugging Face dataset id when no such local path exists.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def open_source(data: str | Path) -> QuestionSource:
+    """A csv folder (it has ``test/``); else a Hub id (``org/name``, no such local path) or a
+    local copy of a Hub dataset repository (it has the repository's ``README.md``)."""
+    path = Path(data)
+    if (path / "test").is_dir():
+        return CsvSource(path)
+    hub_copy = (path / "README.md").is_file()
+    if hub_copy or (not path.exists() and _HUB_ID.match(str(data))):
+        from sglang_nvfp4_patches.accuracy.hub import HubSource  # imports `datasets` lazily
+
+        return HubSource(str(data))
+    return CsvSource(path)
 
 
 def select_subjects(available: Sequence[str], wanted: Iterable[str] | None) -> list[str]:
@@ -161,7 +230,7 @@ def select_subjects(available: Sequence[str], wanted: Iterable[str] | None) -> l
 
 
 def load_eval_items(
-    data_dir: Path,
+    data: str | Path,
     shots: int,
     subjects: Iterable[str] | None = None,
     limit: int | None = None,
@@ -171,31 +240,26 @@ def load_eval_items(
         raise DatasetError(f"shots must be >= 0, got {shots}")
     if limit is not None and limit < 1:
         raise DatasetError(f"limit must be >= 1, got {limit}")
+    source = open_source(data)
     items: list[EvalItem] = []
-    for subject in select_subjects(list_subjects(data_dir), subjects):
-        test_path = data_dir / "test" / f"{subject}{TEST_SUFFIX}"
-        questions = read_mmlu_csv(test_path, subject)
+    for subject in select_subjects(source.subjects(), subjects):
+        questions = source.test_questions(subject)
         if not questions:
-            raise DatasetError(f"{test_path}: no questions in file")
-        prefix = build_prefix(subject, _dev_examples(data_dir, subject, shots), shots)
+            raise DatasetError(f"{source.where(subject, 'test')}: no questions in file")
+        prefix = build_prefix(subject, _dev_examples(source, subject, shots), shots)
         selected = questions if limit is None else questions[:limit]
         items.extend(EvalItem(q, build_prompt(prefix, q)) for q in selected)
     return items
 
 
-def _dev_examples(data_dir: Path, subject: str, shots: int) -> list[Question]:
-    """The few-shot examples of ``subject``; a missing or too short dev file raises."""
+def _dev_examples(source: QuestionSource, subject: str, shots: int) -> list[Question]:
+    """The few-shot examples of ``subject``; too few for ``shots`` raises."""
     if shots == 0:
         return []
-    dev_path = data_dir / "dev" / f"{subject}{DEV_SUFFIX}"
-    if not dev_path.is_file():
-        raise DatasetError(
-            f"{dev_path}: missing dev file for test subject '{subject}' "
-            f"(needed for {shots}-shot prompts; use --shots 0 to run without examples)"
-        )
-    examples = read_mmlu_csv(dev_path, subject)
+    examples = source.dev_examples(subject)
     if len(examples) < shots:
         raise DatasetError(
-            f"{dev_path}: has {len(examples)} example(s) but --shots {shots} needs {shots}"
+            f"{source.where(subject, 'dev')}: has {len(examples)} example(s) but --shots {shots} "
+            f"needs {shots}"
         )
     return examples

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class AccuracyError(Exception):
     """Base class: a problem with the user's input that the user can fix."""
@@ -26,3 +28,12 @@ class CompareError(AccuracyError):
 
 class ConfigError(AccuracyError):
     """A run setting is out of range (e.g. ``--parallel 0``)."""
+
+
+class ServerError(Exception):
+    """A server ``accuracy ab`` started did not come up or did not answer (exit 3); its log
+    is kept at ``log``."""
+
+    def __init__(self, message: str, log: Path) -> None:
+        super().__init__(message)
+        self.log = log

@@ -17,14 +17,17 @@ def _fmt_acc(value: float | None) -> str:
 
 
 def format_run_report(outcome: RunOutcome) -> str:
-    """Per-subject table, total, speed, and the warnings that need attention."""
-    lines: list[str] = []
+    """Per-subject table, total, speed, and the warnings that need attention; a run that got
+    no answer at all (server unreachable) shows only what went wrong."""
     run = outcome.run
     if run is None:
         return (
             f"interrupted: {outcome.answered_this_run} new answer(s) this time, all answers so "
             f"far kept in {outcome.partial}; rerun the same command to resume"
         )
+    if run["n_answered"] == 0 and outcome.exit_code:
+        return "\n".join(run_notes(outcome))
+    lines: list[str] = []
     per_subject: Mapping[str, Mapping[str, Any]] = run["per_subject"]
     width = max([len("subject"), len("TOTAL"), *map(len, per_subject)])
     lines.append(f"{'subject':<{width}}  {'n':>6}  {'correct':>7}  accuracy")
@@ -36,13 +39,28 @@ def format_run_report(outcome: RunOutcome) -> str:
     acc = _fmt_acc(run["accuracy"])
     lines.append(f"{'TOTAL':<{width}}  {n_total:>6}  {correct_total:>7}  {acc}")
     lines.append("")
+    lines.append(run_summary(run))
+    lines.extend(run_notes(outcome))
+    return "\n".join(lines)
+
+
+def run_summary(run: Mapping[str, Any]) -> str:
+    """One line: accuracy, questions, wall time, speed, asked vs resumed."""
     speed = run["questions_per_s"]
-    lines.append(
+    return (
         f"accuracy {_fmt_acc(run['accuracy'])} on {run['n_answered']}/{run['n_questions']} "
         f"questions; wall time {run['wall_time_s']:.1f} s, "
         f"{'n/a' if speed is None else f'{speed:.1f}'} questions/s "
         f"({run['answered_this_run']} asked now, {run['resumed']} resumed)"
     )
+
+
+def run_notes(outcome: RunOutcome) -> list[str]:
+    """The WARNING/ERROR lines of a finished run: collapse, failed questions, early stop."""
+    run = outcome.run
+    if run is None:
+        return []
+    lines: list[str] = []
     if is_collapsed(run["accuracy"]):
         lines.append(
             f"WARNING: accuracy {run['accuracy']:.4f} is at or below chance "
@@ -62,7 +80,7 @@ def format_run_report(outcome: RunOutcome) -> str:
         )
     if outcome.exit_code:
         lines.append(f"answers so far are kept in {outcome.partial}; rerun to ask the rest")
-    return "\n".join(lines)
+    return lines
 
 
 def format_comparison(cmp: Comparison) -> str:

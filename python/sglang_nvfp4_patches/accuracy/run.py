@@ -13,7 +13,7 @@ import datetime as dt
 import random
 import sys
 import time
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -49,7 +49,7 @@ class RunConfig:
     """Everything ``accuracy run`` needs; validated on construction."""
 
     base_url: str
-    data_dir: Path
+    data_dir: str | Path  # an MMLU csv folder or a Hugging Face dataset id (cais/mmlu)
     out: Path
     api: Api = Api.NATIVE
     model: str = "default"
@@ -62,6 +62,7 @@ class RunConfig:
     max_retries: int = 3
     backoff_s: float = 0.5
     progress: bool | None = None  # None: show a progress bar only when stderr is a terminal
+    server: Mapping[str, str] | None = None  # model path and flags, when ab started the server
 
     def __post_init__(self) -> None:
         checks = [
@@ -88,7 +89,12 @@ class RunConfig:
             "model": self.model if self.api is Api.OPENAI else None,
             "shots": self.shots,
             "max_new_tokens": self.max_new_tokens,
+            "server": dict(self.server) if self.server is not None else None,
         }
+
+    def load_items(self) -> list[EvalItem]:
+        """The questions and prompts this run asks."""
+        return load_eval_items(self.data_dir, self.shots, self.subjects, self.limit)
 
 
 @dataclass
@@ -135,9 +141,9 @@ class _Tally:
     stop: bool = False
 
 
-def run_accuracy(config: RunConfig) -> RunOutcome:
-    """Evaluate, resuming from earlier answers, and write RUN.json atomically at the end."""
-    items = load_eval_items(config.data_dir, config.shots, config.subjects, config.limit)
+def stored_answers(config: RunConfig, items: Sequence[EvalItem]) -> dict[str, Record]:
+    """Answers an earlier run of ``config`` left for ``items``, by id; raises ResumeError when
+    they come from other settings or the data changed."""
     settings = config.settings()
     ppath = partial_path(config.out)
     # An interrupted run left a partial file; a finished one only RUN.json.
@@ -145,7 +151,26 @@ def run_accuracy(config: RunConfig) -> RunOutcome:
     carried = (
         load_partial(ppath, settings) if source == ppath else load_finished_run(source, settings)
     )
-    done = _check_carried(carried, items, source)
+    return _check_carried(carried, items, source)
+
+
+def is_finished(config: RunConfig, items: Sequence[EvalItem]) -> bool:
+    """RUN.json answers every question and no partial file is pending: nothing left to ask."""
+    done = stored_answers(config, items)
+    return (
+        config.out.exists()
+        and not partial_path(config.out).exists()
+        and all(item.id in done for item in items)
+    )
+
+
+def run_accuracy(config: RunConfig, items: Sequence[EvalItem] | None = None) -> RunOutcome:
+    """Evaluate, resuming from earlier answers, and write RUN.json atomically at the end;
+    ``items`` (default: ``config.load_items()``) saves reloading the data."""
+    items = config.load_items() if items is None else items
+    settings = config.settings()
+    ppath = partial_path(config.out)
+    done = stored_answers(config, items)
     config.out.parent.mkdir(parents=True, exist_ok=True)
     writer = PartialWriter(ppath, settings, done.values())
     todo = [item for item in items if item.id not in done]
@@ -199,7 +224,7 @@ def _check_carried(
             raise ResumeError(
                 f"{source}: stored answer key for {item.id} is {record['answer']}, the data "
                 f"now says {item.question.answer}; the data changed, so delete {source} "
-                "(or use another --out) to start over"
+                "(or write to another --out) to start over"
             )
     return done
 

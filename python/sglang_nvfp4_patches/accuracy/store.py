@@ -19,8 +19,9 @@ from sglang_nvfp4_patches.accuracy.errors import ResumeError, RunFileError
 
 PARTIAL_SUFFIX = ".partial.jsonl"
 RUN_FORMAT = "sglang-nvfp4-patches/accuracy-run"
-# Keys of RUN.json (and of the partial header) that must match for answers to be reusable.
-SETTING_KEYS: tuple[str, ...] = ("api", "model", "shots", "max_new_tokens")
+# Keys of RUN.json (and of the partial header) that must match for answers to be reusable;
+# ``server`` is the model path and flags ``accuracy ab`` started the server with (else None).
+SETTING_KEYS: tuple[str, ...] = ("api", "model", "shots", "max_new_tokens", "server")
 
 Record = dict[str, Any]
 
@@ -79,7 +80,9 @@ def _check_settings(source: Path, stored: Mapping[str, Any], settings: Mapping[s
     if diffs:
         raise ResumeError(
             f"{source} holds answers from a run with other settings ({'; '.join(diffs)}); "
-            f"use another --out, or delete {source} to start over"
+            "reusing them would mix two configurations in one run: rerun with the settings it "
+            f"was started with, write to another --out (--out-dir for ab), or delete {source} "
+            "to start over"
         )
 
 

@@ -1,0 +1,115 @@
+"""MMLU from the Hugging Face Hub (``--data cais/mmlu``): config ``all``, ``dev`` for the
+few-shot examples, ``test`` for the questions.
+
+``datasets`` comes with SGLang, so the project adds no dependency; it is imported only here,
+and this module only when ``--data`` names a dataset, so the csv path stays light. Caching
+and offline use (``HF_DATASETS_OFFLINE=1``) are the library's own. Rows keep their order
+within a subject, so a question's id ``<subject>/<index>`` is the one its row has in the csv
+layout of the same data, and runs from both sources pair in ``compare``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sglang_nvfp4_patches.accuracy.dataset import CHOICE_LETTERS, Question
+from sglang_nvfp4_patches.accuracy.errors import DatasetError
+
+CONFIG = "all"
+TEST_SPLIT = "test"
+DEV_SPLIT = "dev"
+COLUMNS = ("question", "subject", "choices", "answer")
+
+
+class HubSource:
+    """All questions of one dataset, loaded at once (MMLU's test split is 14,042 rows)."""
+
+    def __init__(self, dataset_id: str) -> None:
+        self.dataset_id = dataset_id
+        splits = _load(dataset_id)
+        self._test = questions_by_subject(splits[TEST_SPLIT], f"{dataset_id} ({TEST_SPLIT})")
+        self._dev = questions_by_subject(splits[DEV_SPLIT], f"{dataset_id} ({DEV_SPLIT})")
+
+    def subjects(self) -> list[str]:
+        if not self._test:
+            raise DatasetError(f"{self.dataset_id}: the '{TEST_SPLIT}' split has no rows")
+        return sorted(self._test)
+
+    def test_questions(self, subject: str) -> list[Question]:
+        return self._test[subject]
+
+    def dev_examples(self, subject: str) -> list[Question]:
+        examples = self._dev.get(subject)
+        if not examples:
+            raise DatasetError(
+                f"{self.where(subject, DEV_SPLIT)}: no few-shot examples for test subject "
+                f"'{subject}' (use --shots 0 to run without examples)"
+            )
+        return examples
+
+    def where(self, subject: str, split: str) -> str:
+        return f"{self.dataset_id} (config {CONFIG}, split {split}, subject {subject})"
+
+
+def _load(dataset_id: str) -> Mapping[str, Iterable[Mapping[str, Any]]]:
+    """The ``dev`` and ``test`` splits; any failure of the library becomes one DatasetError."""
+    try:
+        import datasets
+    except ImportError:
+        raise DatasetError(
+            f"--data {dataset_id}: reading a Hugging Face dataset needs the 'datasets' package "
+            "(installed with SGLang); install it, or pass an MMLU csv folder"
+        ) from None
+    try:
+        loaded = datasets.load_dataset(dataset_id, CONFIG)
+    except (OSError, ValueError, datasets.exceptions.DatasetsError) as exc:
+        raise DatasetError(
+            f"--data {dataset_id}: not a local MMLU csv folder, and loading it as a Hugging Face "
+            f"dataset (config '{CONFIG}') failed: {type(exc).__name__}: {exc}"
+        ) from None
+    missing = [split for split in (DEV_SPLIT, TEST_SPLIT) if split not in loaded]
+    if missing:
+        raise DatasetError(
+            f"--data {dataset_id}: config '{CONFIG}' has no split {', '.join(missing)} "
+            f"(has {', '.join(loaded)}); expected MMLU's '{DEV_SPLIT}' and '{TEST_SPLIT}'"
+        )
+    return loaded
+
+
+def questions_by_subject(
+    rows: Iterable[Mapping[str, Any]], where: str
+) -> dict[str, list[Question]]:
+    """Rows in order, grouped by subject; index = position among that subject's rows."""
+    by_subject: dict[str, list[Question]] = {}
+    for position, row in enumerate(rows):
+        subject, question, choices, answer = _checked(row, f"{where} row {position}")
+        questions = by_subject.setdefault(subject, [])
+        questions.append(Question(subject, len(questions), question, choices, answer))
+    return by_subject
+
+
+def _checked(row: Mapping[str, Any], where: str) -> tuple[str, str, tuple[str, ...], str]:
+    """One row of the MMLU schema; answer is a ClassLabel index (0-3) or a letter."""
+    missing = [column for column in COLUMNS if column not in row]
+    if missing:
+        raise DatasetError(
+            f"{where}: no column {', '.join(missing)}; expected MMLU's {', '.join(COLUMNS)}"
+        )
+    subject, question = row["subject"], row["question"]
+    choices, answer = row["choices"], row["answer"]
+    if not (isinstance(subject, str) and subject and isinstance(question, str)):
+        raise DatasetError(f"{where}: 'subject' and 'question' must be text")
+    if not (
+        isinstance(choices, (list, tuple))
+        and len(choices) == len(CHOICE_LETTERS)
+        and all(isinstance(choice, str) for choice in choices)
+    ):
+        raise DatasetError(f"{where}: 'choices' must be {len(CHOICE_LETTERS)} texts")
+    if isinstance(answer, int) and 0 <= answer < len(CHOICE_LETTERS):
+        letter = CHOICE_LETTERS[answer]
+    elif isinstance(answer, str) and answer.strip().upper() in CHOICE_LETTERS:
+        letter = answer.strip().upper()
+    else:
+        raise DatasetError(f"{where}: 'answer' must be 0-3 or A-D, found {answer!r}")
+    return subject, question, tuple(choices), letter

@@ -1,0 +1,217 @@
+"""One server of ``accuracy ab``: started in its own process group, stopped with all of it.
+
+The server gets a session (and so a process group) of its own: a Ctrl-C in the terminal then
+reaches only this tool, which stops the server itself, and stopping can signal every process
+the server forked (SGLang's scheduler and detokenizer workers) at once. SIGINT lets SGLang shut
+down cleanly; whatever is left after the grace period gets SIGKILL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from sglang_nvfp4_patches.accuracy.errors import ConfigError, ServerError
+
+DEFAULT_LAUNCHER: tuple[str, ...] = (sys.executable, "-m", "sglang.launch_server")
+# ab sets these itself; a side's own copy would start a server the tool cannot reach.
+RESERVED_FLAGS: tuple[str, ...] = ("--model-path", "--host", "--port")
+HOST = "127.0.0.1"
+LOG_TAIL_LINES = 40
+_POLL_S = 0.25
+_KILL_WAIT_S = 10.0
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def reserved_flag(args: Sequence[str]) -> str | None:
+    """The first of RESERVED_FLAGS in ``args`` (also as ``--port=N``), or None."""
+    for arg in args:
+        name = arg.split("=", 1)[0]
+        if name in RESERVED_FLAGS:
+            return name
+    return None
+
+
+def server_command(
+    launcher: Sequence[str], model_path: str, port: int, args: Sequence[str]
+) -> list[str]:
+    """``LAUNCHER --model-path M --host 127.0.0.1 --port PORT <side args>``."""
+    return [*launcher, "--model-path", model_path, "--host", HOST, "--port", str(port), *args]
+
+
+def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
+    """The last ``lines`` lines of a (possibly huge) log."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 256 * 1024))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return text.splitlines()[-lines:]
+
+
+class ServerProcess:
+    """``with ServerProcess.start(cmd, log) as server:`` stops the server group on exit."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], port: int, log: Path, grace_s: float):
+        self.proc = proc
+        self.port = port
+        self.log = log
+        self.grace_s = grace_s
+
+    @classmethod
+    def start(cls, command: Sequence[str], port: int, log: Path, grace_s: float) -> ServerProcess:
+        """Spawn ``command`` in a new session, stdout and stderr into ``log``."""
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("wb") as handle:
+            try:
+                proc = subprocess.Popen(
+                    list(command),
+                    stdin=subprocess.DEVNULL,
+                    stdout=handle,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot run the server command {command[0]!r}: {exc.strerror or exc}; "
+                    "check --launcher"
+                ) from None
+        return cls(proc, port, log, grace_s)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def wait_healthy(self, timeout_s: float, tick: Callable[[float], None]) -> float:
+        """Seconds until ``GET /health`` answered 200; ``tick(elapsed)`` about once a
+        second. Raises ServerError when the server exits first or the time runs out."""
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        start = time.monotonic()
+        last_tick = start
+        while True:
+            elapsed = time.monotonic() - start
+            code = self.proc.poll()
+            if code is not None:
+                raise ServerError(
+                    f"the server exited with code {code} before /health answered", self.log
+                )
+            if _healthy(opener, f"{self.base_url}/health"):
+                return elapsed
+            if elapsed >= timeout_s:
+                raise ServerError(
+                    f"/health on {self.base_url} did not answer 200 within {timeout_s:g} s "
+                    "(--startup-timeout)",
+                    self.log,
+                )
+            if time.monotonic() - last_tick >= 1:
+                last_tick = time.monotonic()
+                tick(elapsed)
+            time.sleep(min(_POLL_S, max(0.0, timeout_s - elapsed)))
+
+    def stop(self) -> None:
+        """SIGINT to the whole group, SIGKILL to what is left after the grace period (at once
+        on a second Ctrl-C); returns when no process of the group is left."""
+        pgid = self.proc.pid  # the session leader's pid is the group id
+        interrupted = False
+        try:
+            if self._group_alive():
+                _signal_group(pgid, signal.SIGINT)
+                deadline = time.monotonic() + self.grace_s
+                while time.monotonic() < deadline and self._group_alive():
+                    time.sleep(0.05)
+        except KeyboardInterrupt:
+            interrupted = True
+        with _sigint_ignored():
+            if self._group_alive():
+                _signal_group(pgid, signal.SIGKILL)
+                deadline = time.monotonic() + _KILL_WAIT_S
+                while time.monotonic() < deadline and self._group_alive():
+                    time.sleep(0.02)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=_KILL_WAIT_S)
+        if interrupted:
+            raise KeyboardInterrupt
+
+    def _group_alive(self) -> bool:
+        self.proc.poll()  # reap the leader once it exits, so it does not count as a member
+        return _group_has_live_members(self.proc.pid)
+
+
+def _healthy(opener: urllib.request.OpenerDirector, url: str) -> bool:
+    try:
+        with opener.open(url, timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+def _group_has_live_members(pgid: int) -> bool:
+    """Any process of group ``pgid`` that is not a zombie (an orphaned zombie waits for its
+    reaper, which a container's PID 1 may never be; it holds no GPU memory)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """Ignore Ctrl-C while the group is being killed (main thread only: signal's rule)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
