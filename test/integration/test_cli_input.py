@@ -1,8 +1,7 @@
-"""``explain`` on input only SGLang can judge, and what it says about the plugin's state.
+"""``explain`` on input only SGLang can judge, and Ctrl-C while SGLang is being imported.
 
 Flag checks run ``cli.main`` in this process (SGLang already imported, plugin loaded by
-SGLang); what depends on a fresh process (the plugin's environment, Ctrl-C during imports)
-runs ``python -m sglang_nvfp4_patches``.
+SGLang); Ctrl-C during the imports needs a fresh ``python -m sglang_nvfp4_patches``.
 """
 
 from __future__ import annotations
@@ -18,12 +17,9 @@ from pathlib import Path
 import pytest
 
 from sglang_nvfp4_patches import cli
-from sglang_nvfp4_patches.explain import BUNDLED_MODELS
 from sglang_nvfp4_patches.sglang_resolution import server_arg_choices
 from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
 from support.release import installed_sglang
-
-NVFP4_MOE = "nvidia/Gemma-4-26B-A4B-NVFP4"
 
 
 def explain_here(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, list[str]]:
@@ -79,54 +75,6 @@ def test_a_backend_sglang_refuses_for_gemma4_is_one_error_line(
     )
     assert code == 2 and out == ""
     assert len(err) == 1 and "refuses these server arguments" in err[0] and "Gemma4" in err[0]
-
-
-def cli_process(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_NVFP4")}
-    environment.pop("SGLANG_PLUGINS", None)
-    environment.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "sglang_nvfp4_patches", *args],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=300,
-        check=False,
-    )
-
-
-def test_an_invalid_disable_setting_says_nothing_is_patched() -> None:
-    done = cli_process(
-        "explain",
-        "--model",
-        str(GEMMA4_NVFP4_MOE),
-        "--gpu",
-        "sm100",
-        "--json",
-        SGLANG_NVFP4_PATCHES_DISABLE="gemma-attention",
-    )
-    assert done.returncode == 1, done.stderr[-3000:]
-    (row,) = [json.loads(line) for line in done.stdout.splitlines()]
-    assert row["patched"] is False
-    assert row["attention_backend"] == row["unpatched_attention_backend"] == "trtllm_mha"
-    assert "error: no patch is applied (" in done.stderr
-    assert "invalid SGLANG_NVFP4_PATCHES_DISABLE" in done.stderr
-    assert "Traceback" not in done.stderr
-
-
-def test_a_patch_disabled_on_purpose_is_noted_where_it_matters() -> None:
-    done = cli_process(
-        "explain", "--gpu", "sm100", "--json", SGLANG_NVFP4_PATCHES_DISABLE="gemma4-attention"
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = {row["model"]: row for row in map(json.loads, done.stdout.splitlines())}
-    assert set(rows) == set(BUNDLED_MODELS.values())
-    off = "gemma4-attention is off (listed in SGLANG_NVFP4_PATCHES_DISABLE)"
-    for model, row in rows.items():
-        assert row["patched"] is True  # llama4-router-weight is still applied
-        assert (off in row["note"]) is model.startswith(("google/gemma-4", "nvidia/Gemma-4")), row
-    assert rows[NVFP4_MOE]["attention_backend"] == "trtllm_mha"
-    assert rows[NVFP4_MOE]["decided_by"] == "sglang"
 
 
 @pytest.mark.parametrize("importing", [r"torch(\.|$)", r"transformers(\.|$)", r"sglang\.srt(\.|$)"])
