@@ -1,48 +1,111 @@
-"""``python -m sglang_nvfp4_patches {explain,doctor,accuracy}``."""
+"""``python -m sglang_nvfp4_patches {explain,doctor,accuracy}``.
+
+The whole command line is defined here without importing torch or SGLang: ``--version``,
+``--help``, argument errors and ``accuracy`` start at once, and a bad ``--model`` fails before
+the 10 s SGLang import. A command's module is imported only when that command runs.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 
 from sglang_nvfp4_patches import __version__
+from sglang_nvfp4_patches.accuracy.cli import EXIT_INTERRUPTED, EXIT_USAGE, add_accuracy_parser
+from sglang_nvfp4_patches.errors import UsageError
+from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
+
+# What a shell reports for a process ended by SIGPIPE: the reader (``| head``) left early.
+EXIT_BROKEN_PIPE = 141
 
 
-class UsageError(ValueError):
-    """Bad input the user can fix; printed without a traceback, exit status 2."""
+def _run_explain(args: argparse.Namespace) -> int:
+    from sglang_nvfp4_patches.explain_input import read_model_config
+
+    if args.model is not None:
+        read_model_config(args.model)  # a Hub id or broken config fails before any import
+    from sglang_nvfp4_patches.explain import run_explain
+
+    return run_explain(args)
+
+
+def _run_doctor(args: argparse.Namespace) -> int:
+    from sglang_nvfp4_patches.doctor import run_doctor
+
+    return run_doctor(args)
+
+
+def _add_explain_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "explain",
+        help="what SGLang picks for a checkpoint on a GPU, unpatched vs patched (CPU only)",
+        description="Runs SGLang's own server-args resolution with the GPU simulated.",
+    )
+    parser.add_argument("--model", type=Path, help="local directory holding a config.json")
+    parser.add_argument("--gpu", choices=sorted(GPU_PROFILES), help="simulate one GPU only")
+    parser.add_argument(
+        "--attention-backend", help="simulate the user's --attention-backend (SGLang's choices)"
+    )
+    parser.add_argument(
+        "--quantization", help="simulate the user's --quantization (SGLang's choices)"
+    )
+    parser.add_argument("--no-patches", action="store_true", help="SGLang's own answer only")
+    parser.add_argument("--json", action="store_true", help="one JSON object per model x GPU")
+    parser.set_defaults(func=_run_explain)
+
+
+def _add_doctor_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "doctor", help="what is patched here and what is already upstream"
+    )
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(func=_run_doctor)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from sglang_nvfp4_patches.accuracy.cli import add_accuracy_parser
-    from sglang_nvfp4_patches.doctor import add_doctor_parser
-    from sglang_nvfp4_patches.explain import add_explain_parser
-
     parser = argparse.ArgumentParser(
         prog="python -m sglang_nvfp4_patches",
         description="SGLang plugin for NVFP4 on Blackwell: explain, doctor, accuracy A/B.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    add_explain_parser(subparsers)
-    add_doctor_parser(subparsers)
+    _add_explain_parser(subparsers)
+    _add_doctor_parser(subparsers)
     add_accuracy_parser(subparsers)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from sglang_nvfp4_patches.explain import ModelDirError
-
+def _run(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     # Importing SGLang on a machine without its GPU warns per quantization backend; the
     # table is the output here, not those import-time notes.
     warnings.filterwarnings("ignore", category=UserWarning, module=r"sglang\.")
     try:
         return int(args.func(args))
-    except (UsageError, ModelDirError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    except UsageError as error:
+        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Every exit is one line at most: usage errors, Ctrl-C (even mid-import), closed pipes."""
+    try:
+        try:
+            return _run(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # Nothing more can reach the reader; point stdout at devnull so the interpreter's
+        # own final flush does not print a second error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -132,14 +132,6 @@ def format_text(result: dict[str, object]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def add_doctor_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "doctor", help="what is patched here and what is already upstream"
-    )
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.set_defaults(func=run_doctor)
-
-
 def run_doctor(args: argparse.Namespace) -> int:
     result = collect()
     print(

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sglang_nvfp4_patches import server_args_gemma4_default
+from sglang_nvfp4_patches import plugin, server_args_gemma4_default
+from sglang_nvfp4_patches.explain_input import architecture, check_choices, read_model_config
 from sglang_nvfp4_patches.flashinfer_cutlass_runner import PATCH_NAME as ROUTER_PATCH
 from sglang_nvfp4_patches.gemma4_attention_rule import GEMMA4_ARCHITECTURES
 from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES, GpuProfile
-from sglang_nvfp4_patches.sglang_resolution import ResolvedBackends, resolve
+from sglang_nvfp4_patches.sglang_resolution import ResolvedBackends, resolve, server_arg_choices
+from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
 EXAMPLES_DIR = Path(__file__).parent / "example_configs"
 # Bundled stand-in configs and the checkpoint each represents.
@@ -22,10 +26,11 @@ BUNDLED_MODELS: dict[str, str] = {
     "llama-4-scout-17b-16e-nvfp4": "nvidia/Llama-4-Scout-17B-16E-Instruct-FP4",
 }
 LLAMA4_ARCHITECTURES = frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"})
-
-
-class ModelDirError(ValueError):
-    """``--model`` does not point at a directory with a readable config.json."""
+# Which rows a switched-off patch concerns, for the note.
+PATCH_ARCHITECTURES: dict[str, frozenset[str]] = {
+    server_args_gemma4_default.PATCH_NAME: GEMMA4_ARCHITECTURES,
+    ROUTER_PATCH: LLAMA4_ARCHITECTURES,
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,8 @@ class ExplainRow:
     patched: ResolvedBackends | None
     architecture: str | None
     attention_backend_given: bool = False
+    # "name is off (reason)" for each disabled patch that concerns this architecture.
+    disabled_notes: tuple[str, ...] = ()
 
     @property
     def final(self) -> ResolvedBackends:
@@ -51,6 +58,10 @@ class ExplainRow:
 
     @property
     def note(self) -> str:
+        return "; ".join(note for note in (*self.disabled_notes, self._patch_note) if note)
+
+    @property
+    def _patch_note(self) -> str:
         if self.architecture in GEMMA4_ARCHITECTURES:
             return server_args_gemma4_default.root_cause_note()
         if self.architecture in LLAMA4_ARCHITECTURES:
@@ -76,19 +87,6 @@ class ExplainRow:
         }
 
 
-def _architecture(model_dir: Path) -> str | None:
-    config_path = model_dir / "config.json"
-    try:
-        config = json.loads(config_path.read_text())
-    except (OSError, ValueError) as error:
-        raise ModelDirError(
-            f"{config_path}: cannot read a JSON config ({error}); --model takes a local "
-            "directory holding the checkpoint's config.json"
-        ) from error
-    architectures = config.get("architectures") or [None]
-    return architectures[0]
-
-
 def explain_one(
     model: str,
     model_dir: Path,
@@ -96,12 +94,31 @@ def explain_one(
     with_patches: bool,
     attention_backend: str | None = None,
     quantization: str | None = None,
+    disabled: Mapping[str, PatchReport] | None = None,
 ) -> ExplainRow:
-    architecture = _architecture(model_dir)
+    arch = architecture(read_model_config(model_dir))
     with server_args_gemma4_default.suspended():
         unpatched = resolve(model_dir, gpu, attention_backend, quantization)
     patched = resolve(model_dir, gpu, attention_backend, quantization) if with_patches else None
-    return ExplainRow(model, gpu, unpatched, patched, architecture, attention_backend is not None)
+    notes = tuple(
+        f"{name} is off ({report.reason})"
+        for name, report in (disabled or {}).items()
+        if arch in PATCH_ARCHITECTURES.get(name, frozenset())
+    )
+    return ExplainRow(model, gpu, unpatched, patched, arch, attention_backend is not None, notes)
+
+
+def patch_outcome(reports: Mapping[str, PatchReport]) -> tuple[bool, list[str]]:
+    """Whether any patch is live in this process, and the stderr lines saying what is not."""
+    failed = [report for report in reports.values() if report.state is PatchState.FAILED]
+    if any(report.state is PatchState.APPLIED for report in reports.values()):
+        return True, [f"error: {report.name} failed: {report.reason}" for report in failed]
+    why = "; ".join(f"{r.name} {r.state.value}: {r.reason}" for r in reports.values())
+    label = "error" if failed else "note"
+    return False, [
+        f"{label}: no patch is applied ({why or 'SGLang did not load the plugin; see doctor'});"
+        " showing SGLang's own answer"
+    ]
 
 
 def _format_pair(before: str | None, after: str | None, with_patches: bool) -> str:
@@ -144,40 +161,37 @@ def format_table(rows: list[ExplainRow], with_patches: bool) -> str:
     return "\n".join(text + [""] + [f"note: {note}" for note in notes]).rstrip() + "\n"
 
 
-def add_explain_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "explain",
-        help="what SGLang picks for a checkpoint on a GPU, unpatched vs patched (CPU only)",
-        description="Runs SGLang's own server-args resolution with the GPU simulated.",
-    )
-    parser.add_argument("--model", type=Path, help="local directory holding a config.json")
-    parser.add_argument("--gpu", choices=sorted(GPU_PROFILES), help="simulate one GPU only")
-    parser.add_argument("--attention-backend", help="simulate the user's --attention-backend")
-    parser.add_argument("--quantization", help="simulate the user's --quantization")
-    parser.add_argument("--no-patches", action="store_true", help="SGLang's own answer only")
-    parser.add_argument("--json", action="store_true", help="one JSON object per model x GPU")
-    parser.set_defaults(func=run_explain)
+def _plugin_reports() -> dict[str, PatchReport]:
+    from sglang.srt.plugins import load_plugins
+
+    load_plugins()  # The plugin is loaded the way SGLang loads it, or not at all.
+    return plugin.reports()
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    with_patches = not args.no_patches
-    if with_patches:
-        from sglang.srt.plugins import load_plugins
-
-        load_plugins()  # The plugin is loaded the way SGLang loads it, or not at all.
+    """Exit 0, or 1 when a patch failed (as ``doctor``); bad input raises ``UsageError``."""
+    reports = {} if args.no_patches else _plugin_reports()
+    flags = {"--attention-backend": args.attention_backend, "--quantization": args.quantization}
+    check_choices(flags, server_arg_choices(), sglang_version())
+    with_patches, problems = (False, []) if args.no_patches else patch_outcome(reports)
+    disabled = {n: r for n, r in reports.items() if r.state is PatchState.DISABLED}
     if args.model is not None:
         models = [(str(args.model), args.model)]
     else:
         models = [(name, EXAMPLES_DIR / directory) for directory, name in BUNDLED_MODELS.items()]
     gpus = [GPU_PROFILES[args.gpu]] if args.gpu else list(GPU_PROFILES.values())
     rows = [
-        explain_one(name, path, gpu, with_patches, args.attention_backend, args.quantization)
+        explain_one(
+            name, path, gpu, with_patches, args.attention_backend, args.quantization, disabled
+        )
         for name, path in models
         for gpu in gpus
     ]
+    for line in problems:  # after the rows: input SGLang refuses stays one error line
+        print(line, file=sys.stderr)
     if args.json:
         for row in rows:
             print(json.dumps(row.as_json()))
     else:
         print(format_table(rows, with_patches), end="")
-    return 0
+    return 1 if any(report.state is PatchState.FAILED for report in reports.values()) else 0

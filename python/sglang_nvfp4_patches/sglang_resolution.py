@@ -7,6 +7,7 @@ SGLang 0.5.20+ has an official seam for that, ``runtime_context.override_platfor
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import logging
@@ -16,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sglang_nvfp4_patches.errors import UsageError
 from sglang_nvfp4_patches.gpu_profiles import GpuProfile
+from sglang_nvfp4_patches.status import sglang_version
 
 _FIELDS = (
     "attention_backend",
@@ -34,6 +37,27 @@ class ResolvedBackends:
     decode_attention_backend: str | None
     moe_runner_backend: str | None
     quantization: str | None
+
+
+class ServerArgsRejected(UsageError):
+    """SGLang's own ``ServerArgs`` refuses the arguments (as ``launch_server`` would)."""
+
+
+def server_arg_choices() -> dict[str, tuple[str, ...]]:
+    """The fixed choices of every option of SGLang's own launcher, keyed by argparse dest.
+
+    Read from the parser ``ServerArgs.add_cli_args`` builds, so it is exactly what
+    ``launch_server`` accepts on this release, choices added by other plugins included.
+    """
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser(add_help=False)
+    ServerArgs.add_cli_args(parser)
+    return {
+        action.dest: tuple(str(choice) for choice in action.choices)
+        for action in parser._actions
+        if action.choices is not None
+    }
 
 
 @contextlib.contextmanager
@@ -133,13 +157,20 @@ def resolve(
         kwargs["attention_backend"] = attention_backend
     if quantization is not None:
         kwargs["quantization"] = quantization
-    with _quiet_sglang(), simulated_gpu(profile):
-        server_args = ServerArgs(**kwargs)  # 0.5.13-0.5.18 resolve here, in __post_init__
-        if hasattr(server_args, "resolve_once"):
-            server_args.resolve_once()
-            resolved = server_args.resolved_dict()
-        else:
-            resolved = {field: getattr(server_args, field, None) for field in _FIELDS}
+    try:
+        with _quiet_sglang(), simulated_gpu(profile):
+            server_args = ServerArgs(**kwargs)  # 0.5.13-0.5.18 resolve here, in __post_init__
+            if hasattr(server_args, "resolve_once"):
+                server_args.resolve_once()
+                resolved = server_args.resolved_dict()
+            else:
+                resolved = {field: getattr(server_args, field, None) for field in _FIELDS}
+    # SGLang validates server arguments with ValueError and assert; either is its refusal.
+    except (ValueError, AssertionError) as error:
+        raise ServerArgsRejected(
+            f"SGLang {sglang_version()} refuses these server arguments for {model_dir} on "
+            f"simulated {profile.name}: {error or type(error).__name__}"
+        ) from error
     return ResolvedBackends(
         attention_backend=resolved.get("attention_backend"),
         prefill_attention_backend=resolved.get("prefill_attention_backend"),

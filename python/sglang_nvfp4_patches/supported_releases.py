@@ -9,6 +9,9 @@ from __future__ import annotations
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+# pyproject declares only the lower bound (installing must never downgrade the user's
+# SGLang, scripts/check_wheel.py checks it); the upper bound lives here alone: a newer
+# release is left unpatched with one WARNING, and doctor says why.
 SUPPORTED_RANGE = ">=0.5.12,<0.5.24"
 SUPPORTED_SGLANG = SpecifierSet(SUPPORTED_RANGE)
 TESTED_RELEASES: tuple[str, ...] = (

@@ -164,3 +164,37 @@ def test_doctor_shows_disabled_and_fails_on_a_bad_setting() -> None:
     broken = cli("doctor", SGLANG_NVFP4_PATCHES_DISABLE="gemma-attention")
     assert broken.returncode == 1
     assert "failed" in broken.stdout and "gemma-attention" in broken.stdout
+
+
+def test_an_invalid_disable_setting_says_nothing_is_patched() -> None:
+    done = cli(
+        "explain",
+        "--model",
+        str(GEMMA4_NVFP4_MOE),
+        "--gpu",
+        "sm100",
+        "--json",
+        SGLANG_NVFP4_PATCHES_DISABLE="gemma-attention",
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    (row,) = [json.loads(line) for line in done.stdout.splitlines()]
+    assert row["patched"] is False
+    assert row["attention_backend"] == row["unpatched_attention_backend"] == "trtllm_mha"
+    assert "error: no patch is applied (" in done.stderr
+    assert "invalid SGLANG_NVFP4_PATCHES_DISABLE" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_patch_disabled_on_purpose_is_noted_where_it_matters() -> None:
+    done = cli(
+        "explain", "--gpu", "sm100", "--json", SGLANG_NVFP4_PATCHES_DISABLE="gemma4-attention"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {row["model"]: row for row in map(json.loads, done.stdout.splitlines())}
+    assert set(rows) == set(BUNDLED_MODELS.values())
+    off = "gemma4-attention is off (listed in SGLANG_NVFP4_PATCHES_DISABLE)"
+    for model, row in rows.items():
+        assert row["patched"] is True  # llama4-router-weight is still applied
+        assert (off in row["note"]) is model.startswith(("google/gemma-4", "nvidia/Gemma-4")), row
+    assert rows[NVFP4_MOE]["attention_backend"] == "trtllm_mha"
+    assert rows[NVFP4_MOE]["decided_by"] == "sglang"

@@ -1,0 +1,183 @@
+"""The command line in fresh processes, for everything that ends before SGLang is imported.
+
+Start-up cost, bad ``--model`` input and closed pipes are properties of a whole process, so
+each case runs ``python -m sglang_nvfp4_patches`` and reads its import trace
+(``-X importtime``): none of these may import torch or SGLang.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from accuracy_support import PYTHON_DIR
+
+# "import time: self [us] | cumulative | imported package", nesting shown by indentation.
+_TRACE_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \| +(?P<module>\S+)$")
+_HEAVY = re.compile(r"^(torch|sglang)(\.|$)")
+
+
+@dataclass(frozen=True)
+class Done:
+    returncode: int
+    stdout: str
+    stderr_lines: list[str]  # without the import trace
+    modules: list[str]
+
+    @property
+    def heavy(self) -> list[str]:
+        return [module for module in self.modules if _HEAVY.match(module)]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_NVFP4")}
+    env["PYTHONPATH"] = os.pathsep.join([str(PYTHON_DIR), *sys.path])
+    return env
+
+
+def run_cli(*args: str, stdout: int | None = subprocess.PIPE) -> Done:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "sglang_nvfp4_patches", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+        timeout=120,
+        check=False,
+    )
+    modules, other = [], []
+    for line in done.stderr.splitlines():
+        match = _TRACE_LINE.match(line)
+        if match:
+            modules.append(match["module"])
+        elif not line.startswith("import time:"):
+            other.append(line)
+    assert "sglang_nvfp4_patches.cli" in modules  # the trace really was read
+    return Done(done.returncode, done.stdout or "", other, modules)
+
+
+def test_the_import_trace_reader_sees_torch() -> None:
+    """The guard below can fail: a command that does import torch shows up in the trace."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import torch"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_env(),
+    )
+    modules = [m["module"] for m in map(_TRACE_LINE.match, done.stderr.splitlines()) if m]
+    assert "torch" in modules
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["accuracy", "compare", "--help"],
+        ["accuracy", "run", "--help"],
+        ["--version"],
+        ["--help"],
+        ["explain", "--help"],
+        ["doctor", "--help"],
+    ],
+)
+def test_help_and_version_import_neither_torch_nor_sglang(argv: list[str]) -> None:
+    done = run_cli(*argv)
+    assert done.returncode == 0, done.stderr_lines
+    assert done.stdout.strip()
+    assert done.heavy == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["explain", "--gpu", "sm99"], ["accuracy", "compare", "only-one.json"], ["nonsense"]],
+)
+def test_argument_errors_import_neither_torch_nor_sglang(argv: list[str]) -> None:
+    done = run_cli(*argv)
+    assert done.returncode == 2
+    assert "error:" in done.stderr_lines[-1] and "Traceback" not in "\n".join(done.stderr_lines)
+    assert done.heavy == []
+
+
+def _config_dir(root: Path, name: str, text: str | None) -> Path:
+    directory = root / name
+    directory.mkdir()
+    if text is not None:
+        (directory / "config.json").write_text(text)
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("name", "config", "says"),
+    [
+        ("array", "[]", "JSON list, not an object"),
+        ("no-model-type", '{"architectures": ["LlamaForCausalLM"]}', '"model_type"'),
+        ("empty-model-type", '{"model_type": ""}', '"model_type"'),
+        ("not-json", "{oops", "cannot read a JSON config"),
+        ("no-config", None, "config.json"),
+    ],
+)
+def test_explain_rejects_a_bad_model_dir_before_importing_sglang(
+    tmp_path: Path, name: str, config: str | None, says: str
+) -> None:
+    done = run_cli("explain", "--model", str(_config_dir(tmp_path, name, config)), "--json")
+    assert done.returncode == 2
+    assert len(done.stderr_lines) == 1, done.stderr_lines
+    assert done.stderr_lines[0].startswith("error: ") and says in done.stderr_lines[0]
+    assert done.stdout == ""
+    assert done.heavy == []
+
+
+def test_explain_rejects_a_hub_id_before_importing_sglang() -> None:
+    done = run_cli("explain", "--model", "nvidia/Gemma-4-26B-A4B-NVFP4")
+    assert done.returncode == 2
+    assert done.stderr_lines == [
+        "error: --model nvidia/Gemma-4-26B-A4B-NVFP4: not a local directory; explain never "
+        "contacts the Hub, so download the checkpoint's config.json into a directory and "
+        "pass that"
+    ]
+    assert done.heavy == []
+
+
+def _run_file(path: Path) -> str:
+    records = [
+        {"id": f"law/{i}", "subject": "law", "answer": "A", "prediction": "A", "correct": True}
+        for i in range(3)
+    ]
+    path.write_text(json.dumps({"records": records, "complete": True}))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("mode", "returncode"),
+    [
+        ("json", 141),  # as a shell reports a process ended by SIGPIPE
+        ("table", 141),
+        ("version", 0),  # argparse itself ignores a failed write of --version/--help
+    ],
+)
+def test_a_reader_that_left_early_gets_no_traceback(
+    tmp_path: Path, mode: str, returncode: int
+) -> None:
+    """``... | head -1``: the reader is gone before the output is written (read end closed)."""
+    runs = [_run_file(tmp_path / "a.json"), _run_file(tmp_path / "b.json")]
+    argv = {
+        "json": ["accuracy", "compare", *runs, "--json"],
+        "table": ["accuracy", "compare", *runs],
+        "version": ["--version"],
+    }[mode]
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = run_cli(*argv, stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert done.stderr_lines == []
+    assert done.returncode == returncode
+    assert done.heavy == []  # accuracy compare itself runs without torch or SGLang
