@@ -116,6 +116,9 @@ def serve() -> None:
 
     for name in PRELOADED:
         importlib.import_module(name)
+    ours = sorted(m for m in sys.modules if m.split(".")[0] == "sglang_nvfp4_patches")
+    if ours:  # a child would then not load the plugin the way a fresh process does
+        raise SystemExit(f"fork server: preloading imported the plugin itself: {ours}")
     children: set[int] = set()
     for line in requests:
         request = json.loads(line)
@@ -181,6 +184,7 @@ class ForkServer:
             stdout=subprocess.PIPE,
             env={k: v for k, v in os.environ.items() if not k.startswith(PER_CHILD_VARIABLES)},
             text=True,
+            start_new_session=True,  # Ctrl-C reaches pytest, which then ends the server
         )
 
     def _ask(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
