@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 
 import pytest
 from packaging.version import Version
 
 from sglang_nvfp4_patches.explain import BUNDLED_MODELS
 from support.configs import GEMMA4_NVFP4_MOE
+from support.forkserver import run_python
 from support.release import installed_sglang
 from support.sglang_cpu import runner_module_present
 
@@ -19,17 +18,8 @@ NVFP4_MOE = "nvidia/Gemma-4-26B-A4B-NVFP4"
 
 
 def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_NVFP4")}
-    environment.pop("SGLANG_PLUGINS", None)
-    environment.update(env)
-    return subprocess.run(
-        [sys.executable, "-m", "sglang_nvfp4_patches", *args],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=300,
-        check=False,
-    )
+    """``python -m sglang_nvfp4_patches ARGS`` in a process forked after ``import sglang``."""
+    return run_python(["-m", "sglang_nvfp4_patches", *args], env, timeout=300)
 
 
 def json_lines(stdout: str) -> list[dict]:

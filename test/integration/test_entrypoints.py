@@ -1,23 +1,22 @@
 """Every way a user starts SGLang gets the rule, on every release (simulated SM100).
 
-Each entry point runs in a fresh interpreter and loads the plugin itself; see
+Each entry point runs in a fresh process and loads the plugin itself; see
 ``support/entrypoint_probe.py``. ``SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention`` puts the rule
 in force on releases where its root cause is fixed, so every entry point is checked on every
-release. The four probes run concurrently to keep CI short.
+release. The four probes run concurrently, forked from one process that has imported the
+``sglang`` package and loaded no plugin (``support/forkserver.py``).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from packaging.version import Version
 
 from support.configs import GEMMA4_NVFP4_MOE
+from support.forkserver import server
 from support.gemma4_cases import resolved
 from support.release import installed_sglang
 
@@ -25,29 +24,21 @@ pytestmark = pytest.mark.release_matrix
 PROBE = Path(__file__).resolve().parents[1] / "support" / "entrypoint_probe.py"
 ENTRIES = ("launch_server", "serve", "engine", "engine_prebuilt")
 WARNING_PREFIX = "WARNING:sglang_nvfp4_patches"
+FORCED = {"SGLANG_NVFP4_PATCHES_FORCE": "gemma4-attention"}
 
 
 @pytest.fixture(scope="module")
 def started() -> dict[str, tuple[dict, str]]:
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_NVFP4")}
-    environment.pop("SGLANG_PLUGINS", None)
-    environment["SGLANG_NVFP4_PATCHES_FORCE"] = "gemma4-attention"
     processes = {
-        entry: subprocess.Popen(
-            [sys.executable, str(PROBE), entry, str(GEMMA4_NVFP4_MOE)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=environment,
-        )
+        entry: server().start([str(PROBE), entry, str(GEMMA4_NVFP4_MOE)], FORCED)
         for entry in ENTRIES
     }
     results = {}
     for entry, process in processes.items():
-        stdout, stderr = process.communicate(timeout=600)
-        assert process.returncode == 0, f"{entry}: {stderr[-3000:]}"
-        (line,) = [x for x in stdout.splitlines() if x.startswith("STATE ")]
-        results[entry] = (json.loads(line[len("STATE ") :]), stderr)
+        done = process.wait(timeout=600)
+        assert done.returncode == 0, f"{entry}: {done.stderr[-3000:]}"
+        (line,) = [x for x in done.stdout.splitlines() if x.startswith("STATE ")]
+        results[entry] = (json.loads(line[len("STATE ") :]), done.stderr)
     return results
 
 

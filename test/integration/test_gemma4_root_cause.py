@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.version import Version
@@ -25,6 +26,7 @@ from sglang_nvfp4_patches.server_args_gemma4_default import root_cause
 from sglang_nvfp4_patches.trtllm_mha_kv_scales import KvScaleHandoff
 from support.bug_window import installed_package_dir, make_bug_window_copy
 from support.configs import GEMMA4_BF16_MOE, GEMMA4_NVFP4_MOE
+from support.forkserver import server
 from support.gemma4_cases import resolved
 from support.release import installed_sglang
 
@@ -73,14 +75,13 @@ def sglang_own(case: dict) -> str:
         return f"ValueError: {rejected}"
 
 
-def start(case_list: list[dict], pythonpath: str | None = None, **env: str) -> subprocess.Popen:
+def start_fresh(case_list: list[dict], pythonpath: str) -> subprocess.Popen:
+    """A new interpreter with ``pythonpath`` first: it imports another SGLang tree."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_NVFP4")}
     environment.pop("SGLANG_PLUGINS", None)
-    if pythonpath is not None:
-        environment["PYTHONPATH"] = os.pathsep.join(
-            p for p in (pythonpath, environment.get("PYTHONPATH")) if p
-        )
-    environment.update(env)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (pythonpath, environment.get("PYTHONPATH")) if p
+    )
     return subprocess.Popen(
         [sys.executable, str(PROBE), json.dumps(case_list)],
         stdout=subprocess.PIPE,
@@ -90,9 +91,19 @@ def start(case_list: list[dict], pythonpath: str | None = None, **env: str) -> s
     )
 
 
-def finish(process: subprocess.Popen) -> dict:
-    stdout, stderr = process.communicate(timeout=600)
-    assert process.returncode == 0, stderr[-3000:]
+def start_forked(case_list: list[dict], **env: str) -> Any:
+    """A process forked from the session's fork server (``support/forkserver.py``)."""
+    return server().start([str(PROBE), json.dumps(case_list)], env)
+
+
+def finish(process: Any) -> dict:
+    if isinstance(process, subprocess.Popen):
+        stdout, stderr = process.communicate(timeout=600)
+        returncode = process.returncode
+    else:
+        done = process.wait(600)
+        stdout, stderr, returncode = done.stdout, done.stderr, done.returncode
+    assert returncode == 0, stderr[-3000:]
     (line,) = [x for x in stdout.splitlines() if x.startswith("RESULT ")]
     return json.loads(line[len("RESULT ") :])
 
@@ -101,18 +112,23 @@ def finish(process: subprocess.Popen) -> dict:
 def scenarios(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[dict], dict]]:
     """Every scenario's probe, started together (two cores) and collected once."""
     case_list = cases(bf16_kv_copy(tmp_path_factory.mktemp("bf16kv") / "model"))
-    window = None
-    if not root_cause.kv_scale_verdict().bug_live:
-        window = str(make_bug_window_copy(tmp_path_factory.mktemp("bug_window")))
+    if root_cause.kv_scale_verdict().bug_live:  # 0.5.12.x/0.5.13.x: the release itself
+        window = start_forked(case_list)
+    else:
+        window = start_fresh(
+            case_list, str(make_bug_window_copy(tmp_path_factory.mktemp("bug_window")))
+        )
     started = {
-        "bug window": start(case_list, window),
-        "forced": start(case_list, SGLANG_NVFP4_PATCHES_FORCE="gemma4-attention"),
-        "forced and disabled": start(
+        "bug window": window,
+        "forced": start_forked(case_list, SGLANG_NVFP4_PATCHES_FORCE="gemma4-attention"),
+        "forced and disabled": start_forked(
             case_list[:1],
             SGLANG_NVFP4_PATCHES_FORCE="gemma4-attention",
             SGLANG_NVFP4_PATCHES_DISABLE="gemma4-attention",
         ),
-        "invalid force": start(case_list[:1], SGLANG_NVFP4_PATCHES_FORCE="llama4-router-weight"),
+        "invalid force": start_forked(
+            case_list[:1], SGLANG_NVFP4_PATCHES_FORCE="llama4-router-weight"
+        ),
     }
     return {name: (case_list, finish(process)) for name, process in started.items()}
 

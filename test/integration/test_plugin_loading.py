@@ -1,19 +1,20 @@
 """The plugin as SGLang loads it: entry point, idempotence, whitelist, disable, fail-safe.
 
-Each case runs in a fresh interpreter (SGLang loads plugins once per process), with no test
-monkeypatching, and reads SGLang's own registries back.
+Each case runs in a fresh process (SGLang loads plugins once per process), with no test
+monkeypatching, and reads SGLang's own registries back. The processes are forked from one that
+has imported the ``sglang`` package and loaded no plugin (``support/forkserver.py``): where every
+fresh interpreter stands before it can load plugins.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+
+from support.forkserver import run_python
 
 PROBE = Path(__file__).resolve().parents[1] / "support" / "plugin_state_probe.py"
 GEMMA4_ARCHS = {
@@ -27,18 +28,8 @@ def probe(*args: str, **env: str) -> tuple[dict, str]:
     """The state after ``load_plugins()`` in a fresh process. ``gemma4-attention`` is forced
     unless ``env`` says otherwise, so its wiring is in place on every release (where its root
     cause is fixed, an unforced load installs nothing: see the first test)."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("SGLANG_NVFP4")}
-    environment.pop("SGLANG_PLUGINS", None)
-    environment["SGLANG_NVFP4_PATCHES_FORCE"] = "gemma4-attention"
-    environment.update(env)
-    done = subprocess.run(
-        [sys.executable, str(PROBE), *args],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=300,
-        check=False,
-    )
+    forced = {"SGLANG_NVFP4_PATCHES_FORCE": "gemma4-attention"}
+    done = run_python([str(PROBE), *args], {**forced, **env}, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     state_lines = [line for line in done.stdout.splitlines() if line.startswith("STATE ")]
     assert len(state_lines) == 1, done.stdout[-2000:]

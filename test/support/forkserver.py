@@ -1,0 +1,285 @@
+"""Fresh Python processes without paying SGLang's import each time.
+
+Importing ``sglang`` costs about 4 s of CPU, more than most tests that start SGLang in a new
+process do after it. A fork server imports it once; each run is a child forked from it that
+then behaves like ``python SCRIPT ARGS`` or ``python -m MODULE ARGS`` would.
+
+Why a child is as good as a fresh interpreter for the tests that use it: every process that
+touches SGLang imports the ``sglang`` package first, before it can load plugins or simulate a
+GPU, so the child is in the state any such process reaches at that point. The server imports
+nothing else of SGLang, never our package, never calls ``load_plugins()``, and imports only
+the third-party packages in ``PRELOADED``, which the plugin never hooks. The child inherits
+the environment pytest had when the server started. It may set only the variables that SGLang
+and the plugin read when plugins load (``SGLANG_PLUGINS``, ``SGLANG_NVFP4_*``); any other is
+refused, because SGLang may have read it while the server imported it. Tests about the
+interpreter itself (import trace, start-up time, Ctrl-C during imports, import-time warnings)
+need a plain ``subprocess`` instead.
+
+Protocol (JSON lines): ``{"start": {...}}`` forks and answers ``{"pid": N}``;
+``{"wait": N}`` answers ``{"returncode": R}`` when that child ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+PRELOADED = ("sglang", "flashinfer", "openai", "torch._inductor.compile_fx")
+# Read only when plugins load (SGLang, the plugin), or by pytest: each child sets its own.
+PER_CHILD_VARIABLES = ("SGLANG_PLUGINS", "SGLANG_NVFP4_", "PYTEST_CURRENT_TEST")
+
+
+# ---------------------------------------------------------------- server side (own process)
+
+
+def _exit_code(error: SystemExit) -> int:
+    """What the interpreter exits with for ``raise SystemExit(code)``."""
+    if error.code is None:
+        return 0
+    if isinstance(error.code, int):
+        return error.code & 0xFF
+    print(error.code, file=sys.stderr)
+    return 1
+
+
+def _run_child(request: dict[str, Any], *, protocol_fds: Sequence[int]) -> None:
+    """In the forked child: become ``python ARGS`` and exit as the interpreter would."""
+    for fd in protocol_fds:
+        os.close(fd)
+    for target, path, flags in (
+        (0, os.devnull, os.O_RDONLY),
+        (1, request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+        (2, request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+    ):
+        fd = os.open(path, flags)
+        if fd != target:
+            os.dup2(fd, target)
+            os.close(fd)
+    sys.stdin = open(os.devnull)  # noqa: SIM115  # not the server's: it holds read-ahead requests
+    os.chdir(request["cwd"])
+    for name in [k for k in os.environ if k.startswith(PER_CHILD_VARIABLES)]:
+        del os.environ[name]
+    os.environ.update(
+        {k: v for k, v in request["env"].items() if k.startswith(PER_CHILD_VARIABLES)}
+    )
+    args: list[str] = request["args"]
+    import runpy
+
+    code = 0
+    try:
+        if args[0] == "-m":
+            sys.argv = [args[1], *args[2:]]
+            sys.path[0] = os.getcwd()
+            runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = list(args)
+            sys.path[0] = str(Path(args[0]).resolve().parent)
+            runpy.run_path(args[0], run_name="__main__")
+    except SystemExit as error:
+        code = _exit_code(error)
+    except KeyboardInterrupt:
+        sys.excepthook(*sys.exc_info())
+        code = -signal.SIGINT
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    threading._shutdown()  # type: ignore[attr-defined]  # what interpreter exit does
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            code = code or 120
+    if code == -signal.SIGINT:  # an uncaught Ctrl-C ends the process by the signal
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(code)
+
+
+def serve() -> None:
+    """Import SGLang once, then fork a child per request until stdin closes."""
+    requests = sys.stdin
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # whatever importing prints must not reach the protocol pipe
+    import importlib
+
+    for name in PRELOADED:
+        importlib.import_module(name)
+    ours = sorted(m for m in sys.modules if m.split(".")[0] == "sglang_nvfp4_patches")
+    if ours:  # a child would then not load the plugin the way a fresh process does
+        raise SystemExit(f"fork server: preloading imported the plugin itself: {ours}")
+    children: set[int] = set()
+    for line in requests:
+        request = json.loads(line)
+        if "start" in request:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                _run_child(request["start"], protocol_fds=(answers.fileno(), 0))
+            children.add(pid)
+            answer: dict[str, Any] = {"pid": pid}
+        else:
+            pid = request["wait"]
+            _, status = os.waitpid(pid, 0)
+            children.discard(pid)
+            answer = {"returncode": os.waitstatus_to_exitcode(status)}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+# ---------------------------------------------------------------- client side (pytest)
+
+
+@dataclass
+class Child:
+    """A started run; :meth:`wait` returns what ``subprocess.run`` would."""
+
+    server: ForkServer
+    args: list[str]
+    pid: int
+    folder: Path
+
+    def wait(self, timeout: float) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, *self.args]
+        try:
+            try:
+                returncode = self.server._wait(self.pid, timeout)
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(command, timeout) from None
+            return subprocess.CompletedProcess(
+                command,
+                returncode,
+                (self.folder / "stdout").read_text(errors="replace"),
+                (self.folder / "stderr").read_text(errors="replace"),
+            )
+        finally:
+            for name in ("stdout", "stderr"):
+                (self.folder / name).unlink(missing_ok=True)
+            self.folder.rmdir()
+
+
+class ForkServer:
+    """The server process and a lock around its request/answer pipe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process = subprocess.Popen(
+            [sys.executable, __file__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={k: v for k, v in os.environ.items() if not k.startswith(PER_CHILD_VARIABLES)},
+            text=True,
+            start_new_session=True,  # Ctrl-C reaches pytest, which then ends the server
+        )
+
+    def _ask(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        stdin, stdout = self._pipes()
+        stdin.write(json.dumps(request) + "\n")
+        stdin.flush()
+        if timeout is not None and not select.select([stdout], [], [], timeout)[0]:
+            raise TimeoutError
+        line = stdout.readline()
+        if not line:
+            raise RuntimeError(f"fork server exited with {self._process.wait()}")
+        return json.loads(line)
+
+    def _pipes(self) -> tuple[IO[str], IO[str]]:
+        assert self._process.stdin is not None and self._process.stdout is not None
+        return self._process.stdin, self._process.stdout
+
+    def start(self, args: Sequence[str], env: Mapping[str, str] | None = None) -> Child:
+        """Like ``subprocess.Popen([sys.executable, *args])`` with output captured, in the
+        server's environment plus ``env`` (only ``PER_CHILD_VARIABLES``)."""
+        refused = sorted(k for k in env or {} if not k.startswith(PER_CHILD_VARIABLES))
+        if refused:
+            raise ValueError(
+                f"{', '.join(refused)}: a forked child may set only variables starting with "
+                f"{', '.join(PER_CHILD_VARIABLES)}; SGLang may read others while it is "
+                "imported, so run this test in a plain subprocess"
+            )
+        own = {k: v for k, v in os.environ.items() if k == "PYTEST_CURRENT_TEST"}
+        folder = Path(tempfile.mkdtemp(prefix="forkserver-"))
+        request = {
+            "args": list(args),
+            "env": {**own, **(env or {})},
+            "cwd": os.getcwd(),
+            "stdout": str(folder / "stdout"),
+            "stderr": str(folder / "stderr"),
+        }
+        with self._lock:
+            answer = self._ask({"start": request})
+        return Child(self, list(args), answer["pid"], folder)
+
+    def _wait(self, pid: int, timeout: float) -> int:
+        with self._lock:
+            try:
+                return self._ask({"wait": pid}, timeout)["returncode"]
+            except TimeoutError:
+                os.kill(pid, signal.SIGKILL)
+                self._pipes()[1].readline()  # the server's answer for the killed child
+                raise
+
+    def close(self) -> None:
+        """End the server; children still running are killed."""
+        stdin, _ = self._pipes()
+        if not stdin.closed:
+            stdin.close()
+        self._process.wait(timeout=60)
+
+    def kill(self) -> None:
+        self._process.kill()
+        self._process.wait()
+        self.close()
+
+
+_server: ForkServer | None = None
+
+
+def server() -> ForkServer:
+    """The session's fork server, started on first use and ended when Python exits."""
+    global _server
+    if _server is None:
+        _server = ForkServer()
+        atexit.register(_server.close)
+    return _server
+
+
+def discard() -> None:
+    """Kill the server started ahead of need (it may still be importing) when nothing uses it."""
+    global _server
+    if _server is not None:
+        atexit.unregister(_server.close)
+        _server.kill()
+        _server = None
+
+
+def used_by(module: object) -> bool:
+    """Whether a test module calls the fork server (binds :func:`server` or :func:`run_python`)."""
+    return any(value is server or value is run_python for value in vars(module).values())
+
+
+def run_python(
+    args: Sequence[str], env: Mapping[str, str] | None = None, *, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run([sys.executable, *args], capture_output=True, text=True)``, forked;
+    ``env`` sets ``PER_CHILD_VARIABLES`` only."""
+    return server().start(args, env).wait(timeout)
+
+
+if __name__ == "__main__":
+    serve()
