@@ -49,9 +49,13 @@ def main() -> None:
 
     from sglang.srt.plugins import load_plugins
 
+    already = set(sys.modules)
     load_plugins()
-    # The root-cause probe reads the backend's source; it must import neither it nor FlashInfer.
-    imported = sorted(m for m in ("flashinfer", BACKEND_MODULE) if m in sys.modules)
+    # The root-cause probe reads the backend's source; loading must import neither it nor
+    # FlashInfer (a forked probe may have FlashInfer already: only what loading added counts).
+    imported = sorted(
+        m for m in ("flashinfer", BACKEND_MODULE) if m in sys.modules and m not in already
+    )
 
     from sglang_nvfp4_patches.plugin import reports
     from sglang_nvfp4_patches.server_args_gemma4_default.facts import current_mode
