@@ -27,19 +27,28 @@ WARNING_PREFIX = "WARNING:sglang_nvfp4_patches"
 FORCED = {"SGLANG_NVFP4_PATCHES_FORCE": "gemma4-attention"}
 
 
+# 0.5.12.post1's engine module imports sgl_kernel ops at import time; the overlay runs on the
+# primary environment's sgl_kernel, which cannot load them without a GPU (README: overlays).
+NO_CPU_KERNELS = "Could not load any common_ops library"
+
+
+class Started(dict):
+    def __getitem__(self, entry: str) -> tuple[dict, str]:
+        done = super().__getitem__(entry)
+        if done.returncode != 0 and NO_CPU_KERNELS in done.stderr:
+            pytest.skip(f"SGLang {installed_sglang()}'s {entry} does not import on CPU here")
+        assert done.returncode == 0, f"{entry}: {done.stderr[-3000:]}"
+        (line,) = [x for x in done.stdout.splitlines() if x.startswith("STATE ")]
+        return json.loads(line[len("STATE ") :]), done.stderr
+
+
 @pytest.fixture(scope="module")
-def started() -> dict[str, tuple[dict, str]]:
+def started() -> Started:
     processes = {
         entry: server().start([str(PROBE), entry, str(GEMMA4_NVFP4_MOE)], FORCED)
         for entry in ENTRIES
     }
-    results = {}
-    for entry, process in processes.items():
-        done = process.wait(timeout=600)
-        assert done.returncode == 0, f"{entry}: {done.stderr[-3000:]}"
-        (line,) = [x for x in done.stdout.splitlines() if x.startswith("STATE ")]
-        results[entry] = (json.loads(line[len("STATE ") :]), done.stderr)
-    return results
+    return Started({entry: process.wait(timeout=600) for entry, process in processes.items()})
 
 
 @pytest.mark.parametrize("entry", ["launch_server", "serve", "engine"])
