@@ -24,7 +24,10 @@ from sglang_nvfp4_patches.gemma4_attention_rule import (
     why_triton,
 )
 from sglang_nvfp4_patches.server_args_gemma4_default import facts as shared
-from sglang_nvfp4_patches.server_args_gemma4_default.registry_layout import record_facts
+from sglang_nvfp4_patches.server_args_gemma4_default.registry_layout import (
+    pristine_record_facts,
+    record_facts,
+)
 from sglang_nvfp4_patches.sglang_hooks import hook_around
 from sglang_nvfp4_patches.status import PATCHED_MARK
 
@@ -34,28 +37,11 @@ SCHEDULER_INIT = f"{SCHEDULER_MODULE}.Scheduler.__init__"
 
 def _pristine_facts(record: Any) -> tuple[Gemma4Facts, tuple[Any, ...]]:
     """0.5.20+: the record keeps the user's input; resolution lives in declarations."""
-    from sglang.srt.arg_groups.model_override_base import (
-        model_config_of,
-        resolved_view,
-        resolving_view,
-    )
-    from sglang.srt.runtime_context import get_platform
+    from sglang.srt.arg_groups.model_override_base import resolved_view
 
-    model_config = model_config_of(record)
-    hf_config = model_config.hf_config
-    facts = Gemma4Facts(
-        architecture=shared.architecture(hf_config),
-        quantization=model_config.quantization,
-        enable_moe_block=getattr(shared.text_config(hf_config), "enable_moe_block", None),
-        compute_capability_major=shared.major(get_platform().is_sm100),
-        attention_backend=record.attention_backend,
-        prefill_attention_backend=record.prefill_attention_backend,
-        decode_attention_backend=record.decode_attention_backend,
-    )
-    facts = shared.with_kv_cache(facts, resolving_view(record).kv_cache_dtype, model_config)
     view = resolved_view(record)
     used = (view.attention_backend, view.prefill_attention_backend, view.decode_attention_backend)
-    return facts, used
+    return pristine_record_facts(record, record), used
 
 
 def _resolved_in_place_facts(record: Any) -> tuple[Gemma4Facts, tuple[Any, ...]]:

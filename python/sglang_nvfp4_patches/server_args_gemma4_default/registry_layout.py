@@ -56,27 +56,36 @@ def _declaration(facts: Gemma4Facts, model_path: str) -> dict[str, Any]:
     return {} if decision.attention_backend is None else {"attention_backend": SAFE_BACKEND}
 
 
-def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
-    """0.5.20+ provider: reads the live resolving view, never writes a field."""
-    if shared.is_suspended():
-        return {}
+def pristine_record_facts(server_args: Any, given: Any) -> Gemma4Facts:
+    """0.5.20+: facts of a record that keeps the operator's input (resolution lives in
+    declarations); the attention backends are read off ``given``, a view or the record."""
     from sglang.srt.arg_groups.model_override_base import model_config_of, resolving_view
     from sglang.srt.runtime_context import get_platform
 
-    shared.mark_seen(server_args)
-    cfg = resolving_view(server_args)
     model_config = model_config_of(server_args)
+    hf_config = model_config.hf_config
     facts = Gemma4Facts(
         architecture=shared.architecture(hf_config),
         quantization=model_config.quantization,
         enable_moe_block=getattr(shared.text_config(hf_config), "enable_moe_block", None),
         compute_capability_major=shared.major(get_platform().is_sm100),
-        attention_backend=cfg.attention_backend,
-        prefill_attention_backend=cfg.prefill_attention_backend,
-        decode_attention_backend=cfg.decode_attention_backend,
+        attention_backend=given.attention_backend,
+        prefill_attention_backend=given.prefill_attention_backend,
+        decode_attention_backend=given.decode_attention_backend,
     )
-    facts = shared.with_kv_cache(facts, cfg.kv_cache_dtype, model_config)
-    return _declaration(facts, cfg.model_path)
+    kv_cache_dtype = resolving_view(server_args).kv_cache_dtype
+    return shared.with_kv_cache(facts, kv_cache_dtype, model_config)
+
+
+def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
+    """0.5.20+ provider: reads the live resolving view, never writes a field."""
+    if shared.is_suspended():
+        return {}
+    from sglang.srt.arg_groups.model_override_base import resolving_view
+
+    shared.mark_seen(server_args)
+    cfg = resolving_view(server_args)
+    return _declaration(pristine_record_facts(server_args, cfg), cfg.model_path)
 
 
 def record_facts(server_args: Any, probe_module: str) -> Gemma4Facts:
