@@ -10,7 +10,13 @@ from collections.abc import Callable
 
 from sglang_nvfp4_patches import flashinfer_cutlass_runner, plugin, server_args_gemma4_default
 from sglang_nvfp4_patches.gemma4_attention_rule import AFFECTED_BACKEND, SAFE_BACKEND
-from sglang_nvfp4_patches.settings import DISABLE_ENV, UnknownPatchNameError, disabled_patches
+from sglang_nvfp4_patches.settings import (
+    DISABLE_ENV,
+    InvalidForceError,
+    UnknownPatchNameError,
+    disabled_patches,
+    forced_patches,
+)
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 from sglang_nvfp4_patches.supported_releases import is_supported
 
@@ -106,6 +112,11 @@ def collect() -> dict[str, object]:
         else:
             report = _read_state(name)
         patches[name] = report.as_dict()
+    try:
+        forced_patches()
+    except InvalidForceError as error:  # the plugin logged one ERROR and forced nothing
+        gemma4 = patches[server_args_gemma4_default.PATCH_NAME]
+        gemma4["reason"] = f"{gemma4['reason']} ({error})"
     return {
         "sglang": sglang_version(),
         "flashinfer": _dist_version("flashinfer-python"),

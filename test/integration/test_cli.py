@@ -145,6 +145,11 @@ def test_doctor_says_applied_and_forced_under_force() -> None:
     assert gemma4["status"] == "applied"
     assert "forced by SGLANG_NVFP4_PATCHES_FORCE" in gemma4["reason"]
     assert "verified: SGLang resolves it to triton on SM100" in gemma4["reason"]
+    misspelt = cli("doctor", "--json", SGLANG_NVFP4_PATCHES_FORCE="gemma4-atention")
+    assert misspelt.returncode == 0, misspelt.stderr[-3000:]
+    gemma4 = json.loads(misspelt.stdout)["patches"]["gemma4-attention"]
+    assert gemma4["status"] == "already upstream"  # nothing forced: the probe's answer stands
+    assert "gemma4-atention" in gemma4["reason"] and "Nothing is forced" in gemma4["reason"]
 
 
 def test_doctor_shows_disabled_and_fails_on_a_bad_setting() -> None:
