@@ -10,6 +10,7 @@ from pathlib import Path
 from sglang_nvfp4_patches import server_args_gemma4_default
 from sglang_nvfp4_patches.flashinfer_cutlass_runner import PATCH_NAME as ROUTER_PATCH
 from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES, GpuProfile
+from sglang_nvfp4_patches.moe_layer_probe import compressed_tensors_moe_runner
 from sglang_nvfp4_patches.sglang_resolution import ResolvedBackends, resolve
 
 EXAMPLES_DIR = Path(__file__).parent / "example_configs"
@@ -19,6 +20,9 @@ BUNDLED_MODELS: dict[str, str] = {
     "gemma-4-26b-a4b-it": "google/gemma-4-26B-A4B-it",
     "gemma-4-31b-it-nvfp4": "nvidia/Gemma-4-31B-IT-NVFP4",
     "llama-4-scout-17b-16e-nvfp4": "nvidia/Llama-4-Scout-17B-16E-Instruct-FP4",
+    "llama-4-scout-17b-16e-nvfp4-compressed-tensors": (
+        "RedHatAI/Llama-4-Scout-17B-16E-Instruct-NVFP4"
+    ),
 }
 LLAMA4_ARCHITECTURES = frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"})
 
@@ -34,6 +38,8 @@ class ExplainRow:
     unpatched: ResolvedBackends
     patched: ResolvedBackends | None
     architecture: str | None
+    # What SGLang's compressed-tensors scheme builds for the MoE layer (resolution says auto).
+    moe_layer_runner: str | None = None
 
     @property
     def final(self) -> ResolvedBackends:
@@ -49,7 +55,8 @@ class ExplainRow:
     @property
     def note(self) -> str:
         if self.architecture in LLAMA4_ARCHITECTURES:
-            if self.final.moe_runner_backend == "flashinfer_cutlass":
+            runner = self.moe_layer_runner or self.final.moe_runner_backend
+            if runner == "flashinfer_cutlass":
                 return (
                     f"{ROUTER_PATCH}: the CUTLASS runner pre-scales the top-1 router weight "
                     "(apply_router_weight_on_input)"
@@ -67,6 +74,7 @@ class ExplainRow:
             "unpatched_attention_backend": self.unpatched.attention_backend,
             "unpatched_moe_runner_backend": self.unpatched.moe_runner_backend,
             "patched": self.patched is not None,
+            "moe_layer_runner": self.moe_layer_runner,
             "note": self.note,
         }
 
@@ -96,7 +104,8 @@ def explain_one(
     with server_args_gemma4_default.suspended():
         unpatched = resolve(model_dir, gpu, attention_backend, quantization)
     patched = resolve(model_dir, gpu, attention_backend, quantization) if with_patches else None
-    return ExplainRow(model, gpu, unpatched, patched, architecture)
+    layer_runner = compressed_tensors_moe_runner(model_dir, gpu, attention_backend, quantization)
+    return ExplainRow(model, gpu, unpatched, patched, architecture, layer_runner)
 
 
 def _format_pair(before: str | None, after: str | None, with_patches: bool) -> str:
@@ -125,7 +134,8 @@ def format_table(rows: list[ExplainRow], with_patches: bool) -> str:
                 ),
                 _format_pair(
                     row.unpatched.moe_runner_backend, final.moe_runner_backend, with_patches
-                ),
+                )
+                + (f" (layer: {row.moe_layer_runner})" if row.moe_layer_runner else ""),
                 row.decided_by,
             )
         )

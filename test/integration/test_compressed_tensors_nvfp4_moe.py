@@ -20,6 +20,7 @@ import pytest
 import torch
 
 from sglang_nvfp4_patches import flashinfer_cutlass_runner as patch
+from sglang_nvfp4_patches.moe_layer_probe import LLAMA4_MOE_PREFIX, fused_moe_layer
 from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
 from sglang_nvfp4_patches.router_weight_prescale import TopKNotOneError
 from support.configs import LLAMA4_NVFP4_CT
@@ -34,21 +35,7 @@ from support.sglang_cpu import (
 )
 
 HIDDEN, INTERMEDIATE, EXPERTS, TOKENS = 64, 64, 4, 7
-MOE_PREFIX = "language_model.model.layers.0.feed_forward.experts"
 pytestmark = [pytest.mark.release_matrix, needs_runner_module()]
-
-
-def fused_moe_layer() -> torch.nn.Module:
-    """SGLang's ``FusedMoE`` type (the compressed-tensors config matches schemes by it) with
-    the placement a loaded single-GPU layer has; its weights come from the scheme."""
-    from sglang.srt.layers.moe.fused_moe_triton import FusedMoE
-
-    layer = FusedMoE.__new__(FusedMoE)
-    torch.nn.Module.__init__(layer)
-    layer.moe_tp_size, layer.moe_tp_rank, layer.moe_ep_size, layer.moe_ep_rank = 1, 0, 1, 0
-    layer.num_experts = layer.num_local_experts = EXPERTS
-    layer.intermediate_size_per_partition = INTERMEDIATE
-    return layer
 
 
 def random_fp4(shape: tuple[int, ...], generator: torch.Generator) -> tuple[torch.Tensor, ...]:
@@ -89,8 +76,8 @@ class CompressedTensorsLayer:
         config = json.loads((LLAMA4_NVFP4_CT / "config.json").read_text())
         quant_config = CompressedTensorsConfig.from_config(config["quantization_config"])
         self.kernel = kernel
-        self.layer = fused_moe_layer()
-        self.method = quant_config.get_quant_method(self.layer, prefix=MOE_PREFIX)
+        self.layer = fused_moe_layer(EXPERTS, INTERMEDIATE)
+        self.method = quant_config.get_quant_method(self.layer, prefix=LLAMA4_MOE_PREFIX)
         self.scheme = self.layer.scheme
         self.scheme.create_weights(
             layer=self.layer,

@@ -15,7 +15,7 @@ import pytest
 from sglang_nvfp4_patches import flashinfer_cutlass_runner, ray_actors
 from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
 from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT, install_hook
-from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
 from support.configs import LLAMA4_NVFP4
 
 pytestmark = pytest.mark.release_matrix
@@ -77,14 +77,8 @@ def test_a_target_another_plugin_already_applied_gets_our_hook_on_top(registry: 
 
 
 def _resolved_server_args(**flags: object) -> None:
-    from sglang.srt.server_args import ServerArgs
-
     with simulated_gpu(GPU_PROFILES["sm120"]):
-        server_args = ServerArgs(
-            model_path=str(LLAMA4_NVFP4), skip_tokenizer_init=True, device="cuda", **flags
-        )
-        if hasattr(server_args, "resolve_once"):  # 0.5.20+; older resolve on construction
-            server_args.resolve_once()
+        resolved_server_args(LLAMA4_NVFP4, **flags)
 
 
 needs_ray_actors = pytest.mark.skipif(

@@ -19,9 +19,16 @@ from typing import Any
 import torch
 
 from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
+from sglang_nvfp4_patches.moe_layer_probe import (
+    initialize_moe_config,
+    publish_for_scheduler,
+)
+from sglang_nvfp4_patches.moe_layer_probe import (
+    runner_config_kwargs as release_runner_config_kwargs,
+)
 from sglang_nvfp4_patches.reference.cutlass_moe_contract import cutlass_fused_moe_reference
 from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
-from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
 
 RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
 E4M3_ONE = 0x38  # 1.0 as a float8_e4m3fn byte
@@ -137,29 +144,10 @@ def _single_rank_tp_group(monkeypatch: Any) -> Iterator[None]:
         yield
 
 
-def _publish_for_scheduler(server_args: Any) -> None:
-    """Install the resolved config as this process's scheduler config, as the scheduler does."""
-    try:
-        from sglang.srt.runtime_context import publish
-    except ImportError:  # before 0.5.20
-        from sglang.srt.server_args import set_global_server_args_for_scheduler
-
-        set_global_server_args_for_scheduler(server_args)
-        return
-    publish(server_args, role="scheduler")
-
-
 def runner_config_kwargs(**kwargs: Any) -> dict[str, Any]:
     """MoeRunnerConfig gained ``layer`` (the MoE placement) in 0.5.18."""
-    import dataclasses
-
-    from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
-
-    if "layer" in {f.name for f in dataclasses.fields(MoeRunnerConfig)}:
-        kwargs.setdefault("layer", single_rank_layer())
-    else:
-        kwargs.pop("layer", None)
-    return kwargs
+    kwargs.setdefault("layer", single_rank_layer())
+    return release_runner_config_kwargs(**kwargs)
 
 
 def runner_module_present() -> bool:
@@ -179,30 +167,12 @@ def needs_runner_module() -> Any:
     )
 
 
-def _initialize_moe_config(server_args: Any) -> None:
-    """What the scheduler does after publishing: seed the MoE runtime flags."""
-    import inspect
-
-    from sglang.srt.layers.moe.utils import initialize_moe_config
-
-    if inspect.signature(initialize_moe_config).parameters:
-        initialize_moe_config(server_args)
-    else:
-        initialize_moe_config()
-
-
 @contextlib.contextmanager
 def scheduler_on(gpu: str, model_dir: Path, monkeypatch: Any, **flags: Any) -> Iterator[Any]:
     """A resolved ServerArgs published as this process's scheduler config, on a simulated GPU."""
-    from sglang.srt.server_args import ServerArgs
-
     with simulated_gpu(GPU_PROFILES[gpu]):
-        server_args = ServerArgs(
-            model_path=str(model_dir), skip_tokenizer_init=True, device="cuda", **flags
-        )
-        if hasattr(server_args, "resolve_once"):  # 0.5.20+; older resolve on construction
-            server_args.resolve_once()
-        _publish_for_scheduler(server_args)
-        _initialize_moe_config(server_args)
+        server_args = resolved_server_args(model_dir, **flags)
+        publish_for_scheduler(server_args)
+        initialize_moe_config(server_args)
         with _single_rank_tp_group(monkeypatch):
             yield server_args
