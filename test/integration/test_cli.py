@@ -11,7 +11,7 @@ import pytest
 from packaging.version import Version
 
 from sglang_nvfp4_patches.explain import BUNDLED_MODELS
-from support.configs import GEMMA4_NVFP4_MOE
+from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4_CT
 from support.release import installed_sglang
 from support.sglang_cpu import runner_module_present
 
@@ -134,3 +134,20 @@ def test_doctor_shows_disabled_and_fails_on_a_bad_setting() -> None:
     broken = cli("doctor", SGLANG_NVFP4_PATCHES_DISABLE="gemma-attention")
     assert broken.returncode == 1
     assert "failed" in broken.stdout and "gemma-attention" in broken.stdout
+
+
+@pytest.mark.release_matrix
+def test_explain_asks_sglang_which_runner_a_compressed_tensors_llama4_layer_gets() -> None:
+    """Resolution says ``auto``; SGLang's compressed-tensors scheme decides at layer build."""
+    import importlib
+    import inspect
+
+    from sglang_nvfp4_patches.flashinfer_cutlass_runner import COMPRESSED_TENSORS
+
+    done = cli("explain", "--json", "--model", str(LLAMA4_NVFP4_CT), "--gpu", "sm120")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (row,) = json_lines(done.stdout)
+    scheme = getattr(importlib.import_module(COMPRESSED_TENSORS.module), COMPRESSED_TENSORS.cls)
+    builds_cutlass = "FLASHINFER_CUTLASS" in inspect.getsource(scheme.create_moe_runner)
+    assert (row["moe_layer_runner"] == "flashinfer_cutlass") is builds_cutlass, row
+    assert ("pre-scales the top-1 router weight" in row["note"]) is builds_cutlass, row
