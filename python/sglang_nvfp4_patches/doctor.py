@@ -11,10 +11,9 @@ from collections.abc import Callable
 from sglang_nvfp4_patches import flashinfer_cutlass_runner, plugin, server_args_gemma4_default
 from sglang_nvfp4_patches.gemma4_attention_rule import SAFE_BACKEND
 from sglang_nvfp4_patches.settings import DISABLE_ENV, UnknownPatchNameError, disabled_patches
+from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 from sglang_nvfp4_patches.supported_releases import is_supported
-
-PLUGIN_ENTRY_POINT = "nvfp4_patches"
 
 
 def _dist_version(name: str) -> str:

@@ -60,6 +60,32 @@ def runner_config_kwargs(**kwargs: Any) -> dict[str, Any]:
     return kwargs
 
 
+def llama4_runner_config(
+    experts: int,
+    hidden: int,
+    intermediate: int,
+    top_k: int = 1,
+    on_input: bool = True,
+    layer: Any = None,
+) -> Any:
+    """A ``MoeRunnerConfig`` as Llama 4 builds its MoE (SwiGLU, router weight on the input)."""
+    from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
+
+    return MoeRunnerConfig(
+        **runner_config_kwargs(
+            num_experts=experts,
+            num_local_experts=experts,
+            hidden_size=hidden,
+            intermediate_size_per_partition=intermediate,
+            top_k=top_k,
+            activation="silu",
+            is_gated=True,
+            apply_router_weight_on_input=on_input,
+            layer=layer,
+        )
+    )
+
+
 def fused_moe_layer(num_experts: int, intermediate_size: int) -> Any:
     """SGLang's ``FusedMoE`` type (compressed-tensors matches its schemes by it) carrying the
     placement of a single-GPU layer, without building weights or process groups."""
@@ -104,7 +130,6 @@ def compressed_tensors_moe_runner(
     experts = int(text_config.get("num_local_experts", 1))
     intermediate = int(text_config.get("intermediate_size", 1))
     with _quiet_sglang(), simulated_gpu(profile), device_capability(profile):
-        from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
         from sglang.srt.layers.quantization.compressed_tensors.compressed_tensors import (
             CompressedTensorsConfig,
         )
@@ -117,16 +142,12 @@ def compressed_tensors_moe_runner(
             method = CompressedTensorsConfig.from_config(quant_config).get_quant_method(
                 layer, prefix=LLAMA4_MOE_PREFIX
             )
-            runner_config = MoeRunnerConfig(
-                **runner_config_kwargs(
-                    num_experts=experts,
-                    num_local_experts=experts,
-                    hidden_size=int(text_config.get("hidden_size", 1)),
-                    intermediate_size_per_partition=intermediate,
-                    top_k=int(text_config.get("num_experts_per_tok", 1)),
-                    apply_router_weight_on_input=True,  # as Llama 4 builds its MoE
-                    layer=layer,
-                )
+            runner_config = llama4_runner_config(
+                experts,
+                int(text_config.get("hidden_size", 1)),
+                intermediate,
+                top_k=int(text_config.get("num_experts_per_tok", 1)),
+                layer=layer,
             )
             method.create_moe_runner(layer, runner_config)
         except (ValueError, RuntimeError, NotImplementedError) as refused:

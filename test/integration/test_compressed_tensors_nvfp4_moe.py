@@ -28,8 +28,8 @@ from support.sglang_cpu import (
     E4M3_ONE,
     install_cpu_cutlass_kernel,
     keep_cuda_moves_on_cpu,
+    llama4_runner_config,
     needs_runner_module,
-    runner_config_kwargs,
     scheduler_on,
     simulate_device_capability,
 )
@@ -68,7 +68,6 @@ class CompressedTensorsLayer:
     """One Llama 4 MoE layer as SGLang builds it from a compressed-tensors NVFP4 checkpoint."""
 
     def __init__(self, kernel: Any, top_k: int, seed: int = 0) -> None:
-        from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
         from sglang.srt.layers.quantization.compressed_tensors.compressed_tensors import (
             CompressedTensorsConfig,
         )
@@ -87,18 +86,8 @@ class CompressedTensorsLayer:
             params_dtype=torch.bfloat16,
             weight_loader=lambda *_args, **_kwargs: None,
         )
-        self.runner_config = MoeRunnerConfig(
-            **runner_config_kwargs(
-                num_experts=EXPERTS,
-                num_local_experts=EXPERTS,
-                hidden_size=HIDDEN,
-                intermediate_size_per_partition=INTERMEDIATE,
-                top_k=top_k,
-                activation="silu",
-                is_gated=True,
-                apply_router_weight_on_input=True,  # as Llama 4 builds its MoE
-                layer=self.layer,
-            )
+        self.runner_config = llama4_runner_config(
+            EXPERTS, HIDDEN, INTERMEDIATE, top_k=top_k, layer=self.layer
         )
         self.w13, self.w2 = load_unit_scaled_weights(self.layer, seed)
 

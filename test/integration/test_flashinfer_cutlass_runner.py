@@ -22,8 +22,8 @@ from sglang_nvfp4_patches.router_weight_prescale import (
 from support.configs import LLAMA4_NVFP4
 from support.sglang_cpu import (
     install_cpu_cutlass_kernel,
+    llama4_runner_config,
     needs_runner_module,
-    runner_config_kwargs,
     scheduler_on,
 )
 
@@ -62,18 +62,7 @@ def sglang_moe(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def runner_config(moe: Any, top_k: int, on_input: bool) -> Any:
-    return moe.MoeRunnerConfig(
-        **runner_config_kwargs(
-            num_experts=EXPERTS,
-            num_local_experts=EXPERTS,
-            hidden_size=HIDDEN,
-            intermediate_size_per_partition=INTERMEDIATE,
-            top_k=top_k,
-            activation="silu",
-            is_gated=True,
-            apply_router_weight_on_input=on_input,
-        )
-    )
+    return llama4_runner_config(EXPERTS, HIDDEN, INTERMEDIATE, top_k=top_k, on_input=on_input)
 
 
 def make_batch(moe: Any, tokens: int, top_k: int, dtype: torch.dtype, seed: int = 0) -> dict:

@@ -24,7 +24,7 @@ from sglang_nvfp4_patches.moe_layer_probe import (
     publish_for_scheduler,
 )
 from sglang_nvfp4_patches.moe_layer_probe import (
-    runner_config_kwargs as release_runner_config_kwargs,
+    llama4_runner_config as release_llama4_runner_config,
 )
 from sglang_nvfp4_patches.reference.cutlass_moe_contract import cutlass_fused_moe_reference
 from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
@@ -144,10 +144,12 @@ def _single_rank_tp_group(monkeypatch: Any) -> Iterator[None]:
         yield
 
 
-def runner_config_kwargs(**kwargs: Any) -> dict[str, Any]:
-    """MoeRunnerConfig gained ``layer`` (the MoE placement) in 0.5.18."""
-    kwargs.setdefault("layer", single_rank_layer())
-    return release_runner_config_kwargs(**kwargs)
+def llama4_runner_config(
+    experts: int, hidden: int, intermediate: int, top_k: int = 1, on_input: bool = True, **kw: Any
+) -> Any:
+    """Llama 4's ``MoeRunnerConfig``, on a one-rank layer unless ``layer=`` is given."""
+    kw.setdefault("layer", single_rank_layer())
+    return release_llama4_runner_config(experts, hidden, intermediate, top_k, on_input, **kw)
 
 
 def runner_module_present() -> bool:
