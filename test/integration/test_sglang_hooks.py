@@ -17,6 +17,7 @@ from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
 from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT, install_hook
 from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
 from support.configs import LLAMA4_NVFP4
+from support.sglang_cpu import runner_module_present
 
 pytestmark = pytest.mark.release_matrix
 
@@ -82,8 +83,9 @@ def _resolved_server_args(**flags: object) -> None:
 
 
 needs_ray_actors = pytest.mark.skipif(
-    not ray_actors.actors_skip_plugins(),
-    reason="not applicable: this SGLang has no Ray scheduler actors that skip load_plugins()",
+    not (runner_module_present() and ray_actors.actors_skip_plugins()),
+    reason="not applicable: llama4-router-weight does not apply to this SGLang (no FlashInfer "
+    "CUTLASS MoE runner), or its Ray scheduler actors load plugins",
 )
 
 
