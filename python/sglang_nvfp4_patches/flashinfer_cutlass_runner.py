@@ -164,6 +164,21 @@ def without_router_weight_on_input(runner_config: Any) -> Any:
     return view
 
 
+def _require_flag_free_views() -> None:
+    """Probe, before patching, that this release's ``MoeRunnerConfig`` can be viewed so (a
+    slotted or frozen config could not): a failure here leaves SGLang untouched."""
+    config_cls = getattr(importlib.import_module(REGISTRY_MODULE), "MoeRunnerConfig", None)
+    try:
+        config = config_cls(apply_router_weight_on_input=True)  # type: ignore[misc]
+        view = without_router_weight_on_input(config)
+        config.top_k = 1
+        works = not view.apply_router_weight_on_input and view.top_k == 1
+    except Exception as error:
+        raise PatchUnavailable(f"cannot view {REGISTRY_MODULE}.MoeRunnerConfig: {error}") from error
+    if not works:
+        raise PatchUnavailable(f"{REGISTRY_MODULE}.MoeRunnerConfig views do not share state")
+
+
 # ---------------------------------------------------------------- runner fused functions
 
 
@@ -257,6 +272,7 @@ def _patch_runner_module(module: ModuleType) -> None:
         missing = [key for key in CUTLASS_FUSED_FUNC_KEYS if key not in registry]
         if missing:
             raise PatchUnavailable(f"fused-function registry has no entry for {missing}")
+        _require_flag_free_views()
     except PatchUnavailable as error:
         _record("runner", PatchState.FAILED, str(error))
         return
@@ -321,6 +337,8 @@ def _method_patcher(half: MethodHalf) -> Callable[[ModuleType], None]:
             if method_cls is None or not hasattr(method_cls, "create_moe_runner"):
                 raise PatchUnavailable(f"{half.target} not found")
             rejects = rejects_router_weight_on_input(half, method_cls)
+            if rejects:
+                _require_flag_free_views()
         except PatchUnavailable as error:
             _record(half.part, PatchState.FAILED, str(error))
             return

@@ -45,8 +45,13 @@ def install_hook(target: str, hook: Callable[..., Any], kind: str = "around") ->
     hook_source = getattr(hook_registry, "HookSource", None)
     source = hook_source(PLUGIN_ENTRY_POINT, DISTRIBUTION) if hook_source else None
     registry.register(target, hook, hook_registry.HookType(kind), source=source)
-    pending = hooks[target][-1:] if target in applied else list(hooks[target])
-    apply_target(target, pending)
+    ours = hooks[target][-1]
+    pending = [ours] if target in applied else list(hooks[target])
+    try:
+        apply_target(target, pending)
+    except Exception:
+        hooks[target].remove(ours)  # a later apply_hooks() must not retry it half-way
+        raise
     applied.add(target)
     owner_path, attribute = target.rsplit(".", 1)
     installed = inspect.getattr_static(pkgutil.resolve_name(owner_path), attribute)

@@ -110,3 +110,13 @@ def test_doctor_mentions_use_ray() -> None:
     assert "--use-ray: not applied in Ray scheduler actors" in (
         flashinfer_cutlass_runner.current_state().reason
     )
+
+
+def test_a_target_that_cannot_be_hooked_leaves_no_registration(registry: type) -> None:
+    missing = "nvfp4_hook_probe_mine.missing"
+    try:
+        with pytest.raises(AttributeError, match="missing"):
+            install_hook(missing, add_ten)
+        assert not registry._hooks.get(missing) and missing not in registry._patched
+    finally:
+        registry._hooks.pop(missing, None)
