@@ -326,10 +326,6 @@ def rejects_router_weight_on_input(half: MethodHalf, method_cls: type) -> bool:
     return _REJECTION.search(source) is not None
 
 
-def modelopt_rejects_router_weight_on_input(method_cls: type) -> bool:
-    return rejects_router_weight_on_input(MODELOPT, method_cls)
-
-
 def _method_patcher(half: MethodHalf) -> Callable[[ModuleType], None]:
     def patch_module(module: ModuleType) -> None:
         method_cls = getattr(module, half.cls, None)
