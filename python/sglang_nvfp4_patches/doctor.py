@@ -17,10 +17,9 @@ from sglang_nvfp4_patches.settings import (
     disabled_patches,
     forced_patches,
 )
+from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 from sglang_nvfp4_patches.supported_releases import is_supported
-
-PLUGIN_ENTRY_POINT = "nvfp4_patches"
 
 
 def _dist_version(name: str) -> str:

@@ -14,6 +14,7 @@ from sglang_nvfp4_patches.explain_input import architecture, check_choices, read
 from sglang_nvfp4_patches.flashinfer_cutlass_runner import PATCH_NAME as ROUTER_PATCH
 from sglang_nvfp4_patches.gemma4_attention_rule import GEMMA4_ARCHITECTURES
 from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES, GpuProfile
+from sglang_nvfp4_patches.moe_layer_probe import compressed_tensors_moe_runner
 from sglang_nvfp4_patches.sglang_resolution import ResolvedBackends, resolve, server_arg_choices
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
@@ -24,6 +25,9 @@ BUNDLED_MODELS: dict[str, str] = {
     "gemma-4-26b-a4b-it": "google/gemma-4-26B-A4B-it",
     "gemma-4-31b-it-nvfp4": "nvidia/Gemma-4-31B-IT-NVFP4",
     "llama-4-scout-17b-16e-nvfp4": "nvidia/Llama-4-Scout-17B-16E-Instruct-FP4",
+    "llama-4-scout-17b-16e-nvfp4-compressed-tensors": (
+        "RedHatAI/Llama-4-Scout-17B-16E-Instruct-NVFP4"
+    ),
 }
 LLAMA4_ARCHITECTURES = frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"})
 # Which rows a switched-off patch concerns, for the note.
@@ -43,6 +47,8 @@ class ExplainRow:
     attention_backend_given: bool = False
     # "name is off (reason)" for each disabled patch that concerns this architecture.
     disabled_notes: tuple[str, ...] = ()
+    # What SGLang's compressed-tensors scheme builds for the MoE layer (resolution says auto).
+    moe_layer_runner: str | None = None
 
     @property
     def final(self) -> ResolvedBackends:
@@ -65,7 +71,8 @@ class ExplainRow:
         if self.architecture in GEMMA4_ARCHITECTURES:
             return server_args_gemma4_default.root_cause_note()
         if self.architecture in LLAMA4_ARCHITECTURES:
-            if self.final.moe_runner_backend == "flashinfer_cutlass":
+            runner = self.moe_layer_runner or self.final.moe_runner_backend
+            if runner == "flashinfer_cutlass":
                 return (
                     f"{ROUTER_PATCH}: the CUTLASS runner pre-scales the top-1 router weight "
                     "(apply_router_weight_on_input)"
@@ -83,6 +90,7 @@ class ExplainRow:
             "unpatched_attention_backend": self.unpatched.attention_backend,
             "unpatched_moe_runner_backend": self.unpatched.moe_runner_backend,
             "patched": self.patched is not None,
+            "moe_layer_runner": self.moe_layer_runner,
             "note": self.note,
         }
 
@@ -105,7 +113,10 @@ def explain_one(
         for name, report in (disabled or {}).items()
         if arch in PATCH_ARCHITECTURES.get(name, frozenset())
     )
-    return ExplainRow(model, gpu, unpatched, patched, arch, attention_backend is not None, notes)
+    layer_runner = compressed_tensors_moe_runner(model_dir, gpu, attention_backend, quantization)
+    return ExplainRow(
+        model, gpu, unpatched, patched, arch, attention_backend is not None, notes, layer_runner
+    )
 
 
 def patch_outcome(reports: Mapping[str, PatchReport]) -> tuple[bool, list[str]]:
@@ -147,7 +158,8 @@ def format_table(rows: list[ExplainRow], with_patches: bool) -> str:
                 ),
                 _format_pair(
                     row.unpatched.moe_runner_backend, final.moe_runner_backend, with_patches
-                ),
+                )
+                + (f" (layer: {row.moe_layer_runner})" if row.moe_layer_runner else ""),
                 row.decided_by,
             )
         )

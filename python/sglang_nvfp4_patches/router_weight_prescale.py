@@ -19,8 +19,16 @@ __all__ = [
     "TopKNotOneError",
     "as_float32_final_scales",
     "prescale_router_weight_on_input",
+    "require_top1",
     "unit_final_scales",
 ]
+
+# What to do about activations quantized before dispatch when the caller cannot name the
+# switch of the path that quantized them (the shell names it per release).
+GENERIC_PREQUANTIZED_REMEDY = (
+    "Turn off quantize-before-dispatch for this model, or use a MoE runner backend that "
+    "applies router weights on the input."
+)
 
 
 class RouterWeightOnInputError(ValueError):
@@ -61,25 +69,42 @@ def as_float32_final_scales(topk_weights: torch.Tensor) -> torch.Tensor:
     return topk_weights.to(torch.float32)
 
 
+def _top_k_message(got: str) -> str:
+    return (
+        "apply_router_weight_on_input=True is only exact on the FlashInfer CUTLASS MoE "
+        f"runner with top-1 routing (topk_weights of shape [tokens, 1]); got {got}. With "
+        "top-k > 1 every selected expert would need its own differently scaled copy of the "
+        "input, which the kernel cannot take. Use a top-1 model (such as Llama 4 "
+        "Scout/Maverick) or another --moe-runner-backend."
+    )
+
+
+def require_top1(top_k: int | None) -> None:
+    """Refuse a MoE layer built with the flag and ``top_k > 1`` (``None``: not known yet)."""
+    if top_k is not None and top_k != 1:
+        raise TopKNotOneError(_top_k_message(f"a MoE layer built with top_k={top_k}"))
+
+
 def prescale_router_weight_on_input(
     hidden_states: torch.Tensor,
     topk_weights: torch.Tensor,
     hidden_states_scale: torch.Tensor | None = None,
+    prequantized_remedy: str = GENERIC_PREQUANTIZED_REMEDY,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Fold top-1 router weights into the expert input.
 
     Returns ``(hidden_states * w, ones)``: the scaled activations in the activations' dtype
     (a new row-major contiguous tensor; the inputs are never modified) and float32 unit final
     scales ``[tokens, 1]`` for the kernel. Expert ids are untouched by construction.
+    ``prequantized_remedy`` ends the error for activations quantized before dispatch: the
+    caller knows which path quantized them and which switch turns it off.
     """
     if hidden_states_scale is not None:
         raise PreQuantizedActivationsError(
             "apply_router_weight_on_input=True needs unquantized activations, but this "
             "FlashInfer CUTLASS call received activations already quantized before dispatch "
-            "(hidden_states_scale is set: the FP4 all-gather path). The router weight must "
-            "multiply the activations before quantization. Disable the FP4 all-gather "
-            "(quantize-before-dispatch) option for this model, or use a MoE runner backend "
-            "that applies router weights on the input."
+            "(hidden_states_scale is set). The router weight must multiply the activations "
+            f"before quantization. {prequantized_remedy}"
         )
     if hidden_states.dim() != 2:
         raise RouterWeightOnInputError(
@@ -87,14 +112,7 @@ def prescale_router_weight_on_input(
             f"got shape {tuple(hidden_states.shape)}."
         )
     if topk_weights.dim() != 2 or topk_weights.shape[1] != 1:
-        raise TopKNotOneError(
-            "apply_router_weight_on_input=True is only exact on the FlashInfer CUTLASS MoE "
-            "runner with top-1 routing (topk_weights of shape [tokens, 1]); got topk_weights "
-            f"of shape {tuple(topk_weights.shape)}. With top-k > 1 every selected expert "
-            "would need its own differently scaled copy of the input, which the kernel "
-            "cannot take. Use a top-1 model (such as Llama 4 Scout/Maverick) or another "
-            "--moe-runner-backend."
-        )
+        raise TopKNotOneError(_top_k_message(f"topk_weights of shape {tuple(topk_weights.shape)}"))
     if topk_weights.shape[0] != hidden_states.shape[0]:
         raise RouterWeightOnInputError(
             f"topk_weights has {topk_weights.shape[0]} rows but hidden states have "

@@ -139,6 +139,32 @@ def simulated_gpu(profile: GpuProfile) -> Iterator[None]:
         yield
 
 
+def resolved_server_args(
+    model_dir: Path,
+    attention_backend: str | None = None,
+    quantization: str | None = None,
+    **flags: Any,
+) -> Any:
+    """A ``ServerArgs`` for ``model_dir`` resolved by SGLang (call inside :func:`simulated_gpu`);
+    ``flags`` are further ``ServerArgs`` fields as a user gives them."""
+    from sglang.srt.server_args import ServerArgs
+
+    kwargs: dict[str, Any] = {
+        "model_path": str(model_dir),
+        "skip_tokenizer_init": True,
+        "device": "cuda",
+        **flags,
+    }
+    if attention_backend is not None:
+        kwargs["attention_backend"] = attention_backend
+    if quantization is not None:
+        kwargs["quantization"] = quantization
+    server_args = ServerArgs(**kwargs)  # 0.5.13-0.5.18 resolve here, in __post_init__
+    if hasattr(server_args, "resolve_once"):
+        server_args.resolve_once()
+    return server_args
+
+
 def resolve(
     model_dir: Path,
     profile: GpuProfile,
@@ -146,22 +172,10 @@ def resolve(
     quantization: str | None = None,
 ) -> ResolvedBackends:
     """SGLang's resolved backends for ``model_dir`` on ``profile`` (flags as a user gives them)."""
-    from sglang.srt.server_args import ServerArgs
-
-    kwargs: dict[str, Any] = {
-        "model_path": str(model_dir),
-        "skip_tokenizer_init": True,
-        "device": "cuda",
-    }
-    if attention_backend is not None:
-        kwargs["attention_backend"] = attention_backend
-    if quantization is not None:
-        kwargs["quantization"] = quantization
     try:
         with _quiet_sglang(), simulated_gpu(profile):
-            server_args = ServerArgs(**kwargs)  # 0.5.13-0.5.18 resolve here, in __post_init__
-            if hasattr(server_args, "resolve_once"):
-                server_args.resolve_once()
+            server_args = resolved_server_args(model_dir, attention_backend, quantization)
+            if hasattr(server_args, "resolved_dict"):
                 resolved = server_args.resolved_dict()
             else:
                 resolved = {field: getattr(server_args, field, None) for field in _FIELDS}

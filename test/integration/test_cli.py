@@ -9,7 +9,7 @@ import pytest
 from packaging.version import Version
 
 from sglang_nvfp4_patches.explain import BUNDLED_MODELS
-from support.configs import GEMMA4_NVFP4_MOE
+from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4_CT
 from support.forkserver import run_python
 from support.release import installed_sglang
 from support.sglang_cpu import runner_module_present
@@ -193,3 +193,20 @@ def test_a_patch_disabled_on_purpose_is_noted_where_it_matters() -> None:
         assert (off in row["note"]) is model.startswith(("google/gemma-4", "nvidia/Gemma-4")), row
     assert rows[NVFP4_MOE]["attention_backend"] == "trtllm_mha"
     assert rows[NVFP4_MOE]["decided_by"] == "sglang"
+
+
+@pytest.mark.release_matrix
+def test_explain_asks_sglang_which_runner_a_compressed_tensors_llama4_layer_gets() -> None:
+    """Resolution says ``auto``; SGLang's compressed-tensors scheme decides at layer build."""
+    import importlib
+    import inspect
+
+    from sglang_nvfp4_patches.flashinfer_cutlass_runner import COMPRESSED_TENSORS
+
+    done = cli("explain", "--json", "--model", str(LLAMA4_NVFP4_CT), "--gpu", "sm120")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (row,) = json_lines(done.stdout)
+    scheme = getattr(importlib.import_module(COMPRESSED_TENSORS.module), COMPRESSED_TENSORS.cls)
+    builds_cutlass = "FLASHINFER_CUTLASS" in inspect.getsource(scheme.create_moe_runner)
+    assert (row["moe_layer_runner"] == "flashinfer_cutlass") is builds_cutlass, row
+    assert ("pre-scales the top-1 router weight" in row["note"]) is builds_cutlass, row

@@ -6,7 +6,9 @@ compared with Llama 4's semantics, ``expert(x * w)``, computed independently her
 
 from __future__ import annotations
 
+import gc
 import importlib
+import weakref
 from typing import Any
 
 import pytest
@@ -20,8 +22,8 @@ from sglang_nvfp4_patches.router_weight_prescale import (
 from support.configs import LLAMA4_NVFP4
 from support.sglang_cpu import (
     install_cpu_cutlass_kernel,
+    llama4_runner_config,
     needs_runner_module,
-    runner_config_kwargs,
     scheduler_on,
 )
 
@@ -60,18 +62,7 @@ def sglang_moe(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def runner_config(moe: Any, top_k: int, on_input: bool) -> Any:
-    return moe.MoeRunnerConfig(
-        **runner_config_kwargs(
-            num_experts=EXPERTS,
-            num_local_experts=EXPERTS,
-            hidden_size=HIDDEN,
-            intermediate_size_per_partition=INTERMEDIATE,
-            top_k=top_k,
-            activation="silu",
-            is_gated=True,
-            apply_router_weight_on_input=on_input,
-        )
-    )
+    return llama4_runner_config(EXPERTS, HIDDEN, INTERMEDIATE, top_k=top_k, on_input=on_input)
 
 
 def make_batch(moe: Any, tokens: int, top_k: int, dtype: torch.dtype, seed: int = 0) -> dict:
@@ -182,12 +173,40 @@ def test_top2_with_router_weight_on_input_is_refused(sglang_moe: Any) -> None:
     assert sglang_moe.kernel.calls == []
 
 
-def test_prequantized_activations_are_refused(sglang_moe: Any) -> None:
+def test_prequantized_activations_are_refused_naming_the_switch(sglang_moe: Any) -> None:
+    """Standard dispatch: the FP4 all-gather quantized them; the error names its off switch."""
     batch = make_batch(sglang_moe, tokens=4, top_k=1, dtype=torch.bfloat16)
     scale = torch.ones(4, HIDDEN // 16, dtype=torch.uint8)
     expected = NotImplementedError if runner_is_upstream() else PreQuantizedActivationsError
-    with pytest.raises(expected, match="quantized before dispatch"):
+    with pytest.raises(expected, match="quantized before dispatch") as refused:
         run(sglang_moe, batch, runner_config(sglang_moe, 1, on_input=True), scale=scale)
+    assert sglang_moe.kernel.calls == []
+    if not runner_is_upstream():
+        assert "--disable-flashinfer-cutlass-moe-fp4-allgather" in str(refused.value)
+        assert hasattr(sglang_moe.server_args, "disable_flashinfer_cutlass_moe_fp4_allgather")
+
+
+def test_nvfp4_all_to_all_dispatch_is_refused_naming_its_switch(sglang_moe: Any) -> None:
+    """FlashInfer all-to-all: SGLANG_MOE_NVFP4_DISPATCH quantized them."""
+    if runner_is_upstream():
+        pytest.skip("not applicable: SGLang's own runner owns this check from 0.5.21 on")
+    from sglang.srt.environ import envs
+    from sglang.srt.layers.moe.moe_runner.base import FusedOpPool
+    from sglang.srt.layers.moe.token_dispatcher.flashinfer import FlashinferDispatchOutput
+
+    batch = make_batch(sglang_moe, tokens=4, top_k=1, dtype=torch.bfloat16)
+    dispatch_output = FlashinferDispatchOutput(
+        hidden_states=batch["x"],
+        hidden_states_scale=torch.ones(4, HIDDEN // 16, dtype=torch.uint8),
+        topk_output=dispatch(sglang_moe, batch).topk_output,
+    )
+    quant_info = sglang_moe.QuantInfo(
+        quant_type="bf16", w13_weight=batch["w13"], w2_weight=batch["w2"]
+    )
+    fused_func = FusedOpPool._fused_funcs[patch.FLASHINFER_A2A]
+    with pytest.raises(PreQuantizedActivationsError, match="SGLANG_MOE_NVFP4_DISPATCH=0"):
+        fused_func(dispatch_output, quant_info, runner_config(sglang_moe, 1, on_input=True))
+    assert hasattr(envs, "SGLANG_MOE_NVFP4_DISPATCH")
     assert sglang_moe.kernel.calls == []
 
 
@@ -208,3 +227,33 @@ def test_registry_holds_sglangs_own_functions_where_upstream_has_the_fix() -> No
     else:
         assert all(patch.is_patched(f) for f in funcs)
         assert funcs[0].__wrapped__ is runner.fused_experts_none_to_flashinfer_cutlass
+
+
+def test_flag_free_view_reads_every_later_write_to_the_config(sglang_moe: Any) -> None:
+    """What FusedMoE writes into the config after building the runner is seen at once."""
+    config = runner_config(sglang_moe, 1, on_input=True)
+    view = patch.without_router_weight_on_input(config)
+    assert isinstance(view, sglang_moe.MoeRunnerConfig)
+    assert not view.apply_router_weight_on_input and config.apply_router_weight_on_input
+    config.num_local_experts = 2
+    config.runner_backend = sglang_moe.CUTLASS
+    config.inplace = False
+    assert (view.num_local_experts, view.runner_backend, view.inplace) == (
+        2,
+        sglang_moe.CUTLASS,
+        False,
+    )
+    view.apply_router_weight_on_input = True  # ignored: the view never carries the flag
+    assert not view.apply_router_weight_on_input and config.apply_router_weight_on_input
+
+
+def test_a_dropped_layer_and_its_config_are_collected(sglang_moe: Any) -> None:
+    """Nothing at module level keeps a layer alive once its model is dropped."""
+    batch = make_batch(sglang_moe, tokens=3, top_k=1, dtype=torch.bfloat16)
+    config = runner_config(sglang_moe, 1, on_input=True)
+    layer = getattr(config, "layer", None) or torch.nn.Module()  # 0.5.15: no layer field
+    run(sglang_moe, batch, config)
+    layer_ref, config_ref = weakref.ref(layer), weakref.ref(config)
+    del layer, config
+    gc.collect()
+    assert layer_ref() is None and config_ref() is None

@@ -16,8 +16,8 @@ from sglang_nvfp4_patches import flashinfer_cutlass_runner as patch
 from support.configs import LLAMA4_NVFP4
 from support.sglang_cpu import (
     install_cpu_cutlass_kernel,
+    llama4_runner_config,
     needs_runner_module,
-    runner_config_kwargs,
     scheduler_on,
     single_rank_layer,
 )
@@ -47,25 +47,12 @@ def llama4_moe_method(monkeypatch: pytest.MonkeyPatch) -> Any:
     kernel = install_cpu_cutlass_kernel(monkeypatch)
     with scheduler_on("sm120", LLAMA4_NVFP4, monkeypatch, quantization="modelopt_fp4"):
         modelopt = importlib.import_module(patch.MODELOPT_MODULE)
-        from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
 
         quant_config = modelopt.ModelOptFp4Config.from_config(
             {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": []}}
         )
         layer = nvfp4_layer()
-        config = MoeRunnerConfig(
-            **runner_config_kwargs(
-                num_experts=EXPERTS,
-                num_local_experts=EXPERTS,
-                hidden_size=HIDDEN,
-                intermediate_size_per_partition=INTERMEDIATE,
-                top_k=1,
-                activation="silu",
-                is_gated=True,
-                apply_router_weight_on_input=True,  # as Llama 4 builds its MoE
-                layer=layer,
-            )
-        )
+        config = llama4_runner_config(EXPERTS, HIDDEN, INTERMEDIATE, layer=layer)
         yield modelopt.ModelOptNvFp4FusedMoEMethod(quant_config), layer, config, kernel
 
 

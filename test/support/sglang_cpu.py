@@ -2,7 +2,8 @@
 
 Only what needs a GPU is replaced: the FlashInfer ``cutlass_fused_moe`` call (by our CPU
 reference of its contract, recording what it was given), FlashInfer's availability check,
-and the GPU facts (simulated through SGLang's own ``override_platform``). The single-GPU
+the GPU facts (simulated through SGLang's own ``override_platform``; torch's compute
+capability where SGLang asks torch) and, where a test asks for it, ``tensor.cuda()``. The single-GPU
 tensor-parallel group is a one-rank stand-in: the runner only asks it for ``world_size``.
 """
 
@@ -18,10 +19,41 @@ from typing import Any
 import torch
 
 from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
+from sglang_nvfp4_patches.moe_layer_probe import (
+    initialize_moe_config,
+    publish_for_scheduler,
+)
+from sglang_nvfp4_patches.moe_layer_probe import (
+    llama4_runner_config as release_llama4_runner_config,
+)
 from sglang_nvfp4_patches.reference.cutlass_moe_contract import cutlass_fused_moe_reference
-from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
+from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
 
 RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
+E4M3_ONE = 0x38  # 1.0 as a float8_e4m3fn byte
+
+
+def decode_e2m1(packed: torch.Tensor) -> torch.Tensor:
+    """Packed FP4 (two E2M1 codes per byte, low nibble first) to float32 values."""
+    codes = packed.contiguous().view(torch.uint8)
+    nibbles = torch.stack([codes & 0xF, codes >> 4], dim=-1).flatten(-2)
+    magnitude = torch.tensor(E2M1_GRID)[(nibbles & 7).long()]
+    return torch.where(nibbles >= 8, -magnitude, magnitude)
+
+
+def _unit_scaled(quant_scales: list[torch.Tensor], fc1: torch.Tensor, fc2: torch.Tensor) -> bool:
+    """NVFP4 quant scales that are all one: global scales, alphas, and one E4M3 1.0 per block
+    of 16 weights (the swizzled layout pads with zero bytes)."""
+    if not all(bool(torch.all(quant_scales[i] == 1)) for i in (0, 2, 3, 5)):
+        return False
+    for weights, block_scales in ((fc1, quant_scales[1]), (fc2, quant_scales[4])):
+        scale_bytes = block_scales.contiguous().view(torch.uint8)
+        blocks = weights.contiguous().view(torch.uint8).numel() * 2 // 16
+        ones = int((scale_bytes == E4M3_ONE).sum())
+        if ones != blocks or ones + int((scale_bytes == 0).sum()) != scale_bytes.numel():
+            return False
+    return True
 
 
 @dataclass
@@ -35,19 +67,29 @@ class RecordingCutlassKernel:
             {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
         )
         output = kwargs.get("output")
-        if kwargs.get("quant_scales") is not None or kwargs.get("input_sf") is not None:
-            # NVFP4 weights: the contract reference only covers unquantized experts; the
-            # callers of this branch only inspect what the kernel was given.
-            result = torch.zeros_like(output) if output is not None else None
-        else:
-            result = cutlass_fused_moe_reference(
-                kwargs["input"],
-                kwargs["token_selected_experts"],
-                kwargs["token_final_scales"],
-                kwargs["fc1_expert_weights"],
-                kwargs["fc2_expert_weights"],
-                kwargs["output_dtype"],
-            )
+        quant_scales = kwargs.get("quant_scales")
+        fc1, fc2 = kwargs["fc1_expert_weights"], kwargs["fc2_expert_weights"]
+        if quant_scales is not None or kwargs.get("input_sf") is not None:
+            if kwargs.get("input_sf") is not None or not _unit_scaled(quant_scales, fc1, fc2):
+                # Only NVFP4 weights with unit scales are decoded; callers of this branch
+                # only inspect what the kernel was given.
+                result = torch.zeros_like(output) if output is not None else None
+                return self._returned(result, output)
+            # NVFP4 weights with unit scales decode exactly; the kernel's activation
+            # quantization is taken as exact (its numerics: docs/numerics.md).
+            fc1, fc2 = decode_e2m1(fc1), decode_e2m1(fc2)
+        result = cutlass_fused_moe_reference(
+            kwargs["input"],
+            kwargs["token_selected_experts"],
+            kwargs["token_final_scales"],
+            fc1,
+            fc2,
+            kwargs["output_dtype"],
+        )
+        return self._returned(result, output)
+
+    @staticmethod
+    def _returned(result: torch.Tensor | None, output: torch.Tensor | None) -> list[Any]:
         if output is not None:
             output.copy_(result)
             result = output
@@ -64,6 +106,19 @@ def install_cpu_cutlass_kernel(monkeypatch: Any) -> RecordingCutlassKernel:
     runner = importlib.import_module(RUNNER_MODULE)
     monkeypatch.setattr(runner, "is_flashinfer_available", lambda: True)
     return kernel
+
+
+def simulate_device_capability(gpu: str, monkeypatch: Any) -> None:
+    """Code that asks torch for the GPU's compute capability gets the simulated one."""
+    monkeypatch.setattr(
+        torch.cuda, "get_device_capability", lambda *_: GPU_PROFILES[gpu].capability
+    )
+
+
+def keep_cuda_moves_on_cpu(monkeypatch: Any) -> None:
+    """``tensor.cuda()`` returns the CPU tensor (0.5.18's NVFP4 block-scale swizzle moves its
+    result to the GPU explicitly)."""
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda tensor, *_args, **_kwargs: tensor)
 
 
 def single_rank_layer() -> torch.nn.Module:
@@ -89,29 +144,12 @@ def _single_rank_tp_group(monkeypatch: Any) -> Iterator[None]:
         yield
 
 
-def _publish_for_scheduler(server_args: Any) -> None:
-    """Install the resolved config as this process's scheduler config, as the scheduler does."""
-    try:
-        from sglang.srt.runtime_context import publish
-    except ImportError:  # before 0.5.20
-        from sglang.srt.server_args import set_global_server_args_for_scheduler
-
-        set_global_server_args_for_scheduler(server_args)
-        return
-    publish(server_args, role="scheduler")
-
-
-def runner_config_kwargs(**kwargs: Any) -> dict[str, Any]:
-    """MoeRunnerConfig gained ``layer`` (the MoE placement) in 0.5.18."""
-    import dataclasses
-
-    from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
-
-    if "layer" in {f.name for f in dataclasses.fields(MoeRunnerConfig)}:
-        kwargs.setdefault("layer", single_rank_layer())
-    else:
-        kwargs.pop("layer", None)
-    return kwargs
+def llama4_runner_config(
+    experts: int, hidden: int, intermediate: int, top_k: int = 1, on_input: bool = True, **kw: Any
+) -> Any:
+    """Llama 4's ``MoeRunnerConfig``, on a one-rank layer unless ``layer=`` is given."""
+    kw.setdefault("layer", single_rank_layer())
+    return release_llama4_runner_config(experts, hidden, intermediate, top_k, on_input, **kw)
 
 
 def runner_module_present() -> bool:
@@ -131,30 +169,12 @@ def needs_runner_module() -> Any:
     )
 
 
-def _initialize_moe_config(server_args: Any) -> None:
-    """What the scheduler does after publishing: seed the MoE runtime flags."""
-    import inspect
-
-    from sglang.srt.layers.moe.utils import initialize_moe_config
-
-    if inspect.signature(initialize_moe_config).parameters:
-        initialize_moe_config(server_args)
-    else:
-        initialize_moe_config()
-
-
 @contextlib.contextmanager
 def scheduler_on(gpu: str, model_dir: Path, monkeypatch: Any, **flags: Any) -> Iterator[Any]:
     """A resolved ServerArgs published as this process's scheduler config, on a simulated GPU."""
-    from sglang.srt.server_args import ServerArgs
-
     with simulated_gpu(GPU_PROFILES[gpu]):
-        server_args = ServerArgs(
-            model_path=str(model_dir), skip_tokenizer_init=True, device="cuda", **flags
-        )
-        if hasattr(server_args, "resolve_once"):  # 0.5.20+; older resolve on construction
-            server_args.resolve_once()
-        _publish_for_scheduler(server_args)
-        _initialize_moe_config(server_args)
+        server_args = resolved_server_args(model_dir, **flags)
+        publish_for_scheduler(server_args)
+        initialize_moe_config(server_args)
         with _single_rank_tp_group(monkeypatch):
             yield server_args

@@ -28,7 +28,7 @@ from sglang_nvfp4_patches.server_args_gemma4_default.registry_layout import (
     pristine_record_facts,
     record_facts,
 )
-from sglang_nvfp4_patches.sglang_hooks import hook_around
+from sglang_nvfp4_patches.sglang_hooks import install_hook
 from sglang_nvfp4_patches.status import PATCHED_MARK
 
 SCHEDULER_MODULE = "sglang.srt.managers.scheduler"
@@ -98,4 +98,4 @@ setattr(scheduler_init_hook, PATCHED_MARK, True)
 
 def hook_scheduler(module: Any) -> None:
     if hasattr(getattr(module, "Scheduler", None), "__init__"):
-        hook_around(SCHEDULER_INIT, scheduler_init_hook)
+        install_hook(SCHEDULER_INIT, scheduler_init_hook)

@@ -12,7 +12,7 @@ from typing import Any
 from sglang_nvfp4_patches.gemma4_attention_rule import SAFE_BACKEND
 from sglang_nvfp4_patches.server_args_gemma4_default import facts as shared
 from sglang_nvfp4_patches.server_args_gemma4_default.registry_layout import record_facts
-from sglang_nvfp4_patches.sglang_hooks import hook_around
+from sglang_nvfp4_patches.sglang_hooks import install_hook
 from sglang_nvfp4_patches.status import PATCHED_MARK
 
 SERVER_ARGS_MODULE = "sglang.srt.server_args"
@@ -51,7 +51,7 @@ class MethodLayout:
         )
 
     def install(self) -> None:
-        hook_around(f"{SERVER_ARGS_MODULE}.ServerArgs.{ADJUSTMENTS_METHOD}", adjustments_hook)
+        install_hook(f"{SERVER_ARGS_MODULE}.ServerArgs.{ADJUSTMENTS_METHOD}", adjustments_hook)
 
     def where(self) -> str:
         return f"{self.name} installed"

@@ -1,0 +1,156 @@
+"""Which MoE runner SGLang builds for a compressed-tensors NVFP4 MoE layer (CPU only).
+
+Server-args resolution leaves the MoE runner at ``auto`` for compressed-tensors checkpoints:
+the runner is picked when the quantization scheme builds the layer. So ``explain`` asks the
+scheme itself on the simulated GPU: it publishes the resolved ``ServerArgs`` as this
+process's scheduler config (as a scheduler does), lets SGLang's ``CompressedTensorsConfig``
+pick the scheme for the checkpoint's first MoE layer, and has it build its ``MoeRunner``.
+No weights are created and no kernel runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from sglang_nvfp4_patches.gpu_profiles import GpuProfile
+from sglang_nvfp4_patches.sglang_resolution import (
+    _quiet_sglang,
+    resolved_server_args,
+    simulated_gpu,
+)
+
+# Llama 4's first MoE layer, as SGLang names it when it loads the checkpoint.
+LLAMA4_MOE_PREFIX = "language_model.model.layers.0.feed_forward.experts"
+
+
+def publish_for_scheduler(server_args: Any) -> None:
+    """Install ``server_args`` as this process's scheduler config, as the scheduler does."""
+    try:
+        from sglang.srt.runtime_context import publish
+    except ImportError:  # before 0.5.20
+        from sglang.srt.server_args import set_global_server_args_for_scheduler
+
+        set_global_server_args_for_scheduler(server_args)
+        return
+    publish(server_args, role="scheduler")
+
+
+def initialize_moe_config(server_args: Any) -> None:
+    """What the scheduler does after publishing: seed the MoE runtime flags."""
+    from sglang.srt.layers.moe.utils import initialize_moe_config as initialize
+
+    if inspect.signature(initialize).parameters:
+        initialize(server_args)
+    else:
+        initialize()
+
+
+def runner_config_kwargs(**kwargs: Any) -> dict[str, Any]:
+    """``MoeRunnerConfig`` keyword arguments for this release (``layer`` arrived in 0.5.18)."""
+    from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
+
+    if "layer" not in {f.name for f in dataclasses.fields(MoeRunnerConfig)}:
+        kwargs.pop("layer", None)
+    return kwargs
+
+
+def llama4_runner_config(
+    experts: int,
+    hidden: int,
+    intermediate: int,
+    top_k: int = 1,
+    on_input: bool = True,
+    layer: Any = None,
+) -> Any:
+    """A ``MoeRunnerConfig`` as Llama 4 builds its MoE (SwiGLU, router weight on the input)."""
+    from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
+
+    return MoeRunnerConfig(
+        **runner_config_kwargs(
+            num_experts=experts,
+            num_local_experts=experts,
+            hidden_size=hidden,
+            intermediate_size_per_partition=intermediate,
+            top_k=top_k,
+            activation="silu",
+            is_gated=True,
+            apply_router_weight_on_input=on_input,
+            layer=layer,
+        )
+    )
+
+
+def fused_moe_layer(num_experts: int, intermediate_size: int) -> Any:
+    """SGLang's ``FusedMoE`` type (compressed-tensors matches its schemes by it) carrying the
+    placement of a single-GPU layer, without building weights or process groups."""
+    import torch
+    from sglang.srt.layers.moe.fused_moe_triton import FusedMoE
+
+    layer = FusedMoE.__new__(FusedMoE)
+    torch.nn.Module.__init__(layer)
+    layer.moe_tp_size, layer.moe_tp_rank, layer.moe_ep_size, layer.moe_ep_rank = 1, 0, 1, 0
+    layer.num_experts = layer.num_local_experts = num_experts
+    layer.intermediate_size_per_partition = intermediate_size
+    return layer
+
+
+@contextlib.contextmanager
+def device_capability(profile: GpuProfile) -> Iterator[None]:
+    """SGLang's compressed-tensors config asks torch for the capability directly."""
+    import torch
+
+    original = torch.cuda.get_device_capability
+    torch.cuda.get_device_capability = lambda *_: profile.capability
+    try:
+        yield
+    finally:
+        torch.cuda.get_device_capability = original
+
+
+def compressed_tensors_moe_runner(
+    model_dir: Path,
+    profile: GpuProfile,
+    attention_backend: str | None = None,
+    quantization: str | None = None,
+) -> str | None:
+    """The MoE runner SGLang's compressed-tensors scheme builds for the first Llama 4 MoE
+    layer on ``profile`` (``None``: not a compressed-tensors checkpoint); SGLang refusing
+    the scheme on this GPU is reported as ``refused: <reason>``."""
+    config = json.loads((model_dir / "config.json").read_text())
+    quant_config = config.get("quantization_config") or {}
+    if quant_config.get("quant_method") != "compressed-tensors":
+        return None
+    text_config = config.get("text_config", config)
+    experts = int(text_config.get("num_local_experts", 1))
+    intermediate = int(text_config.get("intermediate_size", 1))
+    with _quiet_sglang(), simulated_gpu(profile), device_capability(profile):
+        from sglang.srt.layers.quantization.compressed_tensors.compressed_tensors import (
+            CompressedTensorsConfig,
+        )
+
+        server_args = resolved_server_args(model_dir, attention_backend, quantization)
+        publish_for_scheduler(server_args)
+        initialize_moe_config(server_args)
+        layer = fused_moe_layer(experts, intermediate)
+        try:
+            method = CompressedTensorsConfig.from_config(quant_config).get_quant_method(
+                layer, prefix=LLAMA4_MOE_PREFIX
+            )
+            runner_config = llama4_runner_config(
+                experts,
+                int(text_config.get("hidden_size", 1)),
+                intermediate,
+                top_k=int(text_config.get("num_experts_per_tok", 1)),
+                layer=layer,
+            )
+            method.create_moe_runner(layer, runner_config)
+        except (ValueError, RuntimeError, NotImplementedError) as refused:
+            return f"refused: {refused}"
+        backend = getattr(getattr(layer.scheme, "runner", None), "runner_backend", None)
+        return getattr(backend, "value", str(backend))

@@ -1,0 +1,223 @@
+"""Compressed-tensors NVFP4 MoE (llm-compressor Llama 4) on the FlashInfer CUTLASS runner.
+
+SGLang's real ``CompressedTensorsConfig`` parses the bundled stand-in checkpoint config, picks
+``CompressedTensorsW4A4Nvfp4MoE`` for the MoE layer, creates and post-processes its weights,
+builds its ``MoeRunner`` and runs ``apply`` through the fused-function registry. Only the
+FlashInfer kernel is replaced (the CPU reference of its contract; NVFP4 weights with unit
+scales decode exactly). Results are compared with Llama 4's semantics ``expert(x * w)``,
+computed here from the weight values the test chose.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+import weakref
+from typing import Any
+
+import pytest
+import torch
+
+from sglang_nvfp4_patches import flashinfer_cutlass_runner as patch
+from sglang_nvfp4_patches.moe_layer_probe import LLAMA4_MOE_PREFIX, fused_moe_layer
+from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
+from sglang_nvfp4_patches.router_weight_prescale import TopKNotOneError
+from support.configs import LLAMA4_NVFP4_CT
+from support.sglang_cpu import (
+    E4M3_ONE,
+    install_cpu_cutlass_kernel,
+    keep_cuda_moves_on_cpu,
+    llama4_runner_config,
+    needs_runner_module,
+    scheduler_on,
+    simulate_device_capability,
+)
+
+HIDDEN, INTERMEDIATE, EXPERTS, TOKENS = 64, 64, 4, 7
+pytestmark = [pytest.mark.release_matrix, needs_runner_module()]
+
+
+def random_fp4(shape: tuple[int, ...], generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """Values on the E2M1 grid and their packed bytes (low nibble first)."""
+    codes = torch.randint(0, 16, shape, generator=generator, dtype=torch.uint8)
+    magnitude = torch.tensor(E2M1_GRID)[(codes & 7).long()]
+    values = torch.where(codes >= 8, -magnitude, magnitude)
+    packed = codes[..., 0::2] | (codes[..., 1::2] << 4)
+    return values, packed
+
+
+def load_unit_scaled_weights(layer: torch.nn.Module, seed: int) -> tuple[torch.Tensor, ...]:
+    """Fill the scheme's checkpoint parameters as the weight loader would: FP4 codes, every
+    block, global and input scale 1. Returns the float weights ``(w13 [up; gate], w2)``."""
+    generator = torch.Generator().manual_seed(seed)
+    w13, w13_packed = random_fp4((EXPERTS, 2 * INTERMEDIATE, HIDDEN), generator)
+    w2, w2_packed = random_fp4((EXPERTS, HIDDEN, INTERMEDIATE), generator)
+    with torch.no_grad():
+        layer.w13_weight_packed.copy_(w13_packed)
+        layer.w2_weight_packed.copy_(w2_packed)
+        for name in ("w13_weight_scale", "w2_weight_scale"):
+            getattr(layer, name).view(torch.uint8).fill_(E4M3_ONE)
+        for name, param in layer.named_parameters():
+            if name.endswith("global_scale"):
+                param.fill_(1.0)
+    return w13, w2
+
+
+class CompressedTensorsLayer:
+    """One Llama 4 MoE layer as SGLang builds it from a compressed-tensors NVFP4 checkpoint."""
+
+    def __init__(self, kernel: Any, top_k: int, seed: int = 0) -> None:
+        from sglang.srt.layers.quantization.compressed_tensors.compressed_tensors import (
+            CompressedTensorsConfig,
+        )
+
+        config = json.loads((LLAMA4_NVFP4_CT / "config.json").read_text())
+        quant_config = CompressedTensorsConfig.from_config(config["quantization_config"])
+        self.kernel = kernel
+        self.layer = fused_moe_layer(EXPERTS, INTERMEDIATE)
+        self.method = quant_config.get_quant_method(self.layer, prefix=LLAMA4_MOE_PREFIX)
+        self.scheme = self.layer.scheme
+        self.scheme.create_weights(
+            layer=self.layer,
+            num_experts=EXPERTS,
+            hidden_size=HIDDEN,
+            intermediate_size_per_partition=INTERMEDIATE,
+            params_dtype=torch.bfloat16,
+            weight_loader=lambda *_args, **_kwargs: None,
+        )
+        self.runner_config = llama4_runner_config(
+            EXPERTS, HIDDEN, INTERMEDIATE, top_k=top_k, layer=self.layer
+        )
+        self.w13, self.w2 = load_unit_scaled_weights(self.layer, seed)
+
+    def build(self) -> None:
+        """FusedMoE's order: runner, then the weights' post-processing (after loading)."""
+        self.method.create_moe_runner(self.layer, self.runner_config)
+        runner = getattr(self.scheme, "runner", None)
+        backend = getattr(runner, "runner_backend", None)
+        if backend is None or not backend.is_flashinfer_cutlass():
+            pytest.skip(
+                "not applicable: this SGLang's compressed-tensors NVFP4 MoE scheme does not run "
+                f"on the FlashInfer CUTLASS MoE runner (runner: {backend})"
+            )
+        self.method.process_weights_after_loading(self.layer)
+
+    def apply(self, x: torch.Tensor, weights: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
+        from sglang.srt.layers.moe.topk import StandardTopKOutput
+
+        topk = StandardTopKOutput(topk_weights=weights, topk_ids=ids, router_logits=None)
+        dispatch = StandardDispatchOutput(
+            hidden_states=x, hidden_states_scale=None, topk_output=topk
+        )
+        return self.method.apply(self.layer, dispatch).hidden_states
+
+
+@pytest.fixture
+def on_sm120(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A simulated SM120 scheduler serving the compressed-tensors Llama 4 config."""
+    kernel = install_cpu_cutlass_kernel(monkeypatch)
+    simulate_device_capability("sm120", monkeypatch)
+    keep_cuda_moves_on_cpu(monkeypatch)
+    with scheduler_on("sm120", LLAMA4_NVFP4_CT, monkeypatch):
+        yield kernel
+
+
+def top1_batch(dtype: torch.dtype, seed: int) -> tuple[torch.Tensor, ...]:
+    generator = torch.Generator().manual_seed(100 + seed)
+    x = torch.randn(TOKENS, HIDDEN, generator=generator).to(dtype)
+    weights = torch.rand(TOKENS, 1, generator=generator) * 0.9 + 0.1
+    ids = torch.randint(0, EXPERTS, (TOKENS, 1), generator=generator, dtype=torch.int32)
+    return x, weights, ids
+
+
+def llama4_expert(x: torch.Tensor, w13: torch.Tensor, w2: torch.Tensor) -> torch.Tensor:
+    """One SwiGLU expert on one token in float32, written out by hand (rows: [up; gate])."""
+    h = w13 @ x.float()
+    up, gate = h[:INTERMEDIATE], h[INTERMEDIATE:]
+    return w2 @ (gate * torch.sigmoid(gate) * up)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "tolerance"), [(torch.float32, 1e-4), (torch.bfloat16, 2e-2)], ids=["fp32", "bf16"]
+)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_llama4_layer_computes_expert_of_scaled_input(
+    on_sm120: Any, dtype: torch.dtype, tolerance: float, seed: int
+) -> None:
+    moe = CompressedTensorsLayer(on_sm120, top_k=1, seed=seed)
+    moe.build()
+    x, weights, ids = top1_batch(dtype, seed)
+    out = moe.apply(x, weights, ids)
+    expected = torch.stack(
+        [
+            llama4_expert(x[t] * weights[t, 0].to(dtype), moe.w13[ids[t, 0]], moe.w2[ids[t, 0]])
+            for t in range(TOKENS)
+        ]
+    ).to(dtype)
+    assert out.dtype == dtype and out.shape == expected.shape
+    torch.testing.assert_close(out.float(), expected.float(), rtol=tolerance, atol=tolerance)
+    (call,) = on_sm120.calls
+    # the router weight is applied exactly once, on the input; the kernel only adds unit scales
+    assert torch.equal(call["input"], x * weights.to(dtype))
+    assert call["token_final_scales"].dtype == torch.float32
+    assert torch.equal(call["token_final_scales"], torch.ones(TOKENS, 1))
+    assert torch.equal(call["token_selected_experts"].long(), ids.long())
+
+
+def test_the_runner_keeps_the_flag_and_the_scheme_sees_it_lifted(on_sm120: Any) -> None:
+    moe = CompressedTensorsLayer(on_sm120, top_k=1)
+    moe.build()
+    assert moe.scheme.runner.config is moe.runner_config
+    assert moe.runner_config.apply_router_weight_on_input
+    assert not moe.scheme.moe_runner_config.apply_router_weight_on_input
+
+
+def test_top2_with_the_flag_is_refused_where_the_layer_is_built(on_sm120: Any) -> None:
+    moe = CompressedTensorsLayer(on_sm120, top_k=2)
+    with pytest.raises(TopKNotOneError, match="top_k=2"):
+        moe.build()
+
+
+def test_unpatched_sglang_rejects_the_flag(on_sm120: Any) -> None:
+    """SGLang's own create_moe_runner (what the hook wraps) leaves the rejection in place."""
+    moe = CompressedTensorsLayer(on_sm120, top_k=1)
+    scheme_cls = type(moe.scheme)
+    if not patch.rejects_router_weight_on_input(patch.COMPRESSED_TENSORS, scheme_cls):
+        pytest.skip("not applicable: this SGLang's scheme does not reject the flag")
+    scheme_cls.create_moe_runner.__wrapped__(moe.scheme, moe.layer, moe.runner_config)
+    moe.method.process_weights_after_loading(moe.layer)
+    x, weights, ids = top1_batch(torch.bfloat16, 0)
+    with pytest.raises(AssertionError, match="apply_router_weight_on_input"):
+        moe.apply(x, weights, ids)
+    assert on_sm120.calls == []
+
+
+def test_doctor_state_names_the_compressed_tensors_half() -> None:
+    report = patch.current_state()
+    scheme_module = importlib.import_module(patch.COMPRESSED_TENSORS.module)
+    scheme_cls = getattr(scheme_module, patch.COMPRESSED_TENSORS.cls)
+    if patch.rejects_router_weight_on_input(patch.COMPRESSED_TENSORS, scheme_cls):
+        assert "compressed-tensors NVFP4 rejection: lifted" in report.reason
+    else:
+        assert "compressed-tensors NVFP4 rejection: none in this release" in report.reason
+
+
+def test_the_scheme_sees_what_fused_moe_writes_after_building_the_runner(on_sm120: Any) -> None:
+    moe = CompressedTensorsLayer(on_sm120, top_k=1)
+    moe.build()
+    moe.runner_config.runner_backend = moe.scheme.runner.runner_backend  # as FusedMoE does
+    moe.runner_config.inplace = False
+    seen = moe.scheme.moe_runner_config
+    assert seen.runner_backend is moe.runner_config.runner_backend and seen.inplace is False
+
+
+def test_a_dropped_layer_and_its_method_are_collected(on_sm120: Any) -> None:
+    moe = CompressedTensorsLayer(on_sm120, top_k=1)
+    moe.build()
+    moe.apply(*top1_batch(torch.bfloat16, 0))
+    refs = [weakref.ref(obj) for obj in (moe.layer, moe.runner_config, moe.scheme, moe.method)]
+    del moe
+    gc.collect()
+    assert [ref() for ref in refs] == [None] * len(refs)
