@@ -106,18 +106,24 @@ def _rebound_probes(profile: GpuProfile) -> Iterator[None]:
     originals = {
         name: getattr(common, name) for name in _legacy_fakes(profile) if hasattr(common, name)
     }
-    fakes = _legacy_fakes(profile)
-    replaced: list[tuple[Any, str, Any]] = []
-    for module in [m for name, m in list(sys.modules.items()) if name.startswith("sglang")]:
+    fakes = {name: fake for name, fake in _legacy_fakes(profile).items() if name in originals}
+
+    def sglang_modules() -> list[Any]:
+        return [m for name, m in list(sys.modules.items()) if name.startswith("sglang")]
+
+    for module in sglang_modules():
         for name, original in originals.items():
             if getattr(module, name, None) is original:
-                replaced.append((module, name, original))
                 setattr(module, name, fakes[name])
     try:
         yield
     finally:
-        for module, name, original in replaced:
-            setattr(module, name, original)
+        # Modules first imported inside the block copied a fake with `from X import Y`:
+        # every module holding one gets the original back, not only those seen on entry.
+        for module in sglang_modules():
+            for name, fake in fakes.items():
+                if getattr(module, name, None) is fake:
+                    setattr(module, name, originals[name])
 
 
 @contextlib.contextmanager

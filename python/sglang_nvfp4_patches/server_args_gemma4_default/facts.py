@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import dataclasses
 import logging
 from collections.abc import Iterator
@@ -93,7 +94,11 @@ def checkpoint_kv_cache_quant_algo(model_config: Any) -> object:
     from sglang.srt.configs.load_config import LoadConfig
     from sglang.srt.model_loader.weight_utils import get_quant_config
 
-    parsed = get_quant_config(model_config, LoadConfig(), {})
+    # get_quant_config writes into the HF config's quantization dict (packed_modules_mapping,
+    # hf_config), and SGLang shares that config object: it reads a private copy here.
+    isolated = copy.copy(model_config)
+    isolated.hf_config = copy.deepcopy(model_config.hf_config)
+    parsed = get_quant_config(isolated, LoadConfig(), {})
     return getattr(parsed, "kv_cache_quant_algo", None)
 
 
