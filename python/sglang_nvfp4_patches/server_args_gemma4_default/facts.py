@@ -7,6 +7,7 @@ import contextlib
 import contextvars
 import copy
 import dataclasses
+import importlib
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -114,6 +115,43 @@ def with_kv_cache(facts: Gemma4Facts, kv_cache_dtype: str | None, model_config: 
         logger.debug("[%s] KV-cache dtype unknown (%s); assuming FP8", PATCH_NAME, error)
         fp8 = None
     return dataclasses.replace(facts, kv_cache_fp8=fp8)
+
+
+def read_facts(
+    model_config: Any, is_sm100: bool, backends: Any, kv_cache_dtype: str | None
+) -> Gemma4Facts:
+    """Facts of one configuration; ``backends`` holds the three attention-backend fields (a
+    ServerArgs record or a resolving view of one)."""
+    hf_config = model_config.hf_config
+    facts = Gemma4Facts(
+        architecture=architecture(hf_config),
+        quantization=model_config.quantization,
+        enable_moe_block=getattr(text_config(hf_config), "enable_moe_block", None),
+        compute_capability_major=major(is_sm100),
+        attention_backend=backends.attention_backend,
+        prefill_attention_backend=backends.prefill_attention_backend,
+        decode_attention_backend=backends.decode_attention_backend,
+    )
+    return with_kv_cache(facts, kv_cache_dtype, model_config)
+
+
+def pristine_record_facts(server_args: Any, given: Any) -> Gemma4Facts:
+    """0.5.20+: facts of a record that keeps the operator's input (resolution lives in
+    declarations); the attention backends are read off ``given``, a view or the record."""
+    from sglang.srt.arg_groups.model_override_base import model_config_of, resolving_view
+    from sglang.srt.runtime_context import get_platform
+
+    kv_cache_dtype = resolving_view(server_args).kv_cache_dtype
+    return read_facts(model_config_of(server_args), get_platform().is_sm100, given, kv_cache_dtype)
+
+
+def record_facts(server_args: Any, probe_module: str) -> Gemma4Facts:
+    """Facts read straight off a ServerArgs record (0.5.12-0.5.18), with SGLang's SM10X probe
+    as bound in ``probe_module``, the binding that release's Gemma 4 default reads."""
+    is_sm100 = importlib.import_module(probe_module).is_sm100_supported()
+    return read_facts(
+        server_args.get_model_config(), is_sm100, server_args, server_args.kv_cache_dtype
+    )
 
 
 def decide_and_log(facts: Gemma4Facts, model_path: str) -> Gemma4Decision:

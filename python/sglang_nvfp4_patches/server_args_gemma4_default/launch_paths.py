@@ -24,10 +24,6 @@ from sglang_nvfp4_patches.gemma4_attention_rule import (
     why_triton,
 )
 from sglang_nvfp4_patches.server_args_gemma4_default import facts as shared
-from sglang_nvfp4_patches.server_args_gemma4_default.registry_layout import (
-    pristine_record_facts,
-    record_facts,
-)
 from sglang_nvfp4_patches.sglang_hooks import install_hook
 from sglang_nvfp4_patches.status import PATCHED_MARK
 
@@ -41,12 +37,12 @@ def _pristine_facts(record: Any) -> tuple[Gemma4Facts, tuple[Any, ...]]:
 
     view = resolved_view(record)
     used = (view.attention_backend, view.prefill_attention_backend, view.decode_attention_backend)
-    return pristine_record_facts(record, record), used
+    return shared.pristine_record_facts(record, record), used
 
 
 def _resolved_in_place_facts(record: Any) -> tuple[Gemma4Facts, tuple[Any, ...]]:
     """Before 0.5.20 resolution wrote the record: what the user typed is gone."""
-    facts = record_facts(record, "sglang.srt.server_args")
+    facts = shared.record_facts(record, "sglang.srt.server_args")
     used = (
         facts.attention_backend,
         facts.prefill_attention_backend,

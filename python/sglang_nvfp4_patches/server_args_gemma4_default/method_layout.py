@@ -11,7 +11,6 @@ from typing import Any
 
 from sglang_nvfp4_patches.gemma4_attention_rule import SAFE_BACKEND
 from sglang_nvfp4_patches.server_args_gemma4_default import facts as shared
-from sglang_nvfp4_patches.server_args_gemma4_default.registry_layout import record_facts
 from sglang_nvfp4_patches.sglang_hooks import install_hook
 from sglang_nvfp4_patches.status import PATCHED_MARK
 
@@ -23,7 +22,7 @@ def adjustments_hook(original: Callable[..., Any], server_args: Any, *args: Any,
     """Default ``attention_backend`` before SGLang's in-place Gemma 4 branch."""
     if not shared.is_suspended():
         shared.mark_seen(server_args)
-        facts = record_facts(server_args, SERVER_ARGS_MODULE)
+        facts = shared.record_facts(server_args, SERVER_ARGS_MODULE)
         if shared.decide_and_log(facts, server_args.model_path).attention_backend is not None:
             server_args.attention_backend = SAFE_BACKEND
     return original(server_args, *args, **kw)

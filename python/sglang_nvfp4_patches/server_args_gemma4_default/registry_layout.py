@@ -9,7 +9,6 @@ after SGLang's own Gemma 4 provider, so it re-declares ``attention_backend`` whe
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,27 +55,6 @@ def _declaration(facts: Gemma4Facts, model_path: str) -> dict[str, Any]:
     return {} if decision.attention_backend is None else {"attention_backend": SAFE_BACKEND}
 
 
-def pristine_record_facts(server_args: Any, given: Any) -> Gemma4Facts:
-    """0.5.20+: facts of a record that keeps the operator's input (resolution lives in
-    declarations); the attention backends are read off ``given``, a view or the record."""
-    from sglang.srt.arg_groups.model_override_base import model_config_of, resolving_view
-    from sglang.srt.runtime_context import get_platform
-
-    model_config = model_config_of(server_args)
-    hf_config = model_config.hf_config
-    facts = Gemma4Facts(
-        architecture=shared.architecture(hf_config),
-        quantization=model_config.quantization,
-        enable_moe_block=getattr(shared.text_config(hf_config), "enable_moe_block", None),
-        compute_capability_major=shared.major(get_platform().is_sm100),
-        attention_backend=given.attention_backend,
-        prefill_attention_backend=given.prefill_attention_backend,
-        decode_attention_backend=given.decode_attention_backend,
-    )
-    kv_cache_dtype = resolving_view(server_args).kv_cache_dtype
-    return shared.with_kv_cache(facts, kv_cache_dtype, model_config)
-
-
 def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
     """0.5.20+ provider: reads the live resolving view, never writes a field."""
     if shared.is_suspended():
@@ -85,27 +63,7 @@ def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
 
     shared.mark_seen(server_args)
     cfg = resolving_view(server_args)
-    return _declaration(pristine_record_facts(server_args, cfg), cfg.model_path)
-
-
-def record_facts(server_args: Any, probe_module: str) -> Gemma4Facts:
-    """Facts read straight off a ServerArgs record (0.5.12-0.5.18), with SGLang's SM10X probe
-    as bound in ``probe_module``, the binding that release's Gemma 4 default reads."""
-    model_config = server_args.get_model_config()
-    facts = Gemma4Facts(
-        architecture=shared.architecture(model_config.hf_config),
-        quantization=model_config.quantization,
-        enable_moe_block=getattr(
-            shared.text_config(model_config.hf_config), "enable_moe_block", None
-        ),
-        compute_capability_major=shared.major(
-            importlib.import_module(probe_module).is_sm100_supported()
-        ),
-        attention_backend=server_args.attention_backend,
-        prefill_attention_backend=server_args.prefill_attention_backend,
-        decode_attention_backend=server_args.decode_attention_backend,
-    )
-    return shared.with_kv_cache(facts, server_args.kv_cache_dtype, model_config)
+    return _declaration(shared.pristine_record_facts(server_args, cfg), cfg.model_path)
 
 
 def overrides_module_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
@@ -113,7 +71,8 @@ def overrides_module_provider(server_args: Any, hf_config: Any) -> dict[str, Any
     if shared.is_suspended():
         return {}
     shared.mark_seen(server_args)
-    return _declaration(record_facts(server_args, OVERRIDES_MODULE), server_args.model_path)
+    facts = shared.record_facts(server_args, OVERRIDES_MODULE)
+    return _declaration(facts, server_args.model_path)
 
 
 for _provider in (registry_provider, overrides_module_provider):
