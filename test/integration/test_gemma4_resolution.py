@@ -225,18 +225,11 @@ def test_explain_resolution_matches_direct_resolution(mode: Gemma4Mode) -> None:
 def built_and_resolved(gpu: str, *, rule_sees_it: bool, **flags: str):
     """A ServerArgs record as a launcher builds it; ``rule_sees_it=False`` is a record resolved
     before SGLang loaded plugins (the rule suspended), as a pickled copy reaches the scheduler."""
-    from sglang.srt.server_args import ServerArgs
-
-    from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+    from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
 
     def build():
         with simulated_gpu(GPU_PROFILES[gpu]):
-            record = ServerArgs(
-                model_path=str(GEMMA4_NVFP4_MOE), skip_tokenizer_init=True, device="cuda", **flags
-            )
-            if hasattr(record, "resolve_once"):
-                record.resolve_once()
-            return record
+            return resolved_server_args(GEMMA4_NVFP4_MOE, **flags)
 
     if rule_sees_it:
         return pickle.loads(pickle.dumps(build()))

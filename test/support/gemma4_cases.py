@@ -6,26 +6,18 @@ from pathlib import Path
 
 from sglang_nvfp4_patches import server_args_gemma4_default as gemma4
 from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
-from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
 
 PLAIN = (str, int, float, bool, type(None), list, tuple, dict)
 
 
 def resolved(model_dir: Path, gpu: str, patched: bool = True, **flags: str) -> dict:
     """Every resolved field; ``patched=False`` gives SGLang's answer with the rule suspended."""
-    from sglang.srt.server_args import ServerArgs
 
     def run() -> dict:
         with simulated_gpu(GPU_PROFILES[gpu]):
-            server_args = ServerArgs(
-                model_path=str(model_dir),
-                skip_tokenizer_init=True,
-                device="cuda",
-                random_seed=0,
-                **flags,
-            )
-            if hasattr(server_args, "resolve_once"):  # 0.5.20+; older resolve on construction
-                server_args.resolve_once()
+            server_args = resolved_server_args(model_dir, random_seed=0, **flags)
+            if hasattr(server_args, "resolved_dict"):  # 0.5.20+; older resolve in place
                 return server_args.resolved_dict()
             return {
                 name: value

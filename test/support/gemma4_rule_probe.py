@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 BACKEND_MODULE = "sglang.srt.layers.attention.trtllm_mha_backend"
@@ -28,15 +29,12 @@ class _Collect(logging.Handler):
 
 
 def resolved_attention(model: str, gpu: str, flags: dict[str, Any]) -> str | None:
-    from sglang.srt.server_args import ServerArgs
-
     from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
-    from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+    from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
 
     with simulated_gpu(GPU_PROFILES[gpu]):
-        server_args = ServerArgs(model_path=model, skip_tokenizer_init=True, device="cuda", **flags)
-        if hasattr(server_args, "resolve_once"):  # 0.5.20+; older resolve on construction
-            server_args.resolve_once()
+        server_args = resolved_server_args(Path(model), **flags)
+        if hasattr(server_args, "resolved_dict"):  # 0.5.20+; older resolve in place
             return server_args.resolved_dict()["attention_backend"]
         return server_args.attention_backend
 
