@@ -133,6 +133,21 @@ def scenarios(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[
     return {name: (case_list, finish(process)) for name, process in started.items()}
 
 
+@pytest.fixture(scope="module")
+def own(scenarios: dict) -> list[str]:
+    """SGLang's own answer for every case (resolved once, here, with the rule suspended)."""
+    case_list, _ = scenarios["bug window"]
+    return [sglang_own(case) for case in case_list]
+
+
+def answers(result: dict) -> tuple[list[str], list[list[str]]]:
+    """The attention backend each case got, and the WARNINGs each logged."""
+    return (
+        [case["attention_backend"] for case in result["cases"]],
+        [case["warnings"] for case in result["cases"]],
+    )
+
+
 def test_probe_answers_per_release() -> None:
     """0.5.12.x/0.5.13.x drop the V scale; 0.5.14+ carry sglang#28144."""
     verdict = root_cause.kv_scale_verdict()
@@ -143,16 +158,14 @@ def test_probe_answers_per_release() -> None:
     )
 
 
-def test_bug_window_build_gets_the_rule_without_force(scenarios: dict) -> None:
-    case_list, result = scenarios["bug window"]
+def test_bug_window_build_gets_the_rule_without_force(scenarios: dict, own: list[str]) -> None:
+    _, result = scenarios["bug window"]
     assert result["sglang"] == installed_sglang()  # same version string, reverted code
     assert result["mode"] == "live"
     assert result["state"]["status"] == "applied"
     assert "bmm2_scale is a constant" in result["state"]["reason"]
     assert result["imported_at_load"] == []
-    got = [c["attention_backend"] for c in result["cases"]]
-    warned = [c["warnings"] for c in result["cases"]]
-    own = [sglang_own(case) for case in case_list]
+    got, warned = answers(result)
     # FP8 KV cache on SM10X, nothing given: triton; other GPUs: SGLang's own.
     assert got[:4] == ["triton", "triton", own[2], own[3]]
     # explicit trtllm_mha: honoured, one WARNING naming the cause and both ways out
@@ -169,15 +182,13 @@ def test_bug_window_build_gets_the_rule_without_force(scenarios: dict) -> None:
     assert [w for i, w in enumerate(warned) if i != 4] == [[]] * (len(warned) - 1)
 
 
-def test_force_applies_the_seed_rule_on_this_release(scenarios: dict) -> None:
-    case_list, result = scenarios["forced"]
+def test_force_applies_the_seed_rule_on_this_release(scenarios: dict, own: list[str]) -> None:
+    _, result = scenarios["forced"]
     assert result["mode"] == "forced"
     assert result["state"]["status"] == "applied"
     assert "forced by SGLANG_NVFP4_PATCHES_FORCE" in result["state"]["reason"]
     assert result["imported_at_load"] == []
-    got = [c["attention_backend"] for c in result["cases"]]
-    warned = [c["warnings"] for c in result["cases"]]
-    own = [sglang_own(case) for case in case_list]
+    got, warned = answers(result)
     assert got[:4] == ["triton", "triton", own[2], own[3]]
     assert got[4] == "trtllm_mha" and len(warned[4]) == 1  # explicit: honoured, said so
     assert "SGLANG_NVFP4_PATCHES_FORCE" in warned[4][0]
@@ -193,7 +204,7 @@ def test_disable_wins_over_force(scenarios: dict) -> None:
         "status": "disabled",
         "reason": "listed in SGLANG_NVFP4_PATCHES_DISABLE",
     }
-    assert [c["attention_backend"] for c in result["cases"]] == [sglang_own(case_list[0])]
+    assert answers(result)[0] == [sglang_own(case_list[0])]
     (warning,) = result["load_warnings"]
     assert "stays disabled" in warning
 
@@ -205,4 +216,4 @@ def test_invalid_force_is_one_error_and_forces_nothing(scenarios: dict) -> None:
     expected_mode = "live" if root_cause.kv_scale_verdict().bug_live else "fixed"
     assert result["mode"] == expected_mode
     expected = "triton" if expected_mode == "live" else sglang_own(case_list[0])
-    assert [c["attention_backend"] for c in result["cases"]] == [expected]
+    assert answers(result)[0] == [expected]
