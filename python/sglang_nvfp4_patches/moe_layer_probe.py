@@ -142,6 +142,7 @@ def compressed_tensors_moe_runner(
             method = CompressedTensorsConfig.from_config(quant_config).get_quant_method(
                 layer, prefix=LLAMA4_MOE_PREFIX
             )
+            layer.quant_method = method  # as FusedMoE sets it before building the runner
             runner_config = llama4_runner_config(
                 experts,
                 int(text_config.get("hidden_size", 1)),

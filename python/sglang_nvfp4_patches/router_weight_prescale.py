@@ -14,12 +14,14 @@ from __future__ import annotations
 import torch
 
 __all__ = [
+    "TOP_K_REMEDY",
     "PreQuantizedActivationsError",
     "RouterWeightOnInputError",
     "TopKNotOneError",
     "as_float32_final_scales",
     "prescale_router_weight_on_input",
     "require_top1",
+    "top_k_message",
     "unit_final_scales",
 ]
 
@@ -69,20 +71,23 @@ def as_float32_final_scales(topk_weights: torch.Tensor) -> torch.Tensor:
     return topk_weights.to(torch.float32)
 
 
-def _top_k_message(got: str) -> str:
+TOP_K_REMEDY = "top-k must be 1 on this runner; use another MoE runner backend"
+
+
+def top_k_message(got: str) -> str:
+    """Why top-k > 1 is refused, and what to do (shared by the build- and forward-time checks)."""
     return (
-        "apply_router_weight_on_input=True is only exact on the FlashInfer CUTLASS MoE "
-        f"runner with top-1 routing (topk_weights of shape [tokens, 1]); got {got}. With "
-        "top-k > 1 every selected expert would need its own differently scaled copy of the "
-        "input, which the kernel cannot take. Use a top-1 model (such as Llama 4 "
-        "Scout/Maverick) or another --moe-runner-backend."
+        "apply_router_weight_on_input=True (Llama 4) is only exact on the FlashInfer CUTLASS "
+        f"MoE runner with top-1 routing; got {got}. With top-k > 1 every selected expert "
+        "would need its own differently scaled copy of the input, which the kernel cannot "
+        f"take: {TOP_K_REMEDY} (--moe-runner-backend)."
     )
 
 
 def require_top1(top_k: int | None) -> None:
     """Refuse a MoE layer built with the flag and ``top_k > 1`` (``None``: not known yet)."""
     if top_k is not None and top_k != 1:
-        raise TopKNotOneError(_top_k_message(f"a MoE layer built with top_k={top_k}"))
+        raise TopKNotOneError(top_k_message(f"a MoE layer built with top_k={top_k}"))
 
 
 def prescale_router_weight_on_input(
@@ -112,7 +117,7 @@ def prescale_router_weight_on_input(
             f"got shape {tuple(hidden_states.shape)}."
         )
     if topk_weights.dim() != 2 or topk_weights.shape[1] != 1:
-        raise TopKNotOneError(_top_k_message(f"topk_weights of shape {tuple(topk_weights.shape)}"))
+        raise TopKNotOneError(top_k_message(f"topk_weights of shape {tuple(topk_weights.shape)}"))
     if topk_weights.shape[0] != hidden_states.shape[0]:
         raise RouterWeightOnInputError(
             f"topk_weights has {topk_weights.shape[0]} rows but hidden states have "

@@ -1,18 +1,25 @@
-"""Install one hook through SGLang's ``HookRegistry`` without applying anyone else's.
+"""Wrap one SGLang target with our hook, beside any other plugin's hooks on it.
 
-``HookRegistry.apply_hooks()`` applies every target any plugin has registered and not yet
-applied. Called from an import callback it would import other plugins' target modules halfway
-through the import of the module being patched, and apply their hooks earlier than their
-authors expect. :func:`install_hook` registers our hook and applies only its own target,
-through the same registry (so SGLang's conflict checks, logging and ``from X import Y``
-propagation still run) and marks that target applied, as ``apply_hooks`` would.
+SGLang's ``HookRegistry`` records hooks per target and ``apply_hooks()`` (the end of
+``load_plugins()``) wraps each target it has not applied yet with its whole list, then marks
+it applied. Our hooks are installed when SGLang imports the module that holds the target
+(:mod:`post_import`), which may be before, during or after that call, so recording them
+there breaks other plugins either way: a target marked applied early loses every hook
+registered after (``apply_hooks`` skips it), and a target applied from an import callback
+inside ``apply_hooks`` gets wrapped twice with the same list.
+
+So :func:`install_hook` wraps only our hook around whatever is bound at the target now,
+through the registry's own per-target step (its wrapper, logging and ``from X import Y``
+propagation), and records nothing in the registry. Whenever ``apply_hooks`` later wraps the
+target for another plugin, it wraps what is bound then, ours included: every hook is in the
+chain exactly once, in any load order.
 """
 
 from __future__ import annotations
 
 import inspect
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from sglang_nvfp4_patches.status import PatchUnavailable
@@ -22,40 +29,53 @@ PLUGIN_ENTRY_POINT = "nvfp4_patches"
 DISTRIBUTION = "sglang-nvfp4-patches"
 
 
-def install_hook(target: str, hook: Callable[..., Any], kind: str = "around") -> Any:
-    """Register ``hook`` on ``target`` (``HookType`` value: ``around``, ``before``, ``after``,
-    ``replace``) and apply that target only. Returns the object now bound at ``target``.
+def bound_at(target: str) -> Any:
+    """What is bound at ``target`` now, without triggering descriptors (a classmethod stays
+    a classmethod)."""
+    owner_path, attribute = target.rsplit(".", 1)
+    return inspect.getattr_static(pkgutil.resolve_name(owner_path), attribute)
 
-    If another plugin already had ``target`` applied, only our hook is wrapped around what is
-    there (``apply_hooks`` would skip the target and silently drop ours). Raises
-    :class:`PatchUnavailable` when SGLang's registry lacks the per-target step or the target
-    did not end up wrapped.
+
+def wrapper_chain(bound: Any) -> Iterator[Any]:
+    """``bound`` and every function it wraps (``__wrapped__``), outermost first."""
+    function = getattr(bound, "__func__", bound)  # classmethod / staticmethod
+    seen: set[int] = set()
+    while function is not None and id(function) not in seen:
+        seen.add(id(function))
+        yield function
+        function = getattr(function, "__wrapped__", None)
+
+
+def hook_count(bound: Any, hook: Callable[..., Any]) -> int:
+    """How many wrappers in ``bound``'s chain call ``hook`` (HookRegistry's wrappers hold
+    their hook in a closure cell)."""
+    return sum(
+        any(getattr(cell, "cell_contents", None) is hook for cell in function.__closure__ or ())
+        for function in wrapper_chain(bound)
+    )
+
+
+def install_hook(target: str, hook: Callable[..., Any], kind: str = "around") -> Any:
+    """Wrap ``hook`` (``HookType`` value: ``around``, ``before``, ``after``, ``replace``)
+    around what is bound at ``target``, once. Returns the object now bound at ``target``.
+
+    Raises :class:`PatchUnavailable` when SGLang's registry lacks the per-target step or the
+    target did not end up wrapped; the target is then as it was.
     """
     from sglang.srt.plugins import hook_registry
 
-    registry = hook_registry.HookRegistry
-    apply_target = getattr(registry, "_apply_target", None)
-    hooks = getattr(registry, "_hooks", None)
-    applied = getattr(registry, "_patched", None)
-    if not callable(apply_target) or not isinstance(hooks, dict) or not isinstance(applied, set):
+    if hook_count(bound_at(target), hook):
+        return bound_at(target)
+    apply_target = getattr(hook_registry.HookRegistry, "_apply_target", None)
+    if not callable(apply_target):
         raise PatchUnavailable(
-            "SGLang's HookRegistry has no per-target apply step (_apply_target, _hooks, "
-            "_patched); refusing to call apply_hooks(), which applies every plugin's targets"
+            "SGLang's HookRegistry has no per-target apply step (_apply_target); refusing to "
+            "call apply_hooks(), which applies every plugin's targets"
         )
     hook_source = getattr(hook_registry, "HookSource", None)
     source = hook_source(PLUGIN_ENTRY_POINT, DISTRIBUTION) if hook_source else None
-    registry.register(target, hook, hook_registry.HookType(kind), source=source)
-    ours = hooks[target][-1]
-    pending = [ours] if target in applied else list(hooks[target])
-    try:
-        apply_target(target, pending)
-    except Exception:
-        hooks[target].remove(ours)  # a later apply_hooks() must not retry it half-way
-        raise
-    applied.add(target)
-    owner_path, attribute = target.rsplit(".", 1)
-    installed = inspect.getattr_static(pkgutil.resolve_name(owner_path), attribute)
-    function = getattr(installed, "__func__", installed)  # classmethod / staticmethod
-    if getattr(function, "__wrapped__", None) is None:
-        raise PatchUnavailable(f"SGLang's HookRegistry did not wrap {target}")
+    apply_target(target, [(hook_registry.HookType(kind), hook, source)])
+    installed = bound_at(target)
+    if hook_count(installed, hook) != 1:
+        raise PatchUnavailable(f"SGLang's HookRegistry did not wrap {target} with {kind} hook")
     return installed

@@ -77,6 +77,7 @@ class CompressedTensorsLayer:
         self.kernel = kernel
         self.layer = fused_moe_layer(EXPERTS, INTERMEDIATE)
         self.method = quant_config.get_quant_method(self.layer, prefix=LLAMA4_MOE_PREFIX)
+        self.layer.quant_method = self.method  # as FusedMoE sets it before building the runner
         self.scheme = self.layer.scheme
         self.scheme.create_weights(
             layer=self.layer,

@@ -46,14 +46,16 @@ def nvfp4_layer() -> torch.nn.Module:
 def llama4_moe_method(monkeypatch: pytest.MonkeyPatch) -> Any:
     kernel = install_cpu_cutlass_kernel(monkeypatch)
     with scheduler_on("sm120", LLAMA4_NVFP4, monkeypatch, quantization="modelopt_fp4"):
-        modelopt = importlib.import_module(patch.MODELOPT_MODULE)
+        modelopt = importlib.import_module(patch.MODELOPT.module)
 
         quant_config = modelopt.ModelOptFp4Config.from_config(
             {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": []}}
         )
         layer = nvfp4_layer()
         config = llama4_runner_config(EXPERTS, HIDDEN, INTERMEDIATE, layer=layer)
-        yield modelopt.ModelOptNvFp4FusedMoEMethod(quant_config), layer, config, kernel
+        method = modelopt.ModelOptNvFp4FusedMoEMethod(quant_config)
+        layer.quant_method = method  # as FusedMoE sets it before building the runner
+        yield method, layer, config, kernel
 
 
 def dispatch_output(weights: torch.Tensor) -> Any:

@@ -1,4 +1,4 @@
-"""Our hooks go through SGLang's real ``HookRegistry`` and leave other plugins' targets alone;
+"""Our hooks go through SGLang's real ``HookRegistry`` wrapper and leave other plugins' hooks alone;
 ``--use-ray`` is warned about through SGLang's own ``ServerArgs(use_ray=True)`` path."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from sglang_nvfp4_patches import flashinfer_cutlass_runner, ray_actors
 from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
-from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT, install_hook
+from sglang_nvfp4_patches.sglang_hooks import hook_count, install_hook
 from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
 from support.configs import LLAMA4_NVFP4
 from support.sglang_cpu import runner_module_present
@@ -49,19 +49,31 @@ def double(original: Callable[[int], int], value: int) -> int:
     return original(value) * 2
 
 
-def test_only_our_target_is_applied(registry: type) -> None:
+def test_only_our_target_is_wrapped_and_nothing_is_recorded(registry: type) -> None:
     from sglang.srt.plugins.hook_registry import HookType
 
     registry.register(THEIRS, double, HookType.AROUND)  # another plugin, not applied yet
     installed = install_hook(MINE, add_ten)
     assert sys.modules["nvfp4_hook_probe_mine"].compute is installed
     assert installed(1) == 12
-    assert MINE in registry._patched and THEIRS not in registry._patched
     assert "nvfp4_hook_probe_theirs" not in sys.modules  # apply_hooks() would import it
-    registry.apply_hooks()  # when the other plugin applies its hooks, both work
+    # Nothing recorded: apply_hooks() neither skips MINE for later plugins nor re-applies ours.
+    assert MINE not in registry._patched and MINE not in registry._hooks
+    registry.apply_hooks()  # when the other plugin's hooks are applied, both work
     assert sys.modules["nvfp4_hook_probe_theirs"].compute(3) == 6
     assert sys.modules["nvfp4_hook_probe_mine"].compute(1) == 12
-    assert registry._hooks[MINE][-1][2].plugin_name == PLUGIN_ENTRY_POINT
+
+
+def test_a_hook_registered_after_ours_is_still_applied_once(registry: type) -> None:
+    from sglang.srt.plugins.hook_registry import HookType
+
+    install_hook(MINE, add_ten)  # ours first (its module was imported early)
+    registry.register(MINE, double, HookType.AROUND)  # a plugin loaded after ours
+    registry.apply_hooks()
+    registry.apply_hooks()  # load_plugins() may run again: still once each
+    compute = sys.modules["nvfp4_hook_probe_mine"].compute
+    assert compute(1) == 24  # (1 + 1 + 10) * 2: theirs outside ours, each once
+    assert hook_count(compute, double) == 1 and hook_count(compute, add_ten) == 1
 
 
 def test_a_target_another_plugin_already_applied_gets_our_hook_on_top(registry: type) -> None:
@@ -73,6 +85,7 @@ def test_a_target_another_plugin_already_applied_gets_our_hook_on_top(registry: 
     assert sys.modules["nvfp4_hook_probe_mine"].compute(1) == 4
     installed = install_hook(MINE, add_ten)
     assert installed(1) == 14  # both hooks run once: (1 + 1) * 2 + 10
+    assert install_hook(MINE, add_ten) is installed  # installing again changes nothing
     registry.apply_hooks()  # a later apply_hooks() does not wrap the target again
     assert sys.modules["nvfp4_hook_probe_mine"].compute(1) == 14
 

@@ -63,7 +63,7 @@ def main() -> None:
         "gemma4_provider_last": last,
     }
     # What SGLang does when it builds a MoE layer: import the runner and ModelOpt modules.
-    state["runner_module"] = flashinfer_cutlass_runner._module_exists(
+    state["runner_module"] = flashinfer_cutlass_runner.module_exists(
         flashinfer_cutlass_runner.RUNNER_MODULE
     )
     if not state["runner_module"]:  # 0.5.14 and older

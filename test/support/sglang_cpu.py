@@ -153,9 +153,9 @@ def llama4_runner_config(
 
 
 def runner_module_present() -> bool:
-    from sglang_nvfp4_patches.flashinfer_cutlass_runner import _module_exists
+    from sglang_nvfp4_patches.flashinfer_cutlass_runner import module_exists
 
-    return _module_exists(RUNNER_MODULE)
+    return module_exists(RUNNER_MODULE)
 
 
 def needs_runner_module() -> Any:

@@ -25,7 +25,6 @@ from sglang_nvfp4_patches.gemma4_attention_rule import (
 )
 from sglang_nvfp4_patches.server_args_gemma4_default import facts as shared
 from sglang_nvfp4_patches.sglang_hooks import install_hook
-from sglang_nvfp4_patches.status import PATCHED_MARK
 
 SCHEDULER_MODULE = "sglang.srt.managers.scheduler"
 SCHEDULER_INIT = f"{SCHEDULER_MODULE}.Scheduler.__init__"
@@ -87,9 +86,6 @@ def scheduler_init_hook(original: Callable[..., Any], scheduler: Any, *args: Any
         except Exception as error:  # a diagnostic must never stop the scheduler
             shared.logger.debug("[%s] bypass check skipped: %s", shared.PATCH_NAME, error)
     return original(scheduler, *args, **kw)
-
-
-setattr(scheduler_init_hook, PATCHED_MARK, True)
 
 
 def hook_scheduler(module: Any) -> None:

@@ -4,15 +4,13 @@ exactly as if the user had passed ``--attention-backend triton``."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from sglang_nvfp4_patches.gemma4_attention_rule import SAFE_BACKEND
 from sglang_nvfp4_patches.server_args_gemma4_default import facts as shared
-from sglang_nvfp4_patches.sglang_hooks import install_hook
-from sglang_nvfp4_patches.status import PATCHED_MARK
+from sglang_nvfp4_patches.sglang_hooks import hook_count, install_hook
 
 SERVER_ARGS_MODULE = "sglang.srt.server_args"
 ADJUSTMENTS_METHOD = "_handle_model_specific_adjustments"
@@ -28,9 +26,6 @@ def adjustments_hook(original: Callable[..., Any], server_args: Any, *args: Any,
     return original(server_args, *args, **kw)
 
 
-setattr(adjustments_hook, PATCHED_MARK, True)
-
-
 @dataclass(frozen=True)
 class MethodLayout:
     server_args_cls: type
@@ -42,12 +37,7 @@ class MethodLayout:
         return self.server_args_cls.__dict__[ADJUSTMENTS_METHOD]
 
     def installed(self) -> bool:
-        wrapped = self.method()
-        return inspect.unwrap(wrapped) is not wrapped and any(
-            getattr(cell.cell_contents, PATCHED_MARK, False)
-            for cell in (wrapped.__closure__ or ())
-            if callable(getattr(cell, "cell_contents", None))
-        )
+        return hook_count(self.method(), adjustments_hook) == 1
 
     def install(self) -> None:
         install_hook(f"{SERVER_ARGS_MODULE}.ServerArgs.{ADJUSTMENTS_METHOD}", adjustments_hook)

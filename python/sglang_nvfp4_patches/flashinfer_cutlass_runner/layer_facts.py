@@ -1,0 +1,116 @@
+"""What SGLang has fixed about a MoE layer by the time it builds the layer's runner.
+
+Read from SGLang's own decisions, each probed by feature: the method that holds the layer,
+the model's experts per token (Llama 4 builds ``FusedMoE`` without ``top_k``), and whether
+the FP4 all-gather or the all-to-all's NVFP4 dispatch will quantize the activations before
+the runner sees them. Both are decided at load and only acted on in the forward pass.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import sys
+from typing import Any
+
+from sglang_nvfp4_patches.flashinfer_cutlass_runner.rule import LayerFacts
+from sglang_nvfp4_patches.flashinfer_cutlass_runner.runner_registry import has_dispatch_type_flag
+
+logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
+
+MOE_UTILS_MODULE = "sglang.srt.layers.moe.utils"
+COMPRESSED_TENSORS_CONFIG_MODULE = (
+    "sglang.srt.layers.quantization.compressed_tensors.compressed_tensors"
+)
+
+
+@functools.lru_cache(maxsize=4)
+def _model_config_for(model_path: str, revision: str | None) -> Any:
+    """Before 0.5.18: the scheduler's model config, built once per model from its args."""
+    from sglang.srt.configs.model_config import ModelConfig
+    from sglang.srt.server_args import get_global_server_args
+
+    return ModelConfig.from_server_args(get_global_server_args())
+
+
+def _process_model_config() -> Any:
+    try:  # 0.5.18+: the process's ModelConfig, built once from the published config
+        from sglang.srt.runtime_context import process_model_config
+    except ImportError:
+        from sglang.srt.server_args import get_global_server_args
+
+        server_args = get_global_server_args()
+        return _model_config_for(server_args.model_path, getattr(server_args, "revision", None))
+    return process_model_config()
+
+
+def experts_per_token(runner_config: Any) -> int | None:
+    """The layer's top-k: its own, else the model's ``num_experts_per_tok`` (``None`` where
+    SGLang cannot say; the runner's forward-time check still stands then)."""
+    top_k = getattr(runner_config, "top_k", None)
+    if top_k is not None:
+        return int(top_k)
+    try:
+        model_config = _process_model_config()
+        text_config = getattr(model_config, "hf_text_config", None) or model_config.hf_config
+        value = getattr(text_config, "num_experts_per_tok", None)
+    except Exception as error:  # no published config (a bare layer): leave it to forward
+        logger.debug("experts per token unknown at layer build: %s", error)
+        return None
+    return None if value is None else int(value)
+
+
+def fp4_allgather() -> bool:
+    moe_utils = importlib.import_module(MOE_UTILS_MODULE)
+    should_use = getattr(moe_utils, "should_use_flashinfer_cutlass_moe_fp4_allgather", None)
+    return bool(should_use()) if callable(should_use) else False
+
+
+def nvfp4_dispatch(method: Any) -> bool:
+    """Whether the FlashInfer all-to-all hands this method NVFP4 activations, as the
+    method's own module decides it (ModelOpt: ``_use_nvfp4_dispatch`` or, before 0.5.20,
+    ``MOE_NVFP4_DISPATCH``; a method whose module has neither dispatches unquantized)."""
+    a2a_backend = getattr(importlib.import_module(MOE_UTILS_MODULE), "get_moe_a2a_backend", None)
+    if not callable(a2a_backend) or not a2a_backend().is_flashinfer():
+        return False
+    if getattr(getattr(method, "quant_config", None), "use_per_token_activation", False):
+        return False
+    module = sys.modules.get(type(method).__module__)
+    decide = getattr(module, "_use_nvfp4_dispatch", None)
+    if callable(decide):
+        return bool(decide())
+    return bool(getattr(module, "MOE_NVFP4_DISPATCH", False))
+
+
+def _compressed_tensors_method_cls() -> type | None:
+    module = sys.modules.get(COMPRESSED_TENSORS_CONFIG_MODULE)
+    return getattr(module, "CompressedTensorsFusedMoEMethod", None)
+
+
+def wrapper_of(layer: Any, method: Any) -> str | None:
+    """The class name of whatever stands between ``layer`` and ``method``, or ``None`` when
+    the method is the layer's own quant method (ModelOpt) or the scheme of the layer's own
+    compressed-tensors method, which hands the scheme every call unchanged."""
+    holder = getattr(layer, "quant_method", None)
+    if holder is method:
+        return None
+    ct_method = _compressed_tensors_method_cls()
+    if (
+        ct_method is not None
+        and type(holder) is ct_method
+        and getattr(layer, "scheme", None) is method
+    ):
+        return None
+    return type(holder).__name__ if holder is not None else "an unknown holder (no quant_method)"
+
+
+def layer_facts(layer: Any, method: Any, runner_config: Any) -> LayerFacts:
+    return LayerFacts(
+        method=type(method).__name__,
+        wrapper=wrapper_of(layer, method),
+        top_k=experts_per_token(runner_config),
+        fp4_allgather=fp4_allgather(),
+        nvfp4_dispatch=nvfp4_dispatch(method),
+        dispatch_type_flag=has_dispatch_type_flag(),
+    )

@@ -1,0 +1,137 @@
+"""Seam 2: the NVFP4 MoE methods that assert the flag away on their CUTLASS branch.
+
+``ModelOptNvFp4FusedMoEMethod.apply`` (ModelOpt checkpoints) and
+``CompressedTensorsW4A4Nvfp4MoE.apply_weights`` (llm-compressor checkpoints) still assert
+``not apply_router_weight_on_input`` in 0.5.23. An AROUND hook on each method's
+``create_moe_runner`` lets SGLang build the runner with the real config, then decides for
+this layer (:mod:`.rule`): refuse it now, naming the switch, or hand the method a flag-free
+view for its own check while the ``MoeRunner`` keeps the real config, which the runner's
+pre-scale honours.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from sglang_nvfp4_patches.flashinfer_cutlass_runner import outcomes
+from sglang_nvfp4_patches.flashinfer_cutlass_runner.flag_free_view import (
+    without_router_weight_on_input,
+)
+from sglang_nvfp4_patches.flashinfer_cutlass_runner.layer_facts import layer_facts
+from sglang_nvfp4_patches.flashinfer_cutlass_runner.rule import refusal_for
+from sglang_nvfp4_patches.flashinfer_cutlass_runner.runner_registry import (
+    require_flag_free_views,
+)
+from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook
+from sglang_nvfp4_patches.status import PatchState, PatchUnavailable
+
+_REJECTION = re.compile(
+    r"assert\s*\(?\s*not\s+(self\.)?moe_runner_config\.apply_router_weight_on_input"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodHalf:
+    """A quantization method that asserts the flag away on its CUTLASS branch."""
+
+    part: str  # key in the outcomes and doctor's reason
+    label: str
+    module: str
+    cls: str
+    checked_in: str  # the method whose source holds the assert
+
+    @property
+    def target(self) -> str:
+        return f"{self.module}.{self.cls}.create_moe_runner"
+
+
+MODELOPT = MethodHalf(
+    "modelopt",
+    "ModelOpt NVFP4",
+    "sglang.srt.layers.quantization.modelopt_quant",
+    "ModelOptNvFp4FusedMoEMethod",
+    "apply",
+)
+COMPRESSED_TENSORS = MethodHalf(
+    "compressed-tensors",
+    "compressed-tensors NVFP4",
+    "sglang.srt.layers.quantization.compressed_tensors.schemes.compressed_tensors_w4a4_nvfp4_moe",
+    "CompressedTensorsW4A4Nvfp4MoE",
+    "apply_weights",
+)
+METHOD_HALVES: tuple[MethodHalf, ...] = (MODELOPT, COMPRESSED_TENSORS)
+
+
+def runs_on_cutlass(method: Any) -> bool:
+    backend = getattr(getattr(method, "runner", None), "runner_backend", None)
+    is_cutlass = getattr(backend, "is_flashinfer_cutlass", None)
+    if callable(is_cutlass):
+        return bool(is_cutlass())
+    return bool(getattr(method, "enable_flashinfer_cutlass_moe", False))
+
+
+def create_moe_runner_hook(
+    original: Callable[..., Any], method: Any, *args: Any, **kwargs: Any
+) -> Any:
+    """After SGLang builds the runner: refuse this layer, or lift the method's own check."""
+    result = original(method, *args, **kwargs)
+    config = getattr(method, "moe_runner_config", None)
+    if config is not None and config.apply_router_weight_on_input and runs_on_cutlass(method):
+        layer = args[0] if args else kwargs.get("layer")
+        refusal = refusal_for(layer_facts(layer, method, config))
+        if refusal is not None:
+            raise refusal
+        method.moe_runner_config = without_router_weight_on_input(config)
+    return result
+
+
+def rejects_router_weight_on_input(half: MethodHalf, method_cls: type) -> bool:
+    """Whether ``half``'s method still asserts the flag away (read from its source)."""
+    try:
+        source = inspect.getsource(getattr(method_cls, half.checked_in))
+    except (AttributeError, OSError, TypeError) as error:
+        raise PatchUnavailable(
+            f"cannot read {half.cls}.{half.checked_in} source ({error})"
+        ) from error
+    return _REJECTION.search(source) is not None
+
+
+def is_lifted(half: MethodHalf) -> bool:
+    return hook_count(bound_at(half.target), create_moe_runner_hook) == 1
+
+
+def method_patcher(half: MethodHalf) -> Callable[[ModuleType], None]:
+    """Import callback for ``half``'s module: hook it where its rejection is still live."""
+
+    def patch_module(module: ModuleType) -> None:
+        method_cls = getattr(module, half.cls, None)
+        try:
+            if method_cls is None or not hasattr(method_cls, "create_moe_runner"):
+                raise PatchUnavailable(f"{half.target} not found")
+            rejects = rejects_router_weight_on_input(half, method_cls)
+            if rejects:
+                require_flag_free_views()
+        except PatchUnavailable as error:
+            outcomes.record(half.part, PatchState.FAILED, str(error))
+            return
+        if not rejects:
+            outcomes.record(
+                half.part,
+                PatchState.ALREADY_UPSTREAM,
+                f"{half.cls}.{half.checked_in} does not reject apply_router_weight_on_input",
+            )
+            return
+        install_hook(half.target, create_moe_runner_hook)
+        outcomes.record(
+            half.part,
+            PatchState.APPLIED,
+            f"{half.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner",
+        )
+
+    patch_module.__qualname__ = f"patch_{half.part.replace('-', '_')}_module"
+    return outcomes.reported_as(half.part)(patch_module)

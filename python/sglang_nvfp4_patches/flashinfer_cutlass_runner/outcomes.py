@@ -1,0 +1,57 @@
+"""What each part of ``llama4-router-weight`` did in this process (for ``doctor`` and logs).
+
+The parts are patched from import callbacks, one per SGLang module; each records its outcome
+here, and a failure is one ERROR line that names the part and the release.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from types import ModuleType
+
+from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
+
+PATCH_NAME = "llama4-router-weight"
+logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
+
+_lock = threading.Lock()
+_outcomes: dict[str, PatchReport] = {}
+
+ModulePatcher = Callable[[ModuleType], None]
+
+
+def record(part: str, state: PatchState, reason: str) -> None:
+    with _lock:
+        _outcomes[part] = PatchReport(PATCH_NAME, state, reason)
+    if state is PatchState.FAILED:
+        logger.error(
+            "[%s] could not patch %s on SGLang %s: %s. SGLang is left unchanged there.",
+            PATCH_NAME,
+            part,
+            sglang_version(),
+            reason,
+        )
+
+
+def recorded() -> dict[str, PatchReport]:
+    with _lock:
+        return dict(_outcomes)
+
+
+def reported_as(part: str) -> Callable[[ModulePatcher], ModulePatcher]:
+    """Any unexpected error while patching ``part`` becomes its one ERROR line and a
+    ``failed`` state; the module stays as SGLang made it."""
+
+    def decorate(patch_module: ModulePatcher) -> ModulePatcher:
+        def guarded(module: ModuleType) -> None:
+            try:
+                patch_module(module)
+            except Exception as error:
+                record(part, PatchState.FAILED, f"{type(error).__name__}: {error}")
+
+        guarded.__qualname__ = patch_module.__qualname__
+        return guarded
+
+    return decorate

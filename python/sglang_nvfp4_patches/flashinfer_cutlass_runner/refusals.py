@@ -1,0 +1,81 @@
+"""Every refusal of ``llama4-router-weight`` and the switch that lifts it (pure, no SGLang).
+
+The CUTLASS kernel scales expert outputs only; the plugin makes Llama 4's input-side router
+weight exact by pre-scaling the activations, which needs top-1 routing, unquantized
+activations, and a method that hands its experts exactly what the runner pre-scaled. Each
+configuration that breaks one of those is refused when the MoE layer is built, with the
+one switch that turns the breaking part off.
+"""
+
+from __future__ import annotations
+
+from sglang_nvfp4_patches.router_weight_prescale import (
+    GENERIC_PREQUANTIZED_REMEDY,
+    PreQuantizedActivationsError,
+    RouterWeightOnInputError,
+    TopKNotOneError,
+    top_k_message,
+)
+
+FP4_ALLGATHER_FIELD = "disable_flashinfer_cutlass_moe_fp4_allgather"
+FP4_ALLGATHER_SWITCH = "--" + FP4_ALLGATHER_FIELD.replace("_", "-")
+NVFP4_DISPATCH_ENV = "SGLANG_MOE_NVFP4_DISPATCH"
+# From 0.5.20 the FlashInfer all-to-all's dispatch dtype is a server flag (defaulting to
+# nvfp4 for NVFP4 MoE) and SGLang refuses the environment variable beside it.
+A2A_DISPATCH_TYPE_FIELD = "flashinfer_a2a_dispatch_type"
+
+FP4_ALLGATHER_REMEDY = (
+    "They were quantized by the FP4 all-gather, which SGLang turns on by default for this "
+    "runner with DP attention, EP size equal to DP size and --quantization modelopt_fp4; "
+    f"turn it off with {FP4_ALLGATHER_SWITCH}."
+)
+
+
+def nvfp4_dispatch_switch(has_dispatch_type_flag: bool) -> str:
+    """The switch that makes the FlashInfer all-to-all dispatch unquantized activations."""
+    if has_dispatch_type_flag:
+        return "--" + A2A_DISPATCH_TYPE_FIELD.replace("_", "-") + " bf16"
+    return f"{NVFP4_DISPATCH_ENV}=0"
+
+
+def nvfp4_dispatch_remedy(has_dispatch_type_flag: bool) -> str:
+    return (
+        "They were quantized by the FlashInfer all-to-all's NVFP4 dispatch, which SGLang "
+        "uses for NVFP4 MoE with --moe-a2a-backend flashinfer; turn it off with "
+        f"{nvfp4_dispatch_switch(has_dispatch_type_flag)}."
+    )
+
+
+class UnverifiedWrapperError(RouterWeightOnInputError):
+    """A method wrapper sits between the layer and the NVFP4 MoE method."""
+
+
+def prequantized_refusal(remedy: str = GENERIC_PREQUANTIZED_REMEDY) -> PreQuantizedActivationsError:
+    return PreQuantizedActivationsError(
+        "apply_router_weight_on_input=True (Llama 4) on the FlashInfer CUTLASS MoE runner "
+        "needs the activations unquantized until the router weight has multiplied them, but "
+        f"this server quantizes them before dispatch. {remedy}"
+    )
+
+
+def top_k_refusal(top_k: int) -> TopKNotOneError:
+    return TopKNotOneError(top_k_message(f"a MoE layer routing top_k={top_k} experts per token"))
+
+
+# The switch that puts each known method wrapper in front of the layer's method.
+WRAPPER_SWITCHES = {
+    "KTEPWrapperMethod": "--kt-weight-path (hybrid CPU/GPU experts)",
+    "PagedExpertsMoEMethod": "--enable-paged-experts",
+}
+
+
+def wrapper_refusal(wrapper: str, method: str) -> UnverifiedWrapperError:
+    switch = WRAPPER_SWITCHES.get(wrapper)
+    way_out = f"run without {switch}" if switch else f"run without {wrapper}"
+    return UnverifiedWrapperError(
+        f"apply_router_weight_on_input=True (Llama 4): this MoE layer's {method} is wrapped "
+        f"by {wrapper}, which is not known to apply the router weight on the input (experts "
+        "it runs itself would weight their outputs instead: wrong results, no error). "
+        f"sglang-nvfp4-patches lifts SGLang's rejection only for an unwrapped {method}; "
+        f"{way_out}, or use another MoE runner backend."
+    )

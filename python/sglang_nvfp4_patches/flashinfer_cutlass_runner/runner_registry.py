@@ -1,0 +1,156 @@
+"""Seam 1: the runner's fused functions in SGLang's fused-function registry.
+
+``sglang/srt/layers/moe/moe_runner/flashinfer_cutlass.py`` registers one fused function per
+dispatch path in ``FusedOpPool``; before 0.5.21 both assert the flag away. Each registry
+entry is wrapped with the top-1 pre-scale (:mod:`router_weight_prescale`), so the runner is
+the one place the router weight is applied. From 0.5.21 the runner pre-scales itself
+(``_prescale_router_weight_on_input``) and the registry is left alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from sglang_nvfp4_patches.flashinfer_cutlass_runner import outcomes
+from sglang_nvfp4_patches.flashinfer_cutlass_runner.flag_free_view import (
+    without_router_weight_on_input,
+)
+from sglang_nvfp4_patches.flashinfer_cutlass_runner.refusals import (
+    A2A_DISPATCH_TYPE_FIELD,
+    FP4_ALLGATHER_FIELD,
+    FP4_ALLGATHER_REMEDY,
+    nvfp4_dispatch_remedy,
+)
+from sglang_nvfp4_patches.router_weight_prescale import (
+    GENERIC_PREQUANTIZED_REMEDY,
+    as_float32_final_scales,
+    prescale_router_weight_on_input,
+)
+from sglang_nvfp4_patches.status import PATCHED_MARK, PatchState, PatchUnavailable
+
+RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
+REGISTRY_MODULE = "sglang.srt.layers.moe.moe_runner.base"
+STANDARD_DISPATCH, FLASHINFER_A2A = (
+    ("none", "flashinfer_cutlass"),
+    ("flashinfer", "flashinfer_cutlass"),
+)
+CUTLASS_FUSED_FUNC_KEYS: tuple[tuple[str, str], ...] = (STANDARD_DISPATCH, FLASHINFER_A2A)
+UPSTREAM_PRESCALE = "_prescale_router_weight_on_input"
+
+FusedFunc = Callable[[Any, Any, Any], Any]
+
+
+def prequantized_remedies() -> dict[tuple[str, str], str]:
+    """Per dispatch path, the switch that stops activations arriving quantized, where this
+    release has it (the field / variable is looked up, not assumed)."""
+    from sglang.srt.server_args import ServerArgs
+
+    remedies = dict.fromkeys(CUTLASS_FUSED_FUNC_KEYS, GENERIC_PREQUANTIZED_REMEDY)
+    if hasattr(ServerArgs, FP4_ALLGATHER_FIELD):  # a dataclass or msgspec field (0.5.20+)
+        remedies[STANDARD_DISPATCH] = FP4_ALLGATHER_REMEDY
+    remedies[FLASHINFER_A2A] = nvfp4_dispatch_remedy(has_dispatch_type_flag())
+    return remedies
+
+
+def has_dispatch_type_flag() -> bool:
+    """Whether this release sets the all-to-all dispatch dtype with a server flag."""
+    from sglang.srt.server_args import ServerArgs
+
+    return hasattr(ServerArgs, A2A_DISPATCH_TYPE_FIELD)
+
+
+def honour_router_weight_on_input(
+    original: FusedFunc, prequantized_remedy: str = GENERIC_PREQUANTIZED_REMEDY
+) -> FusedFunc:
+    """Wrap one of SGLang's CUTLASS fused functions with the top-1 pre-scale."""
+
+    def fused_func(dispatch_output: Any, quant_info: Any, runner_config: Any) -> Any:
+        topk_output = dispatch_output.topk_output
+        if runner_config.apply_router_weight_on_input:
+            hidden_states, unit_scales = prescale_router_weight_on_input(
+                dispatch_output.hidden_states,
+                topk_output.topk_weights,
+                getattr(dispatch_output, "hidden_states_scale", None),
+                prequantized_remedy,
+            )
+            dispatch_output = dispatch_output._replace(
+                hidden_states=hidden_states,
+                topk_output=topk_output._replace(topk_weights=unit_scales),
+            )
+            runner_config = without_router_weight_on_input(runner_config)
+        else:
+            weights = as_float32_final_scales(topk_output.topk_weights)
+            if weights is not topk_output.topk_weights:
+                dispatch_output = dispatch_output._replace(
+                    topk_output=topk_output._replace(topk_weights=weights)
+                )
+        return original(dispatch_output, quant_info, runner_config)
+
+    fused_func.__name__ = getattr(original, "__name__", "fused_func")
+    fused_func.__qualname__ = getattr(original, "__qualname__", fused_func.__name__)
+    fused_func.__doc__ = original.__doc__
+    fused_func.__wrapped__ = original  # type: ignore[attr-defined]
+    setattr(fused_func, PATCHED_MARK, True)
+    return fused_func
+
+
+def is_patched(obj: Any) -> bool:
+    return bool(getattr(obj, PATCHED_MARK, False))
+
+
+def fused_func_registry() -> dict[tuple[str, str], FusedFunc]:
+    base = importlib.import_module(REGISTRY_MODULE)
+    pool = getattr(base, "FusedOpPool", None)
+    funcs = getattr(pool, "_fused_funcs", None)
+    if not isinstance(funcs, dict):
+        raise PatchUnavailable(f"{REGISTRY_MODULE}.FusedOpPool._fused_funcs is not a dict")
+    return funcs
+
+
+def require_flag_free_views() -> None:
+    """Probe, before patching, that this release's ``MoeRunnerConfig`` can be viewed so (a
+    slotted or frozen config could not): a failure here leaves SGLang untouched."""
+    config_cls = getattr(importlib.import_module(REGISTRY_MODULE), "MoeRunnerConfig", None)
+    try:
+        config = config_cls(apply_router_weight_on_input=True)  # type: ignore[misc]
+        view = without_router_weight_on_input(config)
+        config.top_k = 1
+        works = not view.apply_router_weight_on_input and view.top_k == 1
+    except Exception as error:
+        raise PatchUnavailable(f"cannot view {REGISTRY_MODULE}.MoeRunnerConfig: {error}") from error
+    if not works:
+        raise PatchUnavailable(f"{REGISTRY_MODULE}.MoeRunnerConfig views do not share state")
+
+
+@outcomes.reported_as("runner")
+def patch_runner_module(module: ModuleType) -> None:
+    """Import callback for the runner module: wrap its registry entries unless upstream
+    pre-scales already."""
+    if hasattr(module, UPSTREAM_PRESCALE):
+        outcomes.record(
+            "runner",
+            PatchState.ALREADY_UPSTREAM,
+            f"{RUNNER_MODULE}.{UPSTREAM_PRESCALE} exists: the runner pre-scales top-1 itself",
+        )
+        return
+    try:
+        registry = fused_func_registry()
+        missing = [key for key in CUTLASS_FUSED_FUNC_KEYS if key not in registry]
+        if missing:
+            raise PatchUnavailable(f"fused-function registry has no entry for {missing}")
+        require_flag_free_views()
+    except PatchUnavailable as error:
+        outcomes.record("runner", PatchState.FAILED, str(error))
+        return
+    remedies = prequantized_remedies()
+    for key in CUTLASS_FUSED_FUNC_KEYS:
+        if not is_patched(registry[key]):
+            registry[key] = honour_router_weight_on_input(registry[key], remedies[key])
+    outcomes.record(
+        "runner",
+        PatchState.APPLIED,
+        "FlashInfer CUTLASS fused functions pre-scale top-1 router weights on the input",
+    )

@@ -1,0 +1,111 @@
+"""Run in a fresh interpreter: our plugin beside a second real plugin that hooks every target
+ours hooks; print how often each plugin's hook is wired into each target and how often the
+neighbour's runs per call.
+
+``--neighbour first|last`` puts the neighbour's distribution before or after ours on
+``sys.path`` (``load_plugins()`` runs plugins in that order); ``--import-first`` imports the
+targets' modules before ``load_plugins()`` (otherwise ``apply_hooks()`` imports them, in the
+middle of loading).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import json
+import os
+import pkgutil
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+NEIGHBOUR_DIR = Path(__file__).resolve().parent / "neighbour_plugin"
+SCHEDULER_INIT = "sglang.srt.managers.scheduler.Scheduler.__init__"
+ADJUSTMENTS = "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments"
+
+
+def our_targets() -> dict[str, str]:
+    """Every target our plugin hooks on this release (as this process is configured), with
+    the name of our hook on it; read off SGLang by feature before plugins load."""
+    from sglang_nvfp4_patches import flashinfer_cutlass_runner as router
+    from sglang_nvfp4_patches.server_args_gemma4_default import root_cause
+
+    targets: dict[str, str] = {}
+    if router.module_exists(router.RUNNER_MODULE):
+        for half in router.METHOD_HALVES:
+            targets[half.target] = "create_moe_runner_hook"
+    forced = "gemma4-attention" in os.environ.get("SGLANG_NVFP4_PATCHES_FORCE", "")
+    if forced or root_cause.kv_scale_verdict().bug_live:
+        targets[SCHEDULER_INIT] = "scheduler_init_hook"
+        server_args = importlib.import_module("sglang.srt.server_args").ServerArgs
+        if "_handle_model_specific_adjustments" in vars(server_args):
+            targets[ADJUSTMENTS] = "adjustments_hook"
+    return targets
+
+
+def our_hook(name: str) -> object:
+    from sglang_nvfp4_patches.flashinfer_cutlass_runner import method_lift
+    from sglang_nvfp4_patches.server_args_gemma4_default import launch_paths, method_layout
+
+    for module in (method_lift, launch_paths, method_layout):
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise LookupError(name)
+
+
+def call_once(target: str) -> None:
+    """Call what is bound at ``target`` once, as SGLang would (errors from the stand-in
+    arguments after the hooks ran are expected)."""
+    from sglang_nvfp4_patches.sglang_hooks import bound_at
+
+    if target == ADJUSTMENTS:  # a real ServerArgs: its __post_init__ calls the method once
+        from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
+        from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
+
+        examples = Path(__file__).resolve().parents[2] / "python/sglang_nvfp4_patches"
+        with simulated_gpu(GPU_PROFILES["sm100"]):
+            resolved_server_args(examples / "example_configs/gemma-4-26b-a4b-nvfp4")
+        return
+    receiver = object.__new__(pkgutil.resolve_name(target.rsplit(".", 1)[0]))
+    with contextlib.suppress(Exception):
+        bound_at(target)(receiver, SimpleNamespace(), SimpleNamespace())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--neighbour", choices=("first", "last"), required=True)
+    parser.add_argument("--import-first", action="store_true")
+    args = parser.parse_args()
+
+    targets = our_targets()
+    os.environ["SGLANG_NVFP4_TEST_NEIGHBOUR_TARGETS"] = ",".join(targets)
+    if args.neighbour == "first":
+        sys.path.insert(0, str(NEIGHBOUR_DIR))
+    else:
+        sys.path.append(str(NEIGHBOUR_DIR))
+    if args.import_first:
+        for target in targets:
+            importlib.import_module(target.rsplit(".", 2)[0])
+
+    from sglang.srt.plugins import load_plugins
+
+    load_plugins()
+    import nvfp4_test_neighbour as neighbour
+
+    from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count
+
+    state = {}
+    for target, hook_name in targets.items():
+        bound = bound_at(target)
+        wired = {
+            "ours": hook_count(bound, our_hook(hook_name)),
+            "neighbour": hook_count(bound, neighbour.HOOKS[target]),
+        }
+        call_once(target)
+        state[target] = {**wired, "neighbour_calls": neighbour.CALLS.get(target, 0)}
+    print("STATE " + json.dumps(state))
+
+
+if __name__ == "__main__":
+    main()
