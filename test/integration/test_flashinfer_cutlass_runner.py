@@ -21,6 +21,7 @@ from sglang_nvfp4_patches.router_weight_prescale import (
 )
 from support.configs import LLAMA4_NVFP4
 from support.sglang_cpu import (
+    a2a_dispatch_switch,
     install_cpu_cutlass_kernel,
     llama4_runner_config,
     needs_runner_module,
@@ -187,7 +188,7 @@ def test_prequantized_activations_are_refused_naming_the_switch(sglang_moe: Any)
 
 
 def test_nvfp4_all_to_all_dispatch_is_refused_naming_its_switch(sglang_moe: Any) -> None:
-    """FlashInfer all-to-all: SGLANG_MOE_NVFP4_DISPATCH quantized them."""
+    """FlashInfer all-to-all: its NVFP4 dispatch quantized them."""
     if runner_is_upstream():
         pytest.skip("not applicable: SGLang's own runner owns this check from 0.5.21 on")
     from sglang.srt.environ import envs
@@ -204,8 +205,9 @@ def test_nvfp4_all_to_all_dispatch_is_refused_naming_its_switch(sglang_moe: Any)
         quant_type="bf16", w13_weight=batch["w13"], w2_weight=batch["w2"]
     )
     fused_func = FusedOpPool._fused_funcs[patch.FLASHINFER_A2A]
-    with pytest.raises(PreQuantizedActivationsError, match="SGLANG_MOE_NVFP4_DISPATCH=0"):
+    with pytest.raises(PreQuantizedActivationsError) as refused:
         fused_func(dispatch_output, quant_info, runner_config(sglang_moe, 1, on_input=True))
+    assert a2a_dispatch_switch() in str(refused.value)
     assert hasattr(envs, "SGLANG_MOE_NVFP4_DISPATCH")
     assert sglang_moe.kernel.calls == []
 

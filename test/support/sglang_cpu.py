@@ -178,3 +178,68 @@ def scheduler_on(gpu: str, model_dir: Path, monkeypatch: Any, **flags: Any) -> I
         initialize_moe_config(server_args)
         with _single_rank_tp_group(monkeypatch):
             yield server_args
+
+
+# Resolution turns this on in os.environ for the FlashInfer all-to-all (and refuses it beside
+# --flashinfer-a2a-dispatch-type), so it must not leak from one resolution into the next.
+SET_BY_RESOLUTION = ("SGLANG_MOE_NVFP4_DISPATCH",)
+
+
+def a2a_dispatch_switch() -> str:
+    """The switch that turns off the FlashInfer all-to-all's NVFP4 dispatch on this release:
+    a server flag from 0.5.20 (SGLang refuses the environment variable beside it)."""
+    from sglang.srt.server_args import ServerArgs
+
+    if hasattr(ServerArgs, "flashinfer_a2a_dispatch_type"):
+        return "--flashinfer-a2a-dispatch-type bf16"
+    return "SGLANG_MOE_NVFP4_DISPATCH=0"
+
+
+def start_dp_attention(server_args: Any, monkeypatch: Any) -> None:
+    """What the scheduler's distributed start-up records for DP attention (it needs process
+    groups, so on CPU only its flag is set, from the published topology where SGLang can)."""
+    import importlib
+
+    dp_attention = importlib.import_module("sglang.srt.layers.dp_attention")
+    if hasattr(dp_attention, "initialize_dp_attention_flags"):  # 0.5.22+
+        dp_attention.initialize_dp_attention_flags(server_args)
+    elif hasattr(dp_attention, "_ENABLE_DP_ATTENTION_FLAG"):  # 0.5.15.post1
+        monkeypatch.setattr(
+            dp_attention, "_ENABLE_DP_ATTENTION_FLAG", bool(server_args.enable_dp_attention)
+        )
+    else:  # 0.5.18-0.5.20: a runtime flag
+        from sglang.srt.runtime_context import get_flags
+
+        monkeypatch.setattr(get_flags().dp, "enabled", bool(server_args.enable_dp_attention))
+
+
+@contextlib.contextmanager
+def moe_layer_build_on(gpu: str, model_dir: Path, monkeypatch: Any, **flags: Any) -> Iterator[Any]:
+    """Where a scheduler stands when it builds MoE layers: the resolved ServerArgs published,
+    MoE settings and DP attention initialized, on a simulated GPU. Environment variables
+    that SGLang's resolution sets in the process are undone afterwards."""
+    for name in SET_BY_RESOLUTION:  # recorded as unset, so teardown removes SGLang's value
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    simulate_device_capability(gpu, monkeypatch)
+    with simulated_gpu(GPU_PROFILES[gpu]), contextlib.ExitStack() as stack:
+        server_args = resolved_server_args(model_dir, **flags)
+        publish_for_scheduler(server_args)
+        initialize_moe_config(server_args)
+        start_dp_attention(server_args, monkeypatch)
+        stack.enter_context(_moe_group_sizes(server_args))
+        yield server_args
+
+
+def _moe_group_sizes(server_args: Any) -> Any:
+    """0.5.15.post1 reads the EP and attention-DP widths off the process groups, which need
+    GPUs; SGLang's own override seam stands in for them there."""
+    from sglang.srt.runtime_context import get_parallel
+
+    parallel = get_parallel()
+    try:
+        parallel.moe_ep_size  # noqa: B018  # later releases read the published config
+        return contextlib.nullcontext()
+    except Exception:
+        dp_size = server_args.dp_size if server_args.enable_dp_attention else 1
+        return parallel.override(moe_ep_size=server_args.ep_size, attn_dp_size=dp_size)

@@ -1,0 +1,222 @@
+"""Llama 4's router weight on the CUTLASS runner: what cannot be made exact is refused when
+the MoE layer is built, naming the switch that fixes it; the main path is lifted once.
+
+Each case resolves SGLang's real ``ServerArgs`` for the bundled Llama 4 NVFP4 stand-ins on a
+simulated SM120, publishes them and SGLang's MoE settings as a scheduler does, and has the
+real quant method build the layer's runner (``create_moe_runner``, as ``FusedMoE`` calls it
+after creating weights and before loading them). Llama 4 builds ``FusedMoE`` without
+``top_k``, so the runner configs here carry ``top_k=None`` as SGLang's do.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sglang_nvfp4_patches import flashinfer_cutlass_runner as patch
+from sglang_nvfp4_patches.moe_layer_probe import LLAMA4_MOE_PREFIX, fused_moe_layer
+from sglang_nvfp4_patches.router_weight_prescale import (
+    RouterWeightOnInputError,
+    TopKNotOneError,
+)
+from support.configs import LLAMA4_NVFP4, LLAMA4_NVFP4_CT, edited_copy
+from support.sglang_cpu import (
+    a2a_dispatch_switch,
+    llama4_runner_config,
+    moe_layer_build_on,
+    needs_runner_module,
+)
+
+pytestmark = [pytest.mark.release_matrix, needs_runner_module()]
+HIDDEN, INTERMEDIATE, EXPERTS = 64, 64, 4
+DP_ATTENTION_EP = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "ep_size": 2}
+MODELOPT_FLAGS = {"quantization": "modelopt_fp4", "moe_runner_backend": "flashinfer_cutlass"}
+TOP_K_REMEDY = "top-k must be 1 on this runner; use another MoE runner backend"
+
+
+def modelopt_layer() -> tuple[Any, Any, Any]:
+    """A Llama 4 MoE layer, its ModelOpt NVFP4 method (the layer's own) and runner config."""
+    modelopt = importlib.import_module(patch.MODELOPT.module)
+    quant_config = modelopt.ModelOptFp4Config.from_config(
+        {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": []}}
+    )
+    layer = fused_moe_layer(EXPERTS, INTERMEDIATE)
+    layer.quant_method = modelopt.ModelOptNvFp4FusedMoEMethod(quant_config)
+    config = llama4_runner_config(EXPERTS, HIDDEN, INTERMEDIATE, top_k=None, layer=layer)
+    return layer, layer.quant_method, config
+
+
+def compressed_tensors_layer() -> tuple[Any, Any, Any]:
+    """The same from the compressed-tensors stand-in; the scheme is what SGLang lifts."""
+    from sglang.srt.layers.quantization.compressed_tensors.compressed_tensors import (
+        CompressedTensorsConfig,
+    )
+
+    config = json.loads((LLAMA4_NVFP4_CT / "config.json").read_text())
+    quant_config = CompressedTensorsConfig.from_config(config["quantization_config"])
+    layer = fused_moe_layer(EXPERTS, INTERMEDIATE)
+    layer.quant_method = quant_config.get_quant_method(layer, prefix=LLAMA4_MOE_PREFIX)
+    if not patch.rejects_router_weight_on_input(patch.COMPRESSED_TENSORS, type(layer.scheme)):
+        pytest.skip(  # 0.5.15.post1: the scheme has no CUTLASS branch, so nothing to lift
+            "not applicable: this SGLang's compressed-tensors NVFP4 MoE scheme does not "
+            "reject the flag"
+        )
+    runner_config = llama4_runner_config(EXPERTS, HIDDEN, INTERMEDIATE, top_k=None, layer=layer)
+    return layer, layer.quant_method, runner_config
+
+
+def build(layer: Any, config: Any) -> None:
+    """What FusedMoE does once the layer's weights exist."""
+    layer.quant_method.create_moe_runner(layer, config)
+
+
+def refusal(build_layer: Any, model: Path, monkeypatch: pytest.MonkeyPatch, **flags: Any) -> str:
+    with moe_layer_build_on("sm120", model, monkeypatch, **flags):
+        layer, _, config = build_layer()
+        with pytest.raises(RouterWeightOnInputError) as refused:
+            build(layer, config)
+    return str(refused.value)
+
+
+def assert_lifted(layer: Any, method: Any, config: Any) -> None:
+    """Built: the method's own check sees no flag; the runner keeps the layer's real config."""
+    build(layer, config)
+    assert method.runner.config is config and config.apply_router_weight_on_input
+    assert method.runner.runner_backend.is_flashinfer_cutlass()
+    assert not method.moe_runner_config.apply_router_weight_on_input
+
+
+def test_main_path_is_lifted(monkeypatch: pytest.MonkeyPatch) -> None:
+    with moe_layer_build_on("sm120", LLAMA4_NVFP4, monkeypatch, **MODELOPT_FLAGS):
+        layer, method, config = modelopt_layer()
+        assert_lifted(layer, method, config)
+
+
+def test_fp4_allgather_is_refused_at_build_naming_its_switch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    flags = {**MODELOPT_FLAGS, **DP_ATTENTION_EP}
+    message = refusal(modelopt_layer, LLAMA4_NVFP4, monkeypatch, **flags)
+    assert "quantize" in message and "--disable-flashinfer-cutlass-moe-fp4-allgather" in message
+    with moe_layer_build_on(  # the switch it names does fix it
+        "sm120",
+        LLAMA4_NVFP4,
+        monkeypatch,
+        **flags,
+        disable_flashinfer_cutlass_moe_fp4_allgather=True,
+    ):
+        assert_lifted(*modelopt_layer())
+
+
+def test_nvfp4_all_to_all_dispatch_is_refused_at_build_naming_its_switch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    modelopt = importlib.import_module(patch.MODELOPT.module)
+    if not hasattr(modelopt, "_use_nvfp4_dispatch"):
+        # Before 0.5.20 the module reads SGLANG_MOE_NVFP4_DISPATCH once, at import, after
+        # resolution turned it on for the FlashInfer all-to-all (a server imports it later).
+        monkeypatch.setattr(modelopt, "MOE_NVFP4_DISPATCH", True)
+    flags = {**MODELOPT_FLAGS, **DP_ATTENTION_EP, "moe_a2a_backend": "flashinfer"}
+    message = refusal(modelopt_layer, LLAMA4_NVFP4, monkeypatch, **flags)
+    switch = a2a_dispatch_switch()
+    assert "all-to-all" in message and switch in message
+    assert "fp4-allgather" not in message
+    if switch.startswith(
+        "--"
+    ):  # the switch it names does fix it (SGLang refuses the variable beside it)
+        with moe_layer_build_on(
+            "sm120", LLAMA4_NVFP4, monkeypatch, **flags, flashinfer_a2a_dispatch_type="bf16"
+        ):
+            assert_lifted(*modelopt_layer())
+
+
+@pytest.mark.parametrize("build_layer", [modelopt_layer, compressed_tensors_layer])
+def test_top_k_above_one_from_the_model_config_is_refused_at_build(
+    build_layer: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = LLAMA4_NVFP4 if build_layer is modelopt_layer else LLAMA4_NVFP4_CT
+    model = edited_copy(source, tmp_path / "top2", num_experts_per_tok=2)
+    flags = MODELOPT_FLAGS if build_layer is modelopt_layer else {}
+    with moe_layer_build_on("sm120", model, monkeypatch, **flags):
+        layer, _, config = build_layer()
+        assert config.top_k is None  # as Llama 4 builds FusedMoE
+        with pytest.raises(TopKNotOneError, match=TOP_K_REMEDY):
+            build(layer, config)
+
+
+class ForwardingWrapper:
+    """A method wrapper as a vendor might add one: forwards the build to the inner method."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def create_moe_runner(self, layer: Any, config: Any) -> None:
+        self.inner.create_moe_runner(layer, config)
+
+
+def kt_ep_wrapper(inner: Any) -> Any:
+    """SGLang's hybrid CPU/GPU experts wrapper around ``inner`` (its constructor needs the
+    ktransformers kernels; building the runner does not)."""
+    from sglang.srt.layers.moe.kt_ep_wrapper import KTEPWrapperMethod
+
+    wrapper = object.__new__(KTEPWrapperMethod)
+    wrapper.gpu_method, wrapper.override_num_local_experts = inner, False
+    return wrapper
+
+
+@pytest.mark.parametrize("wrap", [kt_ep_wrapper, ForwardingWrapper])
+@pytest.mark.parametrize("build_layer", [modelopt_layer, compressed_tensors_layer])
+def test_a_wrapped_method_is_refused_at_build_naming_the_wrapper(
+    wrap: Any, build_layer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = LLAMA4_NVFP4 if build_layer is modelopt_layer else LLAMA4_NVFP4_CT
+    flags = MODELOPT_FLAGS if build_layer is modelopt_layer else {}
+    with moe_layer_build_on("sm120", source, monkeypatch, **flags):
+        layer, _, config = build_layer()
+        layer.quant_method = wrap(layer.quant_method)
+        with pytest.raises(RouterWeightOnInputError) as refused:
+            build(layer, config)
+    name = type(layer.quant_method).__name__
+    assert f"wrapped by {name}" in str(refused.value)
+    if name == "KTEPWrapperMethod":
+        assert "--kt-weight-path" in str(refused.value)
+
+
+def test_compressed_tensors_main_path_is_lifted(monkeypatch: pytest.MonkeyPatch) -> None:
+    with moe_layer_build_on("sm120", LLAMA4_NVFP4_CT, monkeypatch):
+        layer, method, config = compressed_tensors_layer()
+        assert_lifted(layer, layer.scheme, config)
+        assert method is layer.quant_method
+
+
+@pytest.mark.parametrize(
+    "remake",
+    [
+        copy.copy,
+        copy.deepcopy,
+        lambda view: pickle.loads(pickle.dumps(view)),
+        dataclasses.replace,
+        lambda view: dataclasses.replace(view, top_k=1),
+    ],
+    ids=["copy", "deepcopy", "pickle", "replace", "replace-a-field"],
+)
+def test_configs_made_from_the_view_carry_the_real_flag(
+    remake: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
+
+    with moe_layer_build_on("sm120", LLAMA4_NVFP4, monkeypatch, **MODELOPT_FLAGS):
+        layer, method, config = modelopt_layer()
+        build(layer, config)
+    config.layer = None  # a module holding process-wide state does not pickle
+    made = remake(method.moe_runner_config)
+    assert type(made) is MoeRunnerConfig and made is not config
+    assert made.apply_router_weight_on_input is True
+    assert not method.moe_runner_config.apply_router_weight_on_input
