@@ -144,6 +144,8 @@ def test_importing_sglang_ray_engine_checks_the_job(
 ) -> None:
     """``python -m sglang.launch_server --use-ray`` alone, and under ``ray job submit``."""
     state, warnings = import_ray_engine(job_runtime_env)
+    assert not state["ray_imported_by_plugin"] and not state["ray_imported_by_doctor"]
+    assert state["doctor_note_before"] == state["doctor_note"]
     assert state["ray_initialized"] is False  # the check started no Ray
     assert state["doctor_note"] == ray_actors.note_text(expected)
     if expected is ray_actors.RayJob.HOOKED:

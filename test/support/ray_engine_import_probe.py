@@ -13,6 +13,7 @@ import importlib
 import json
 import logging
 import os
+import sys
 
 
 def main() -> None:
@@ -28,19 +29,15 @@ def main() -> None:
     from sglang.srt.plugins import load_plugins
 
     load_plugins()
-    importlib.import_module("sglang.srt.ray.engine")  # what --use-ray's launcher imports
-
     from sglang_nvfp4_patches import ray_actors
 
-    print(
-        "STATE "
-        + json.dumps(
-            {
-                "ray_initialized": __import__("ray").is_initialized(),
-                "doctor_note": ray_actors.doctor_note(),
-            }
-        )
-    )
+    state = {"ray_imported_by_plugin": "ray" in sys.modules}  # neither loading nor doctor may
+    state["doctor_note_before"] = ray_actors.doctor_note()
+    state["ray_imported_by_doctor"] = "ray" in sys.modules
+    importlib.import_module("sglang.srt.ray.engine")  # what --use-ray's launcher imports
+    state["ray_initialized"] = sys.modules["ray"].is_initialized()
+    state["doctor_note"] = ray_actors.doctor_note()
+    print("STATE " + json.dumps(state))
 
 
 if __name__ == "__main__":
