@@ -56,7 +56,10 @@ class RayJob(enum.Enum):
     NO_HOOK = "the job's runtime env has no worker_process_setup_hook"
     OTHER_HOOK = "the job's worker_process_setup_hook is not sglang.srt.plugins.load_plugins"
     NOT_WHITELISTED = f"the job's env_vars set SGLANG_PLUGINS without {PLUGIN_ENTRY_POINT}"
-    NO_JOB = "Ray is not running here and this is not a `ray job submit` job"
+    NO_JOB = (
+        "Ray is not running in this process and no `ray job submit` job config is set "
+        "(SGLang will start Ray with an empty job runtime env)"
+    )
 
 
 # ---------------------------------------------------------------- pure core
@@ -109,8 +112,9 @@ def note_text(case: RayJob) -> str:
         return f"--use-ray: applied in Ray scheduler actors ({case.value})"
     if case is RayJob.NO_JOB:
         return (
-            f"--use-ray: {case.value}; Ray scheduler actors get the plugin only when the Ray "
-            f"job's worker_process_setup_hook is {SETUP_HOOK} (the driver warns otherwise)"
+            "--use-ray: applied in Ray scheduler actors only when the Ray job's "
+            f"worker_process_setup_hook is {SETUP_HOOK} (no Ray job in this process; the "
+            "driver warns when the hook is missing)"
         )
     return f"--use-ray: not applied in Ray scheduler actors ({case.value}; the driver warns)"
 

@@ -77,4 +77,5 @@ def test_doctor_note_says_which_case_applies() -> None:
     for case in (RayJob.NO_HOOK, RayJob.OTHER_HOOK, RayJob.NOT_WHITELISTED):
         assert note_text(case).startswith("--use-ray: not applied in Ray scheduler actors")
         assert case.value in note_text(case)
+    assert note_text(RayJob.NO_JOB).startswith("--use-ray: applied in Ray scheduler actors only")
     assert HOOK in note_text(RayJob.NO_JOB)
