@@ -1,21 +1,19 @@
 """``--use-ray`` with real Ray on CPU: the job-level setup hook loads the plugin in every actor.
 
-A local Ray is started once per case with the job runtime env of README's recipe (or the same
-env without the hook). An actor created the way SGLang creates its scheduler actors (no
-``runtime_env`` of its own) imports SGLang's NVFP4 MoE modules, as building a MoE layer does,
-and reads back what SGLang holds. The driver-side check reads the same running Ray. Separate
-fresh processes import SGLang's Ray engine after ``load_plugins()``, as ``--use-ray``'s
-launcher does, to show the check is wired to that import and to nothing else.
+One local Ray; two jobs on it, each from its own driver process: one with the runtime env of
+README's recipe, one with the same env without the hook. In each, an actor created the way
+SGLang creates its scheduler actors (no ``runtime_env`` of its own) imports SGLang's NVFP4 MoE
+modules, as building a MoE layer does, and reads back what SGLang holds; the driver runs the
+check SGLang's Ray engine import triggers. Fresh processes that import SGLang's Ray engine
+after ``load_plugins()``, as ``--use-ray``'s launcher does, show the check is wired to that
+import (``ray job submit`` cases: the job config Ray hands the entrypoint).
 """
 
 from __future__ import annotations
 
-import copy
 import json
-import logging
+import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,88 +32,71 @@ pytestmark = pytest.mark.skipif(
 )
 
 PROBE = Path(__file__).resolve().parents[1] / "support" / "ray_engine_import_probe.py"
-# What SGLang imports when it builds a ModelOpt or compressed-tensors NVFP4 MoE layer.
-NVFP4_MOE_METHODS = {
-    "sglang.srt.layers.quantization.modelopt_quant": "ModelOptNvFp4FusedMoEMethod",
-    "sglang.srt.layers.quantization.compressed_tensors.schemes."
-    "compressed_tensors_w4a4_nvfp4_moe": "CompressedTensorsW4A4Nvfp4MoE",
-}
+JOB_PROBE = str(Path(__file__).resolve().parents[1] / "support" / "ray_job_probe.py")
 # README's recipe; SGLANG_PLUGINS names only our plugin, so the hook loads nothing else.
 ENV_VARS = {"SGLANG_PLUGINS": "nvfp4_patches"}
 HOOKED_ENV = {"worker_process_setup_hook": "sglang.srt.plugins.load_plugins", "env_vars": ENV_VARS}
 UNHOOKED_ENV = {"env_vars": ENV_VARS}
+JOBS = {"hooked": HOOKED_ENV, "unhooked": UNHOOKED_ENV}
+MOE_METHODS = ("ModelOptNvFp4FusedMoEMethod", "CompressedTensorsW4A4Nvfp4MoE")
 
 
-class PluginStateInActor:
-    """Runs in a Ray worker: what a scheduler actor would find once SGLang loads its MoE."""
-
-    def read(self) -> dict[str, Any]:
-        import importlib
-
-        import sglang_nvfp4_patches
-        from sglang_nvfp4_patches import flashinfer_cutlass_runner, plugin
-
-        lifted = {}
-        for module_name, cls_name in NVFP4_MOE_METHODS.items():
-            method_cls = getattr(importlib.import_module(module_name), cls_name)
-            lifted[cls_name] = hasattr(method_cls.__dict__["create_moe_runner"], "__wrapped__")
-        report = flashinfer_cutlass_runner.current_state()  # doctor's reader; loads nothing
-        return {
-            "package": sglang_nvfp4_patches.__file__,
-            "registered": {name: r.state.value for name, r in plugin.reports().items()},
-            "create_moe_runner_hooked": lifted,
-            "doctor": {"status": report.state.value, "reason": report.reason},
-        }
-
-
-@pytest.fixture(scope="module", params=["hooked", "unhooked"])
-def ray_job(request: pytest.FixtureRequest) -> Iterator[str]:
-    """One local Ray per case; its workers inherit this process's environment (in CI the
-    editable install, here also PYTHONPATH), as workers of a single-node job do."""
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(
-        num_cpus=1,
-        include_dashboard=False,
-        log_to_driver=False,
-        # a copy: Ray writes the hook into the env_vars of the dict it is given
-        runtime_env=copy.deepcopy(HOOKED_ENV if request.param == "hooked" else UNHOOKED_ENV),
-    )
+@pytest.fixture(scope="module")
+def ray_jobs() -> dict[str, tuple[dict[str, Any], list[str]]]:
+    """One local Ray; both jobs run on it at once, each from its own driver process (one job
+    per driver, and the two workers' SGLang imports overlap). Its workers inherit this
+    process's environment (in CI the editable install, here also PYTHONPATH)."""
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
-        yield request.param
+        address = ray.get_runtime_context().gcs_address
+        drivers = {
+            name: subprocess.Popen(
+                [sys.executable, JOB_PROBE, "--address", address, "--runtime-env", runtime_env],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for name, runtime_env in ((n, json.dumps(env)) for n, env in JOBS.items())
+        }
+        results = {}
+        for name, driver in drivers.items():
+            stdout, stderr = driver.communicate(timeout=600)
+            assert driver.returncode == 0, stderr[-3000:]
+            (line,) = [x for x in stdout.splitlines() if x.startswith("STATE ")]
+            warnings = [x for x in stderr.splitlines() if "--use-ray" in x]
+            results[name] = (json.loads(line[len("STATE ") :]), warnings)
+        return results
     finally:
         ray.shutdown()
-        ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
-def test_actor_gets_the_plugin_only_from_the_job_setup_hook(
-    ray_job: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    actor = ray.remote(PluginStateInActor).options(num_cpus=0).remote()
-    state = ray.get(actor.read.remote(), timeout=600)
-    ray.kill(actor)
-    assert state["package"] == sglang_nvfp4_patches.__file__  # the code under test, not another
-    monkeypatch.setattr(ray_actors, "_warned", threading.Event())
-    with caplog.at_level(logging.WARNING, logger="sglang_nvfp4_patches"):
-        case = ray_actors.check_ray_job()  # what the driver runs when SGLang imports its engine
-    warnings = [r.getMessage() for r in caplog.records if "--use-ray" in r.getMessage()]
-    if ray_job == "hooked":
-        assert state["registered"]["llama4-router-weight"] == "applied"
-        assert state["create_moe_runner_hooked"] == dict.fromkeys(NVFP4_MOE_METHODS.values(), True)
-        assert state["doctor"]["status"] == "applied"
-        assert "--use-ray: applied in Ray scheduler actors" in state["doctor"]["reason"]
-        assert case is ray_actors.RayJob.HOOKED
-        assert warnings == []
-        assert ray_actors.doctor_note() == ray_actors.note_text(ray_actors.RayJob.HOOKED)
-    else:
-        assert state["registered"] == {}
-        assert state["create_moe_runner_hooked"] == dict.fromkeys(NVFP4_MOE_METHODS.values(), False)
-        assert state["doctor"]["status"] == "failed"
-        assert "still rejects apply_router_weight_on_input" in state["doctor"]["reason"]
-        assert case is ray_actors.RayJob.NO_HOOK
-        assert len(warnings) == 1
-        assert "has no worker_process_setup_hook" in warnings[0]
-        assert "sglang.srt.plugins.load_plugins" in warnings[0]
-        assert "--use-ray: not applied in Ray scheduler actors" in ray_actors.doctor_note()
+def test_actor_gets_the_plugin_from_the_job_setup_hook(ray_jobs: dict) -> None:
+    state, warnings = ray_jobs["hooked"]
+    actor = state["actor"]
+    assert actor["package"] == state["driver_package"] == sglang_nvfp4_patches.__file__
+    assert actor["registered"]["llama4-router-weight"] == "applied"
+    assert actor["create_moe_runner_hooked"] == dict.fromkeys(MOE_METHODS, True)
+    assert actor["doctor"]["status"] == "applied"
+    assert "--use-ray: applied in Ray scheduler actors (" in actor["doctor"]["reason"]
+    assert state["driver_case"] == "HOOKED"
+    assert state["driver_doctor_note"].startswith("--use-ray: applied in Ray scheduler actors (")
+    assert warnings == []
+
+
+def test_actor_without_the_hook_lacks_the_plugin_and_the_driver_warns(ray_jobs: dict) -> None:
+    state, warnings = ray_jobs["unhooked"]
+    actor = state["actor"]
+    assert actor["package"] == state["driver_package"] == sglang_nvfp4_patches.__file__
+    assert actor["registered"] == {}
+    assert actor["create_moe_runner_hooked"] == dict.fromkeys(MOE_METHODS, False)
+    assert actor["doctor"]["status"] == "failed"
+    assert "still rejects apply_router_weight_on_input" in actor["doctor"]["reason"]
+    assert state["driver_case"] == "NO_HOOK"
+    assert state["driver_doctor_note"].startswith("--use-ray: not applied in Ray scheduler")
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("WARNING:sglang_nvfp4_patches.llama4_router_weight:")
+    assert "the job's runtime env has no worker_process_setup_hook" in warnings[0]
+    assert "'worker_process_setup_hook': 'sglang.srt.plugins.load_plugins'" in warnings[0]
 
 
 def import_ray_engine(job_runtime_env: dict[str, Any] | None) -> tuple[dict, list[str]]:
