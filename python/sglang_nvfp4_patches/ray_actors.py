@@ -1,28 +1,125 @@
-"""``--use-ray``: SGLang's Ray scheduler actors never load plugins.
+"""``--use-ray``: the plugin reaches SGLang's Ray scheduler actors only through the Ray job.
 
 ``SchedulerActor.__init__`` (``sglang/srt/ray/scheduler_actor.py``) builds the ``Scheduler``
-inside a Ray worker process without calling ``load_plugins()`` (the forked scheduler's
-``run_scheduler_process`` does call it). Nothing of SGLang's runs in that process before the
-model is built that a plugin could hook from the driver, so the MoE halves of
-``llama4-router-weight`` never reach the processes that run the model. The driver says so
-with one WARNING when a ``ServerArgs`` with ``use_ray`` is built, and ``doctor`` mentions it.
+in a Ray worker process without calling ``load_plugins()``, and SGLang creates those actors
+with no ``runtime_env`` of their own, so they run in the job's. A job-level
+``worker_process_setup_hook`` of ``sglang.srt.plugins.load_plugins`` runs in every worker of
+the job before any actor, which loads the plugin where the model is built (README, "Ray").
+
+No ``ServerArgs`` hook is needed to warn when that hook is missing: SGLang imports
+``sglang.srt.ray.engine`` only on its Ray path, so a post-import callback on that module runs
+the check in every process about to create scheduler actors, and costs nothing elsewhere.
+The check reads the job's runtime env from the Ray already running in the process, else from
+the job config ``ray job submit`` hands its entrypoint; it never imports Ray itself.
 """
 
 from __future__ import annotations
 
+import enum
+import json
 import logging
+import os
+import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT
 from sglang_nvfp4_patches.status import sglang_version
 
 PATCH_NAME = "llama4-router-weight"
 ACTOR_FILE = Path("srt", "ray", "scheduler_actor.py")
-SERVER_ARGS_MODULE = "sglang.srt.server_args"
+RAY_ENGINE_MODULE = "sglang.srt.ray.engine"
+SETUP_HOOK = "sglang.srt.plugins.load_plugins"
+# Ray keeps only the function's name in the runtime env when the hook is given as a callable.
+SETUP_HOOK_CALLABLE_NAME = "load_plugins"
+# Where Ray's workers actually read the hook from (Ray fills it in from the field above).
+SETUP_HOOK_ENV = "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"
+# What ``ray job submit`` sets in its entrypoint's environment (Ray's RAY_JOB_CONFIG_JSON_ENV_VAR).
+JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
+RECIPE = (
+    "run the job with runtime_env={'worker_process_setup_hook': "
+    f"'{SETUP_HOOK}', 'env_vars': {{'SGLANG_PLUGINS': ..., 'SGLANG_NVFP4_PATCHES_*': ...}}}} "
+    "(ray job submit --runtime-env-json, or ray.init(runtime_env=...) before building the "
+    "engine), with sglang-nvfp4-patches installed on every node"
+)
 logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
 
 _warned = threading.Event()
+
+
+class RayJob(enum.Enum):
+    """Which case applies to the Ray job this process belongs to (or will start)."""
+
+    HOOKED = "the job's worker_process_setup_hook runs sglang.srt.plugins.load_plugins"
+    NO_HOOK = "the job's runtime env has no worker_process_setup_hook"
+    OTHER_HOOK = "the job's worker_process_setup_hook is not sglang.srt.plugins.load_plugins"
+    NOT_WHITELISTED = f"the job's env_vars set SGLANG_PLUGINS without {PLUGIN_ENTRY_POINT}"
+    NO_JOB = (
+        "Ray is not running in this process and no `ray job submit` job config is set "
+        "(SGLang will start Ray with an empty job runtime env)"
+    )
+
+
+# ---------------------------------------------------------------- pure core
+
+
+def classify(runtime_env: Mapping[str, Any] | None) -> RayJob:
+    """The case for a job whose runtime env is ``runtime_env`` (``None``: no Ray job yet, so
+    SGLang will start Ray at its placement group with an empty job runtime env)."""
+    if runtime_env is None:
+        return RayJob.NO_JOB
+    hook = setup_hook(runtime_env)
+    if not hook:
+        return RayJob.NO_HOOK
+    if hook not in (SETUP_HOOK, SETUP_HOOK_CALLABLE_NAME):
+        return RayJob.OTHER_HOOK
+    whitelist = (runtime_env.get("env_vars") or {}).get("SGLANG_PLUGINS")
+    if whitelist and PLUGIN_ENTRY_POINT not in {n.strip() for n in whitelist.split(",")}:
+        return RayJob.NOT_WHITELISTED
+    return RayJob.HOOKED
+
+
+def setup_hook(runtime_env: Mapping[str, Any]) -> object:
+    """The job's setup hook: the runtime env's field, else the variable workers read it from."""
+    hook = runtime_env.get("worker_process_setup_hook")
+    return hook or (runtime_env.get("env_vars") or {}).get(SETUP_HOOK_ENV)
+
+
+def runtime_env_from_job_config(job_config_json: str) -> dict[str, Any]:
+    """The runtime env in the job config ``ray job submit`` passes its entrypoint."""
+    try:
+        config = json.loads(job_config_json)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{JOB_CONFIG_ENV} is not JSON: {error}") from error
+    runtime_env = config.get("runtime_env") if isinstance(config, dict) else None
+    return dict(runtime_env or {})
+
+
+def warning_text(case: RayJob, hook: object = None) -> str:
+    detail = case.value if case is not RayJob.OTHER_HOOK else f"{case.value} (it is {hook!r})"
+    return (
+        f"[{PATCH_NAME}] --use-ray: {detail}, so SGLang {sglang_version()}'s Ray scheduler "
+        "actors (sglang.srt.ray.scheduler_actor.SchedulerActor), which do not load plugins "
+        "themselves, build the model without this plugin: a Llama 4 NVFP4 model on the "
+        f"FlashInfer CUTLASS MoE runner is still rejected there at warm-up. To fix, {RECIPE}."
+    )
+
+
+def note_text(case: RayJob) -> str:
+    if case is RayJob.HOOKED:
+        return f"--use-ray: applied in Ray scheduler actors ({case.value})"
+    if case is RayJob.NO_JOB:
+        return (
+            "--use-ray: applied in Ray scheduler actors only when the Ray job's "
+            f"worker_process_setup_hook is {SETUP_HOOK} (no Ray job in this process; the "
+            "driver warns when the hook is missing)"
+        )
+    return f"--use-ray: not applied in Ray scheduler actors ({case.value}; the driver warns)"
+
+
+# ---------------------------------------------------------------- shell
 
 
 def actors_skip_plugins() -> bool:
@@ -37,58 +134,47 @@ def actors_skip_plugins() -> bool:
     return False
 
 
-def warning_text() -> str:
-    return (
-        f"[{PATCH_NAME}] --use-ray: SGLang {sglang_version()} builds its Ray scheduler "
-        "actors (sglang.srt.ray.scheduler_actor.SchedulerActor) without loading plugins, so "
-        "the Llama 4 router-weight fix is not applied in the processes that run the model: "
-        "a Llama 4 NVFP4 model on the FlashInfer CUTLASS MoE runner is still rejected there "
-        "at warm-up. Launch without --use-ray to get the fix."
-    )
+def job_runtime_env() -> dict[str, Any] | None:
+    """The runtime env of the Ray job this process runs in (or will start), if one is known:
+    the running Ray's (``ray.init(runtime_env=...)``, or a worker of the job), else the one
+    ``ray job submit`` put in this process's environment. Never imports Ray."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        return dict(ray.get_runtime_context().runtime_env)
+    job_config = os.environ.get(JOB_CONFIG_ENV)
+    if job_config:
+        return runtime_env_from_job_config(job_config)
+    return None
 
 
-def _warn_if_ray(result: Any, server_args: Any, *_args: Any, **_kwargs: Any) -> None:
-    """AFTER hook on the step that resolves a ``ServerArgs``: one WARNING per process."""
-    if getattr(server_args, "use_ray", False) and not _warned.is_set():
+def check_ray_job() -> RayJob:
+    """Classify this process's Ray job; one WARNING per process when the actors miss the plugin."""
+    runtime_env = job_runtime_env()
+    case = classify(runtime_env)
+    if case is not RayJob.HOOKED and not _warned.is_set():
         _warned.set()
-        logger.warning(warning_text())
+        logger.warning(warning_text(case, setup_hook(runtime_env or {})))
+    return case
 
 
-def resolution_step(server_args_cls: type) -> str:
-    """Where this release resolves a ``ServerArgs``: ``resolve_once`` (0.5.20+, called by
-    every launcher; ``ServerArgs`` is a msgspec struct there, which binds ``__post_init__``
-    when the class is made, so rebinding it would never run), else ``__post_init__``."""
-    return "resolve_once" if hasattr(server_args_cls, "resolve_once") else "__post_init__"
-
-
-def _hook_server_args(module: Any) -> None:
-    from sglang_nvfp4_patches.sglang_hooks import install_hook
-
-    try:
-        step = resolution_step(module.ServerArgs)
-        install_hook(f"{SERVER_ARGS_MODULE}.ServerArgs.{step}", _warn_if_ray, "after")
-    except Exception as error:  # the warning is a courtesy; never break SGLang's import
-        logger.error(
-            "[%s] could not install the --use-ray warning on SGLang %s: %s: %s",
-            PATCH_NAME,
-            sglang_version(),
-            type(error).__name__,
-            error,
-        )
+def _on_ray_engine(_module: Any) -> None:
+    check_ray_job()
 
 
 def install() -> None:
-    """Warn from the driver when ``use_ray`` is set, on releases whose actors skip plugins."""
+    """Check the Ray job when SGLang imports its Ray engine, on releases whose actors skip
+    plugins. No SGLang object is hooked."""
     from sglang_nvfp4_patches.post_import import when_imported
 
     if actors_skip_plugins():
-        when_imported(SERVER_ARGS_MODULE, _hook_server_args)
+        when_imported(RAY_ENGINE_MODULE, _on_ray_engine)
 
 
 def doctor_note() -> str | None:
+    """Which Ray case applies to this process (``None`` where SGLang's actors load plugins)."""
     if not actors_skip_plugins():
         return None
-    return (
-        "--use-ray: not applied in Ray scheduler actors (SGLang's SchedulerActor does not "
-        "load plugins; the driver warns)"
-    )
+    try:
+        return note_text(classify(job_runtime_env()))
+    except ValueError as error:
+        return f"--use-ray: cannot read this Ray job's runtime env ({error})"

@@ -1,23 +1,16 @@
-"""Our hooks go through SGLang's real ``HookRegistry`` wrapper and leave other plugins' hooks alone;
-``--use-ray`` is warned about through SGLang's own ``ServerArgs(use_ray=True)`` path."""
+"""Our hooks go through SGLang's real ``HookRegistry`` wrapper and leave other plugins'
+hooks alone."""
 
 from __future__ import annotations
 
-import logging
 import sys
-import threading
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from sglang_nvfp4_patches import flashinfer_cutlass_runner, ray_actors
-from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
 from sglang_nvfp4_patches.sglang_hooks import hook_count, install_hook
-from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
-from support.configs import LLAMA4_NVFP4
-from support.sglang_cpu import runner_module_present
 
 pytestmark = pytest.mark.release_matrix
 
@@ -88,41 +81,6 @@ def test_a_target_another_plugin_already_applied_gets_our_hook_on_top(registry: 
     assert install_hook(MINE, add_ten) is installed  # installing again changes nothing
     registry.apply_hooks()  # a later apply_hooks() does not wrap the target again
     assert sys.modules["nvfp4_hook_probe_mine"].compute(1) == 14
-
-
-def _resolved_server_args(**flags: object) -> None:
-    with simulated_gpu(GPU_PROFILES["sm120"]):
-        resolved_server_args(LLAMA4_NVFP4, **flags)
-
-
-needs_ray_actors = pytest.mark.skipif(
-    not (runner_module_present() and ray_actors.actors_skip_plugins()),
-    reason="not applicable: llama4-router-weight does not apply to this SGLang (no FlashInfer "
-    "CUTLASS MoE runner), or its Ray scheduler actors load plugins",
-)
-
-
-@needs_ray_actors
-def test_use_ray_warns_once_in_the_driver(
-    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(ray_actors, "_warned", threading.Event())
-    with caplog.at_level(logging.WARNING, logger="sglang_nvfp4_patches"):
-        _resolved_server_args()
-        assert not [r for r in caplog.records if "--use-ray" in r.getMessage()]
-        _resolved_server_args(use_ray=True)
-        _resolved_server_args(use_ray=True)
-    warnings = [r for r in caplog.records if "--use-ray" in r.getMessage()]
-    assert [r.levelname for r in warnings] == ["WARNING"]
-    assert "SchedulerActor" in warnings[0].getMessage()
-    assert "llama4-router-weight" in warnings[0].getMessage()
-
-
-@needs_ray_actors
-def test_doctor_mentions_use_ray() -> None:
-    assert "--use-ray: not applied in Ray scheduler actors" in (
-        flashinfer_cutlass_runner.current_state().reason
-    )
 
 
 def test_a_target_that_cannot_be_hooked_leaves_no_registration(registry: type) -> None:
