@@ -54,7 +54,7 @@ def main() -> None:
     import ray
 
     import sglang_nvfp4_patches
-    from sglang_nvfp4_patches import ray_actors
+    from sglang_nvfp4_patches.flashinfer_cutlass_runner import ray_scheduler_actors as ray_actors
 
     ray.init(address=args.address, runtime_env=json.loads(args.runtime_env), log_to_driver=False)
     actor = ray.remote(PluginStateInActor).options(num_cpus=0).remote()

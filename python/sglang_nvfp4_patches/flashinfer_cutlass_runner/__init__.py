@@ -98,7 +98,7 @@ def _not_applicable() -> PatchReport:
 
 def install() -> PatchReport:
     """Arrange for every part to be patched when SGLang imports its module."""
-    from sglang_nvfp4_patches import ray_actors
+    from sglang_nvfp4_patches.flashinfer_cutlass_runner import ray_scheduler_actors as ray_actors
     from sglang_nvfp4_patches.post_import import when_imported
 
     if not module_exists(RUNNER_MODULE):
@@ -126,7 +126,7 @@ def _method_note(half: MethodHalf) -> tuple[str, str | None]:
 
 def current_state() -> PatchReport:
     """What the installed SGLang holds now: imports the modules and looks at the objects."""
-    from sglang_nvfp4_patches import ray_actors
+    from sglang_nvfp4_patches.flashinfer_cutlass_runner import ray_scheduler_actors as ray_actors
 
     if not module_exists(RUNNER_MODULE):
         return _not_applicable()
