@@ -99,7 +99,7 @@ def _serve() -> None:
 
 def _bench(questions: int, parallel: int, subjects: int) -> float:
     sys.path.insert(0, str(REPO_ROOT / "python"))
-    from sglang_nvfp4_patches.accuracy.report import format_run_report
+    from sglang_nvfp4_patches.accuracy.report import format_run_report, run_notes
     from sglang_nvfp4_patches.accuracy.run import RunConfig, run_accuracy
 
     server = subprocess.Popen(
@@ -126,6 +126,7 @@ def _bench(questions: int, parallel: int, subjects: int) -> float:
     run = outcome.run
     if run is None or outcome.exit_code != 0:
         print(format_run_report(outcome))
+        print("\n".join(run_notes(outcome)), file=sys.stderr)
         raise SystemExit("benchmark run did not complete")
     qps = float(run["questions_per_s"])
     print(

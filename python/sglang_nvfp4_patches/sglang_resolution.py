@@ -176,11 +176,13 @@ def resolve(
     profile: GpuProfile,
     attention_backend: str | None = None,
     quantization: str | None = None,
+    **flags: Any,
 ) -> ResolvedBackends:
-    """SGLang's resolved backends for ``model_dir`` on ``profile`` (flags as a user gives them)."""
+    """SGLang's resolved backends for ``model_dir`` on ``profile`` (flags as a user gives them;
+    ``flags``: further ``ServerArgs`` fields)."""
     try:
         with _quiet_sglang(), simulated_gpu(profile):
-            server_args = resolved_server_args(model_dir, attention_backend, quantization)
+            server_args = resolved_server_args(model_dir, attention_backend, quantization, **flags)
             if hasattr(server_args, "resolved_dict"):
                 resolved = server_args.resolved_dict()
             else:
