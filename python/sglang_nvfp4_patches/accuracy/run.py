@@ -173,6 +173,7 @@ def run_accuracy(config: RunConfig, items: Sequence[EvalItem] | None = None) -> 
     settings = config.settings()
     ppath = partial_path(config.out)
     done = stored_answers(config, items)
+    config.out.parent.mkdir(parents=True, exist_ok=True)
     writer = PartialWriter(ppath, settings, done.values())
     todo = [item for item in items if item.id not in done]
     resumed = len(items) - len(todo)

@@ -35,8 +35,8 @@ def partial_path(out: Path) -> Path:
 
 
 def ensure_output_dir(directory: Path, option: str) -> None:
-    """Create ``directory`` (and its parents) and prove a file can be written in it, so an
-    unusable ``--out-dir`` fails before any server starts or question is asked."""
+    """Refuse an ``--out-dir`` that cannot be made or written, before any server starts or
+    question is asked; nothing is left behind (the directory is made when first written)."""
     _writable_dir(directory, option, directory)
 
 
@@ -48,23 +48,20 @@ def ensure_output_file(out: Path, option: str) -> None:
 
 
 def _writable_dir(directory: Path, option: str, target: Path) -> None:
-    """Make ``directory`` and write a probe file in it; problems name ``option target``."""
+    """The nearest existing ancestor of ``directory`` is a directory a file can be created
+    in (a probe file, removed at once); problems name ``option target``."""
     where = f"{option} {target}"
+    existing = next(p for p in (directory, *directory.parents) if p.exists())
+    if not existing.is_dir():
+        if existing == target:
+            raise ConfigError(f"{where}: is an existing file, not a directory; pick another path")
+        raise ConfigError(
+            f"{where}: lies under {existing}, which is a file, not a directory; pick another path"
+        )
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=directory)
+        handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=existing)
         os.close(handle)
         os.unlink(probe)
-    except (FileExistsError, NotADirectoryError):
-        blocker = next((p for p in (directory, *directory.parents) if p.is_file()), None)
-        if blocker == target:
-            raise ConfigError(
-                f"{where}: is an existing file, not a directory; pick another path"
-            ) from None
-        raise ConfigError(
-            f"{where}: lies under {blocker or 'a file'}, which is a file, not a directory; "
-            "pick another path"
-        ) from None
     except OSError as exc:
         raise ConfigError(
             f"{where}: cannot write there ({exc.strerror or exc}); pick a directory you can "
