@@ -167,7 +167,7 @@ def server_flags(words: Sequence[str]) -> dict[str, Any]:
     record = dataclasses.make_dataclass(
         "ParsedServerArgs", [(name, Any, dataclasses.field(default=None)) for name in fields]
     )
-    parser = _OneLineParser(prog="sglang serve", add_help=False, allow_abbrev=False)
+    parser = _OneLineParser(prog="sglang serve", add_help=False)  # as launch_server parses
     server_args.ServerArgs.add_cli_args(parser)
 
     def parsed(extra: Sequence[str]) -> dict[str, Any]:
