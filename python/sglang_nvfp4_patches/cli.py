@@ -15,7 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sglang_nvfp4_patches import __version__
-from sglang_nvfp4_patches.accuracy.cli import EXIT_INTERRUPTED, EXIT_USAGE, add_accuracy_parser
+from sglang_nvfp4_patches.accuracy.cli import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    add_accuracy_parser,
+    attach_command_line_values,
+)
 from sglang_nvfp4_patches.errors import UsageError
 from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
 
@@ -43,16 +48,22 @@ def _add_explain_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "explain",
         help="what SGLang picks for a checkpoint on a GPU, unpatched vs patched (CPU only)",
-        description="Runs SGLang's own server-args resolution with the GPU simulated.",
+        description=(
+            "Runs SGLang's own server-args resolution with the GPU simulated. Any other "
+            "option is a server flag as you would give it to 'sglang serve' (e.g. "
+            "--kv-cache-dtype fp8_e4m3 --tp-size 4 --moe-runner-backend flashinfer_cutlass): "
+            "the installed SGLang's own parser reads it, so the answer is for that exact "
+            "command line."
+        ),
+        allow_abbrev=False,  # an SGLang flag must never be taken for a prefix of ours
     )
-    parser.add_argument("--model", type=Path, help="local directory holding a config.json")
+    parser.add_argument(
+        "--model",
+        "--model-path",
+        type=Path,
+        help="local directory holding a config.json (as --model-path for sglang serve)",
+    )
     parser.add_argument("--gpu", choices=sorted(GPU_PROFILES), help="simulate one GPU only")
-    parser.add_argument(
-        "--attention-backend", help="simulate the user's --attention-backend (SGLang's choices)"
-    )
-    parser.add_argument(
-        "--quantization", help="simulate the user's --quantization (SGLang's choices)"
-    )
     parser.add_argument("--no-patches", action="store_true", help="SGLang's own answer only")
     parser.add_argument("--json", action="store_true", help="one JSON object per model x GPU")
     parser.set_defaults(func=_run_explain)
@@ -66,9 +77,19 @@ def _add_doctor_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run_doctor)
 
 
+CONSOLE_SCRIPT = "sglang-nvfp4-patches"
+
+
+def program_name() -> str:
+    """How the user started us: the console script, or ``python -m``."""
+    if Path(sys.argv[0]).name == CONSOLE_SCRIPT:
+        return CONSOLE_SCRIPT
+    return "python -m sglang_nvfp4_patches"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m sglang_nvfp4_patches",
+        prog=program_name(),
         description="SGLang plugin for NVFP4 on Blackwell: explain, doctor, accuracy A/B.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -80,7 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _run(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    words = attach_command_line_values(sys.argv[1:] if argv is None else argv)
+    args, server_flags = parser.parse_known_args(words)
+    if server_flags and args.command != "explain":
+        parser.error(f"unrecognized arguments: {' '.join(server_flags)}")
+    if args.command == "explain":
+        args.server_flags = server_flags  # read by SGLang's own parser once it is imported
     # Importing SGLang on a machine without its GPU warns per quantization backend; the
     # table is the output here, not those import-time notes.
     warnings.filterwarnings("ignore", category=UserWarning, module=r"sglang\.")

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import sys
-from collections.abc import Mapping
+import traceback
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NoReturn
 
 from sglang_nvfp4_patches import plugin, server_args_gemma4_default
-from sglang_nvfp4_patches.explain_input import architecture, check_choices, read_model_config
+from sglang_nvfp4_patches.errors import UsageError
+from sglang_nvfp4_patches.explain_input import architecture, config_problem, read_model_config
 from sglang_nvfp4_patches.flashinfer_cutlass_runner import PATCH_NAME as ROUTER_PATCH
 from sglang_nvfp4_patches.gemma4_attention_rule import GEMMA4_ARCHITECTURES
 from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES, GpuProfile
 from sglang_nvfp4_patches.moe_layer_probe import compressed_tensors_moe_runner
-from sglang_nvfp4_patches.sglang_resolution import ResolvedBackends, resolve, server_arg_choices
+from sglang_nvfp4_patches.sglang_resolution import ResolvedBackends, resolve
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
 EXAMPLES_DIR = Path(__file__).parent / "example_configs"
@@ -100,23 +105,82 @@ def explain_one(
     model_dir: Path,
     gpu: GpuProfile,
     with_patches: bool,
-    attention_backend: str | None = None,
-    quantization: str | None = None,
+    flags: Mapping[str, Any] | None = None,
     disabled: Mapping[str, PatchReport] | None = None,
 ) -> ExplainRow:
-    arch = architecture(read_model_config(model_dir))
-    with server_args_gemma4_default.suspended():
-        unpatched = resolve(model_dir, gpu, attention_backend, quantization)
-    patched = resolve(model_dir, gpu, attention_backend, quantization) if with_patches else None
+    """One row; ``flags`` are ``ServerArgs`` fields as the user's command line sets them."""
+    flags = dict(flags or {})
+    config = read_model_config(model_dir)
+    arch = architecture(config)
+    with sglang_reading(model_dir, config):
+        with server_args_gemma4_default.suspended():
+            unpatched = resolve(model_dir, gpu, **flags)
+        patched = resolve(model_dir, gpu, **flags) if with_patches else None
+        layer_runner = compressed_tensors_moe_runner(model_dir, gpu, **flags)
     notes = tuple(
         f"{name} is off ({report.reason})"
         for name, report in (disabled or {}).items()
         if arch in PATCH_ARCHITECTURES.get(name, frozenset())
     )
-    layer_runner = compressed_tensors_moe_runner(model_dir, gpu, attention_backend, quantization)
     return ExplainRow(
-        model, gpu, unpatched, patched, arch, attention_backend is not None, notes, layer_runner
+        model, gpu, unpatched, patched, arch, "attention_backend" in flags, notes, layer_runner
     )
+
+
+@contextlib.contextmanager
+def sglang_reading(model_dir: Path, config: Mapping[str, Any]) -> Iterator[None]:
+    """Whatever SGLang (or transformers under it) raises while reading ``config.json`` becomes
+    one ``error:`` line naming the field and the line of SGLang that reads it.
+
+    Refusals SGLang words itself (ValueError, assert) are already UsageErrors; a failure
+    inside this plugin's own code is a bug and keeps its traceback.
+    """
+    try:
+        yield
+    except (UsageError, KeyboardInterrupt):
+        raise
+    except Exception as error:
+        frames = traceback.extract_tb(error.__traceback__)
+        if not frames or "sglang_nvfp4_patches" in frames[-1].filename:
+            raise
+        raise UsageError(
+            config_problem(model_dir / "config.json", config, error, frames, sglang_version())
+        ) from error
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """SGLang's own server parser; its complaint becomes one ``error:`` line, not an exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"sglang serve (SGLang {sglang_version()}): {message}")
+
+
+def server_flags(words: Sequence[str]) -> dict[str, Any]:
+    """The ``ServerArgs`` fields the user's server flags set, read by the installed SGLang's
+    own parser (``ServerArgs.add_cli_args``) and its own flag-to-field mapping
+    (``ServerArgs.from_cli_args``), so every flag of that release works as it does there."""
+    from sglang.srt import server_args
+
+    reader = getattr(server_args, "record_fields", dataclasses.fields)
+    fields = [field.name for field in reader(server_args.ServerArgs)]
+    # from_cli_args builds ``cls(**fields)``; a plain record takes them without resolving.
+    record = dataclasses.make_dataclass(
+        "ParsedServerArgs", [(name, Any, dataclasses.field(default=None)) for name in fields]
+    )
+    parser = _OneLineParser(prog="sglang serve", add_help=False)  # as launch_server parses
+    server_args.ServerArgs.add_cli_args(parser)
+
+    def parsed(extra: Sequence[str]) -> dict[str, Any]:
+        with contextlib.redirect_stdout(sys.stderr):  # deprecation notes stay off stdout
+            namespace = parser.parse_args(["--model-path", "explain", *extra])
+        return vars(server_args.ServerArgs.from_cli_args.__func__(record, namespace))
+
+    defaults, given = parsed([]), parsed(words)
+    return {
+        name: value
+        for name, value in given.items()
+        if name != "model_path" and value != defaults.get(name)
+    }
 
 
 def patch_outcome(reports: Mapping[str, PatchReport]) -> tuple[bool, list[str]]:
@@ -183,8 +247,7 @@ def _plugin_reports() -> dict[str, PatchReport]:
 def run_explain(args: argparse.Namespace) -> int:
     """Exit 0, or 1 when a patch failed (as ``doctor``); bad input raises ``UsageError``."""
     reports = {} if args.no_patches else _plugin_reports()
-    flags = {"--attention-backend": args.attention_backend, "--quantization": args.quantization}
-    check_choices(flags, server_arg_choices(), sglang_version())
+    flags = server_flags(getattr(args, "server_flags", ()))
     with_patches, problems = (False, []) if args.no_patches else patch_outcome(reports)
     disabled = {n: r for n, r in reports.items() if r.state is PatchState.DISABLED}
     if args.model is not None:
@@ -193,9 +256,7 @@ def run_explain(args: argparse.Namespace) -> int:
         models = [(name, EXAMPLES_DIR / directory) for directory, name in BUNDLED_MODELS.items()]
     gpus = [GPU_PROFILES[args.gpu]] if args.gpu else list(GPU_PROFILES.values())
     rows = [
-        explain_one(
-            name, path, gpu, with_patches, args.attention_backend, args.quantization, disabled
-        )
+        explain_one(name, path, gpu, with_patches, flags, disabled)
         for name, path in models
         for gpu in gpus
     ]

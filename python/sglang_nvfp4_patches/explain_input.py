@@ -1,18 +1,19 @@
 """What ``explain`` checks in the user's input (pure: no SGLang, no torch).
 
-A Hub id, a missing file or a config SGLang cannot use fails in milliseconds with one line,
-before the 10 s SGLang import; a flag value is checked against the choices the installed
-SGLang's own launcher accepts (read from SGLang by the caller, never copied here).
+A Hub id, a missing file or a config that is not a JSON object with a ``model_type`` fails in
+milliseconds with one line, before the 10 s SGLang import; whatever SGLang itself raises while
+reading the config later is worded here as one line naming the field (:func:`config_problem`).
 """
 
 from __future__ import annotations
 
-import json
+import re
+import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sglang_nvfp4_patches.errors import UsageError
+from sglang_nvfp4_patches.errors import UsageError, loads_json
 
 
 class ModelDirError(UsageError):
@@ -28,7 +29,7 @@ def read_model_config(model_dir: Path) -> dict[str, Any]:
         )
     config_path = model_dir / "config.json"
     try:
-        config = json.loads(config_path.read_text())
+        config = loads_json(config_path.read_text())
     except (OSError, ValueError) as error:
         raise ModelDirError(
             f"{config_path}: cannot read a JSON config ({error}); --model takes a local "
@@ -56,18 +57,73 @@ def architecture(config: dict[str, Any]) -> str | None:
     return None
 
 
-def check_choices(
-    flags: Mapping[str, str | None], choices: Mapping[str, Sequence[str]], release: str
-) -> None:
-    """Refuse a flag value SGLang's launcher would refuse (``choices`` keyed by argparse dest).
+# Identifiers a line of SGLang/transformers reads: attributes, ["key"] and .get("key").
+_NAMES = re.compile(r"""\.get\(\s*['"](\w+)['"]|\.(\w+)|\[\s*['"](\w+)['"]\s*\]""")
+# ... and those read off something called *config (the field even when the file lacks it).
+_CONFIG_FIELD = re.compile(r"""config\s*(?:\.get\(\s*['"](\w+)['"]|\.(\w+)|\[\s*['"](\w+)['"])""")
 
-    An option SGLang gives no fixed choices is accepted as SGLang accepts it.
-    """
-    for option, value in flags.items():
-        allowed = choices.get(option.lstrip("-").replace("-", "_"))
-        if value is None or allowed is None or value in allowed:
-            continue
-        raise UsageError(
-            f"{option} {value!r} is not a choice of SGLang {release}; "
-            f"choose one of: {', '.join(sorted(allowed))}"
-        )
+
+def _keys(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Every key of the config and of its nested objects (text_config, ...), outer wins."""
+    found: dict[str, Any] = {}
+    pending: list[Mapping[str, Any]] = [config]
+    while pending:
+        current = pending.pop(0)
+        for key, value in current.items():
+            found.setdefault(key, value)
+            if isinstance(value, Mapping):
+                pending.append(value)
+    return found
+
+
+def _field(line: str, keys: Mapping[str, Any]) -> str | None:
+    names = [next(n for n in match if n) for match in _NAMES.findall(line)]
+    in_file = [name for name in names if name in keys]
+    if in_file:
+        return in_file[0]
+    read = [next(n for n in match if n) for match in _CONFIG_FIELD.findall(line)]
+    return read[0] if read else None
+
+
+def _value_text(value: object) -> str:
+    kind = {dict: "an object", list: "a list", str: "the string", bool: "the boolean"}.get(
+        type(value), "the value"
+    )
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    return "an empty list" if value == [] else f"{kind} {shown}"
+
+
+def config_problem(
+    config_path: Path,
+    config: Mapping[str, Any],
+    error: BaseException,
+    frames: Sequence[traceback.FrameSummary],
+    release: str,
+) -> str:
+    """One line for an exception SGLang raised reading ``config``: the field (found in the
+    failing line of SGLang or transformers, innermost first), what the file holds there, and
+    the line that reads it, which shows what SGLang expects."""
+    keys = _keys(config)
+    where = frames[-1]
+    field = None
+    for frame in reversed(frames):
+        field = _field(frame.line or "", keys)
+        if field is not None:
+            where = frame
+            break
+    else:  # the line names no field; SGLang's message may ("'text_config' expected ...")
+        field = next((key for key in re.findall(r"\w+", str(error)) if key in keys), None)
+    source = re.sub(r"^.*/(?=(sglang|transformers)/)", "", where.filename)
+    reads = f"`{(where.line or '').strip()}` ({source}:{where.lineno})"
+    failure = f"{type(error).__name__}: {' '.join(str(error).split())}"
+    if field is None:
+        subject = "a field it reads"
+    elif field in keys:
+        subject = f'field "{field}" ({_value_text(keys[field])} here)'
+    else:
+        subject = f'field "{field}" (missing here)'
+    return (
+        f"SGLang {release} cannot read {config_path}: {subject}; SGLang reads it as {reads} "
+        f"and fails with {failure}; fix that field (compare the checkpoint's published "
+        "config.json)"
+    )

@@ -6,7 +6,7 @@ cache, that default collapsed accuracy (MMLU 0.622 on triton vs 0.037 in one rep
 McNemar chi2 34.6 in sglang#26518). The root cause: ``trtllm_mha`` dropped the FP8 KV-cache V
 scale (``bmm2_scale = 1.0``). sglang#28144 fixed it (0.5.14+).
 
-So the seed's rule (for exactly that combination, with no attention backend given, pick
+So sglang#26791's rule (for exactly that combination, with no attention backend given, pick
 ``triton``; honour an explicit choice) applies only where the root cause is live and the KV
 cache really is FP8, or where the operator forces it after measuring a loss themselves.
 """
@@ -35,8 +35,8 @@ class Gemma4Mode(enum.Enum):
     """Where the rule stands in this process (decided once, at plugin load)."""
 
     FIXED = "fixed"  # trtllm_mha applies the FP8 KV-cache scales: SGLang's default stands
-    LIVE = "live"  # trtllm_mha drops them: the seed's rule, where the KV cache is FP8
-    FORCED = "forced"  # SGLANG_NVFP4_PATCHES_FORCE: the seed's rule, whatever the code
+    LIVE = "live"  # trtllm_mha drops them: #26791's rule, where the KV cache is FP8
+    FORCED = "forced"  # SGLANG_NVFP4_PATCHES_FORCE: #26791's rule, whatever the code
 
 
 class Gemma4Action(enum.Enum):
@@ -112,7 +112,7 @@ def ways_out() -> str:
 
 
 def _seed_rule(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decision:
-    """The seed's rule, mirroring SGLang's own provider: with no backend given the default
+    """#26791's rule, mirroring SGLang's own provider: with no backend given the default
     applies; with one split side given, ``attention_backend`` (the unset side's fallback)
     gets the same default; with ``--attention-backend`` or both split sides nothing is."""
     given = [

@@ -118,13 +118,16 @@ def compressed_tensors_moe_runner(
     profile: GpuProfile,
     attention_backend: str | None = None,
     quantization: str | None = None,
+    **flags: Any,
 ) -> str | None:
     """The MoE runner SGLang's compressed-tensors scheme builds for the first Llama 4 MoE
     layer on ``profile`` (``None``: not a compressed-tensors checkpoint); SGLang refusing
     the scheme on this GPU is reported as ``refused: <reason>``."""
     config = json.loads((model_dir / "config.json").read_text())
     quant_config = config.get("quantization_config") or {}
-    if quant_config.get("quant_method") != "compressed-tensors":
+    if not isinstance(quant_config, dict) or quant_config.get("quant_method") != (
+        "compressed-tensors"
+    ):
         return None
     text_config = config.get("text_config", config)
     experts = int(text_config.get("num_local_experts", 1))
@@ -134,7 +137,7 @@ def compressed_tensors_moe_runner(
             CompressedTensorsConfig,
         )
 
-        server_args = resolved_server_args(model_dir, attention_backend, quantization)
+        server_args = resolved_server_args(model_dir, attention_backend, quantization, **flags)
         publish_for_scheduler(server_args)
         initialize_moe_config(server_args)
         layer = fused_moe_layer(experts, intermediate)

@@ -7,11 +7,11 @@ SGLang 0.5.20+ has an official seam for that, ``runtime_context.override_platfor
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import logging
 import sys
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,23 +41,6 @@ class ResolvedBackends:
 
 class ServerArgsRejected(UsageError):
     """SGLang's own ``ServerArgs`` refuses the arguments (as ``launch_server`` would)."""
-
-
-def server_arg_choices() -> dict[str, tuple[str, ...]]:
-    """The fixed choices of every option of SGLang's own launcher, keyed by argparse dest.
-
-    Read from the parser ``ServerArgs.add_cli_args`` builds, so it is exactly what
-    ``launch_server`` accepts on this release, choices added by other plugins included.
-    """
-    from sglang.srt.server_args import ServerArgs
-
-    parser = argparse.ArgumentParser(add_help=False)
-    ServerArgs.add_cli_args(parser)
-    return {
-        action.dest: tuple(str(choice) for choice in action.choices)
-        for action in parser._actions
-        if action.choices is not None
-    }
 
 
 @contextlib.contextmanager
@@ -176,11 +159,13 @@ def resolve(
     profile: GpuProfile,
     attention_backend: str | None = None,
     quantization: str | None = None,
+    **flags: Any,
 ) -> ResolvedBackends:
-    """SGLang's resolved backends for ``model_dir`` on ``profile`` (flags as a user gives them)."""
+    """SGLang's resolved backends for ``model_dir`` on ``profile`` (flags as a user gives them;
+    ``flags``: further ``ServerArgs`` fields)."""
     try:
         with _quiet_sglang(), simulated_gpu(profile):
-            server_args = resolved_server_args(model_dir, attention_backend, quantization)
+            server_args = resolved_server_args(model_dir, attention_backend, quantization, **flags)
             if hasattr(server_args, "resolved_dict"):
                 resolved = server_args.resolved_dict()
             else:
@@ -189,7 +174,7 @@ def resolve(
     except (ValueError, AssertionError) as error:
         raise ServerArgsRejected(
             f"SGLang {sglang_version()} refuses these server arguments for {model_dir} on "
-            f"simulated {profile.name}: {error or type(error).__name__}"
+            f"simulated {profile.name}: {_reason(error)}"
         ) from error
     return ResolvedBackends(
         attention_backend=resolved.get("attention_backend"),
@@ -198,3 +183,12 @@ def resolve(
         moe_runner_backend=resolved.get("moe_runner_backend"),
         quantization=resolved.get("quantization"),
     )
+
+
+def _reason(error: BaseException) -> str:
+    """SGLang's message, or for a bare ``assert`` the line that failed."""
+    if str(error):
+        return str(error)
+    frames = traceback.extract_tb(error.__traceback__)
+    line = (frames[-1].line or "").strip() if frames else ""
+    return f"{type(error).__name__} at `{line}`" if line else type(error).__name__

@@ -79,7 +79,8 @@ def test_b_worse_exits_1_then_rerun_starts_no_server(
     assert "Traceback" not in result.stderr
     for side, backend, args in (("A", "triton", A_ARGS), ("B", "trtllm_mha", B_ARGS)):
         run = json.loads((out / f"{side}.json").read_text())
-        assert run["server"] == {"model_path": str(key), "args": args}
+        launcher = command[command.index("--launcher") + 1]
+        assert run["server"] == {"model_path": str(key), "args": args, "launcher": launcher}
         assert run["complete"] is True and run["n_answered"] == len(questions)
         right = {r["id"] for r in run["records"] if r["correct"]}
         assert right == _expected_right(questions, backend)
@@ -195,7 +196,7 @@ def test_ctrl_c_during_b_then_rerun_resumes_b_only(
     assert (out / "A.json").exists() and not (out / "B.json").exists()
     saved_b = partial_b.read_bytes().count(b"\n") - 1  # minus the header line
 
-    result = _ab(*_command(data, key, out, launcher="--degrade trtllm_mha"))
+    result = _ab(*slow)  # the same launcher: a resume with another one is refused
     assert result.returncode == 1, result.stderr
     assert f"side A: {out / 'A.json'} already answers all" in result.stderr
     assert "side B: server ready after" in result.stderr
@@ -222,24 +223,48 @@ def test_sigterm_while_waiting_for_health_stops_the_server_group(
     assert _survivors(key) == []
 
 
-def test_changed_flags_on_resume_are_refused(
-    setup: tuple[Path, Path, dict[str, WrittenQuestion]], tmp_path: Path
+@pytest.mark.parametrize("change", ["flags", "launcher"])
+def test_changed_flags_or_launcher_on_resume_are_refused(
+    setup: tuple[Path, Path, dict[str, WrittenQuestion]], tmp_path: Path, change: str
 ) -> None:
     data, key, _ = setup
     out = tmp_path / "ab"
     small = ("--subjects", "anatomy", "--limit", "3")
     assert _ab(*_command(data, key, out, *small)).returncode == 0
-    run_a = (out / "A.json").read_text()
-    command = _command(data, key, out, *small)
-    command[command.index(A_ARGS)] = "--attention-backend flashinfer"
+    runs = {side: (out / f"{side}.json").read_text() for side in "AB"}
+    command = _command(data, key, out, *small, launcher="--degrade trtllm_mha")
+    says = "server.launcher: stored '"
+    if change == "flags":
+        command = _command(data, key, out, *small)
+        command[command.index(A_ARGS)] = "--attention-backend flashinfer"
+        says = "server.args: stored '--attention-backend triton', now '--attention-backend flash"
     result = _ab(*command)
     assert result.returncode == 2, result.stderr
     (error,) = result.stderr.splitlines()
     assert error.startswith(f"error: side A: {out / 'A.json'} holds answers from a run with")
-    assert "'args': '--attention-backend triton'" in error
-    assert "'args': '--attention-backend flashinfer'" in error
-    assert "mix two configurations" in error
-    assert (out / "A.json").read_text() == run_a
+    assert says in error and "mix two configurations" in error
+    assert {side: (out / f"{side}.json").read_text() for side in "AB"} == runs
+    assert _survivors(key) == []
+
+
+@pytest.mark.parametrize("where", ["file", "under-file", "not-writable"])
+def test_an_unusable_out_dir_is_one_line_before_any_server(
+    setup: tuple[Path, Path, dict[str, WrittenQuestion]], tmp_path: Path, where: str
+) -> None:
+    data, key, _ = setup
+    blocker = tmp_path / "a-file"
+    blocker.write_text("keep me")
+    out, says = {
+        "file": (blocker, "is an existing file, not a directory"),
+        "under-file": (blocker / "ab", f"lies under {blocker}, which is a file"),
+        # /sys refuses new entries even to root (EPERM), as a read-only mount would
+        "not-writable": (Path("/sys/sglang-nvfp4-ab-test"), "cannot write there"),
+    }[where]
+    result = _ab(*_command(data, key, out))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [result.stderr.strip()]
+    assert result.stderr.startswith(f"error: --out-dir {out}: ") and says in result.stderr
+    assert "side A" not in result.stderr and blocker.read_text() == "keep me"
     assert _survivors(key) == []
 
 
@@ -247,6 +272,7 @@ def test_changed_flags_on_resume_are_refused(
     ("argv", "fragment"),
     [
         (["--b-args", "--port 1"], "--port is set by ab itself"),
+        (["--b-args", "--port"], "--port is set by ab itself"),  # one flag, typed as usual
         (["--a-args=--host=0.0.0.0"], "--host is set by ab itself"),
         (["--a-args", "'unclosed"], "cannot split"),
         (["--launcher", ""], "is empty"),

@@ -100,3 +100,22 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
         _parent().parse_args(argv)
     assert info.value.code == 2
     assert "error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("typed", "expected"),
+    [
+        (["--b-args", "--disable-cuda-graph"], ("--disable-cuda-graph",)),
+        (["--b-args=--disable-cuda-graph"], ("--disable-cuda-graph",)),
+        (["--b-args", "--attention-backend trtllm_mha"], ("--attention-backend", "trtllm_mha")),
+        (["--b-args", "-x"], ("-x",)),
+    ],
+)
+def test_a_single_server_flag_is_taken_as_typed(typed: list[str], expected: tuple) -> None:
+    from sglang_nvfp4_patches.accuracy.cli import attach_command_line_values
+    from sglang_nvfp4_patches.cli import build_parser
+
+    argv = ["accuracy", "ab", "--model-path", "m", "--data", "d", "--a-args", "--enable-x", *typed]
+    for parser in (_parent(), build_parser()):
+        args = parser.parse_args(attach_command_line_values(argv))
+        assert (args.a_args, args.b_args) == (("--enable-x",), expected)

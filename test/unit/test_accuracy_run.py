@@ -126,10 +126,11 @@ def test_collapse_warning(
     }
     with FakeServer(Script(replies=replies)) as srv:
         code = _run(srv, data, tmp_path / "run.json")
-    stdout = capsys.readouterr().out
+    captured = capsys.readouterr()
     assert code == 0
     assert _load(tmp_path / "run.json")["accuracy"] == pytest.approx(8 / 28)
-    assert "WARNING: accuracy 0.2857 is at or below chance" in stdout
+    assert "WARNING: accuracy 0.2857 is at or below chance" in captured.err
+    assert "WARNING" not in captured.out and "TOTAL" in captured.out
 
 
 def test_retries_recover_from_503_and_dropped_connections(
@@ -170,9 +171,9 @@ def test_exhausted_retries_are_reported_then_rerun_asks_only_those(
     server.script.fail_503 = {"world_religions/2": 99}
     out = tmp_path / "run.json"
     assert _run(server, data, out, "--timeout", "0.2", "--max-retries", "1") == 1
-    stdout = capsys.readouterr().out
-    assert "ERROR: 2 question(s) failed and were not recorded; first: " in stdout
-    assert "timed out after 0.2 s" in stdout or "HTTP 503" in stdout
+    stderr = capsys.readouterr().err
+    assert "ERROR: 2 question(s) failed and were not recorded; first: " in stderr
+    assert "timed out after 0.2 s" in stderr or "HTTP 503" in stderr
     run = _load(out)
     assert run["complete"] is False and run["n_failed"] == 2
     assert sorted(run["failed_ids"]) == ["anatomy/5", "world_religions/2"]
@@ -207,7 +208,7 @@ def test_client_error_is_not_retried(
     server.script.reject = {"anatomy/1": 422}
     assert _run(server, data, tmp_path / "run.json") == 1
     assert server.calls["anatomy/1"] == 1
-    assert "anatomy/1: HTTP 422" in capsys.readouterr().out
+    assert "anatomy/1: HTTP 422" in capsys.readouterr().err
 
 
 def test_wrong_model_name_fails_fast_and_clearly(
@@ -218,9 +219,9 @@ def test_wrong_model_name_fails_fast_and_clearly(
 ) -> None:
     data, questions = dataset
     code = _run(server, data, tmp_path / "run.json", "--api", "openai", "--model", "other")
-    stdout = capsys.readouterr().out
+    stderr = capsys.readouterr().err
     assert code == 1
-    assert "HTTP 400" in stdout and "not retried" in stdout
+    assert "HTTP 400" in stderr and "not retried" in stderr
     assert sum(server.calls.values()) == 0  # the server rejected the body before counting
     assert len(server.bad_requests) == len(questions)
 
@@ -241,14 +242,14 @@ def test_unreachable_server_stops_early(
             *("--parallel", "2", "--max-retries", "1", "--backoff", "0", "--no-progress"),
         ]
     )
-    stdout = capsys.readouterr().out
+    captured = capsys.readouterr()
     assert code == 1
-    # The connection error comes first, without an empty results table before it.
-    first = stdout.splitlines()[0]
+    # Errors go to stderr, and no empty results table goes to stdout.
+    assert captured.out == ""
+    first = captured.err.splitlines()[0]
     assert first.startswith("ERROR: ") and "question(s) failed" in first
     assert "ClientConnectorError" in first
-    assert "TOTAL" not in stdout and "subject" not in stdout
-    assert "stopped after" in stdout and "not attempted" in stdout
+    assert "stopped after" in captured.err and "not attempted" in captured.err
     run = _load(tmp_path / "r.json")
     assert run["records"] == [] and run["aborted"] is True
     assert run["n_failed"] + run["n_not_attempted"] == 200

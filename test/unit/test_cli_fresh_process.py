@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from accuracy_support import PYTHON_DIR
+from sglang_nvfp4_patches import __version__
 
 # "import time: self [us] | cumulative | imported package", nesting shown by indentation.
 _TRACE_LINE = re.compile(r"^import time:\s+\d+ \|\s+\d+ \| +(?P<module>\S+)$")
@@ -120,6 +121,7 @@ def _config_dir(root: Path, name: str, text: str | None) -> Path:
         ("no-model-type", '{"architectures": ["LlamaForCausalLM"]}', '"model_type"'),
         ("empty-model-type", '{"model_type": ""}', '"model_type"'),
         ("not-json", "{oops", "cannot read a JSON config"),
+        ("deep", '{"model_type": "x", "a": ' + "[" * 3000 + "]" * 3000 + "}", "nested too deeply"),
         ("no-config", None, "config.json"),
     ],
 )
@@ -181,3 +183,15 @@ def test_a_reader_that_left_early_gets_no_traceback(
     assert done.stderr_lines == []
     assert done.returncode == returncode
     assert done.heavy == []  # accuracy compare itself runs without torch or SGLang
+
+
+def test_the_console_script_names_itself_in_version() -> None:
+    """pip's console script runs ``cli.main`` with argv[0] = its own path."""
+    script = Path(sys.executable).with_name("sglang-nvfp4-patches")
+    assert script.exists(), "scripts/setup.sh installs this project with its console script"
+    done = subprocess.run(
+        [str(script), "--version"], env=_env(), capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout) == (0, f"sglang-nvfp4-patches {__version__}\n")
+    module = run_cli("--version")
+    assert module.stdout == f"python -m sglang_nvfp4_patches {__version__}\n"

@@ -2,40 +2,70 @@
 
 from __future__ import annotations
 
+import traceback
+from pathlib import Path
+
 import pytest
 
-from sglang_nvfp4_patches.errors import UsageError
 from sglang_nvfp4_patches.explain import patch_outcome
-from sglang_nvfp4_patches.explain_input import architecture, check_choices
+from sglang_nvfp4_patches.explain_input import architecture, config_problem
 from sglang_nvfp4_patches.status import PatchReport, PatchState
 
-CHOICES = {"attention_backend": ("triton", "trtllm_mha"), "quantization": ("modelopt_fp4",)}
+
+def _frame(path: str, line: str) -> traceback.FrameSummary:
+    return traceback.FrameSummary(path, 7, "f", line=line)
 
 
-def test_a_value_outside_sglangs_choices_is_refused_with_the_choices() -> None:
-    with pytest.raises(UsageError) as caught:
-        check_choices({"--attention-backend": "bogus"}, CHOICES, "0.5.99")
-    assert str(caught.value) == (
-        "--attention-backend 'bogus' is not a choice of SGLang 0.5.99; "
-        "choose one of: triton, trtllm_mha"
+SITE = "/venv/lib/python3.11/site-packages"
+
+
+def test_a_missing_field_is_named_with_the_line_that_reads_it() -> None:
+    frames = [
+        _frame(f"{SITE}/sglang/srt/server_args.py", "model_config = ModelConfig(...)"),
+        _frame(f"{SITE}/sglang/srt/configs/model_config.py", "x = self.hf_config.architectures[0]"),
+    ]
+    error = TypeError("'NoneType' object is not subscriptable")
+    text = config_problem(Path("m/config.json"), {"model_type": "gemma4"}, error, frames, "9.9")
+    assert text == (
+        'SGLang 9.9 cannot read m/config.json: field "architectures" (missing here); SGLang '
+        "reads it as `x = self.hf_config.architectures[0]` "
+        "(sglang/srt/configs/model_config.py:7) and fails with TypeError: 'NoneType' object "
+        "is not subscriptable; fix that field (compare the checkpoint's published config.json)"
     )
 
 
 @pytest.mark.parametrize(
-    "flags",
+    ("config", "line", "says"),
     [
-        {"--attention-backend": "triton", "--quantization": "modelopt_fp4"},
-        {"--attention-backend": None, "--quantization": None},
-        {"--kv-cache-dtype": "anything"},  # no fixed choices in SGLang: SGLang accepts it
+        ({"architectures": []}, 'if config.architectures[0] == "X":', '"architectures" (an empty'),
+        (
+            {"quantization_config": "oops"},
+            "d = self.quantization_config.to_dict()",
+            "\"quantization_config\" (the string 'oops' here)",
+        ),
+        (  # a key nested in text_config, read with .get
+            {"text_config": {"num_experts": "many"}},
+            'n = int(cfg.get("num_experts"))',
+            "\"num_experts\" (the string 'many' here)",
+        ),
+        ({"model_type": "x"}, "return helper(a, b)", "a field it reads"),
     ],
 )
-def test_values_sglang_accepts_pass(flags: dict[str, str | None]) -> None:
-    check_choices(flags, CHOICES, "0.5.99")
+def test_the_field_comes_from_the_failing_line_and_the_file(
+    config: dict, line: str, says: str
+) -> None:
+    frames = [_frame(f"{SITE}/transformers/configuration_utils.py", line)]
+    text = config_problem(Path("c.json"), config, ValueError("v"), frames, "9.9")
+    assert says in text and "(transformers/configuration_utils.py:7)" in text
 
 
-def test_the_second_flag_is_checked_too() -> None:
-    with pytest.raises(UsageError, match="--quantization 'fp5'"):
-        check_choices({"--attention-backend": "triton", "--quantization": "fp5"}, CHOICES, "x")
+def test_the_innermost_line_naming_a_field_wins() -> None:
+    frames = [
+        _frame(f"{SITE}/sglang/a.py", "q = hf_config.quantization_config"),
+        _frame(f"{SITE}/sglang/b.py", "return inner(x)"),  # names nothing: skipped
+    ]
+    text = config_problem(Path("c.json"), {}, KeyError("k"), frames, "9.9")
+    assert '"quantization_config" (missing here)' in text and "(sglang/a.py:7)" in text
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,9 @@
 Side A, then side B, one after the other on the same GPU: start the server with the side's
 flags, wait for ``/health``, ask the questions exactly as ``accuracy run`` does (same run
 files, same resume), stop the server's whole process group, then pair the two runs with
-McNemar's test. The side's model path and flags are part of its run settings, so a rerun
-with other flags cannot add answers to a run of another configuration.
+McNemar's test. The side's model path, flags and launcher are part of its run settings, so a
+rerun with other flags or another launcher cannot add answers to a run of another
+configuration.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from sglang_nvfp4_patches.accuracy.run import (
     stored_answers,
 )
 from sglang_nvfp4_patches.accuracy.server import ServerProcess, free_port, server_command
+from sglang_nvfp4_patches.accuracy.store import ensure_output_dir
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,11 @@ class AbConfig:
             self.questions,
             base_url=base_url or self.questions.base_url,
             out=self.run_file(side),
-            server={"model_path": self.model_path, "args": shlex.join(side.args)},
+            server={
+                "model_path": self.model_path,
+                "args": shlex.join(side.args),
+                "launcher": shlex.join(self.launcher),
+            },
         )
 
 
@@ -72,6 +78,7 @@ Say = Callable[[str], None]  # receives one line of text
 def run_ab(config: AbConfig, say: Say, tick: Say) -> Comparison:
     """Both sides, then the comparison. ``say`` gets status lines, ``tick`` the health-wait
     progress text. Raises AccuracyError (bad input), ServerError, KeyboardInterrupt."""
+    ensure_output_dir(config.out_dir, "--out-dir")
     items = config.questions.load_items()
     # Refuse a mismatched resume of either side before any server starts.
     for side in config.sides:

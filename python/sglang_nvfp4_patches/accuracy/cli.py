@@ -62,6 +62,28 @@ def _subject_list(text: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in text.split(",") if s.strip())
 
 
+# Options whose value is itself a command line, so it may start with "-".
+COMMAND_LINE_OPTIONS: tuple[str, ...] = ("--a-args", "--b-args", "--launcher")
+
+
+def attach_command_line_values(argv: Sequence[str]) -> list[str]:
+    """``--b-args --disable-cuda-graph`` -> ``--b-args=--disable-cuda-graph``.
+
+    argparse takes a lone word starting with "-" for an option, so a single server flag
+    given the way people type it would be "expected one argument"; the ``=`` form is what
+    argparse reads as the value.
+    """
+    out: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word in COMMAND_LINE_OPTIONS:
+            value = next(words, None)
+            out.append(word if value is None else f"{word}={value}")
+        else:
+            out.append(word)
+    return out
+
+
 def add_accuracy_parser(subparsers: argparse._SubParsersAction) -> None:
     """Add ``accuracy {run,ab,compare}`` to a parent CLI; ``args.func(args)`` returns the exit
     code."""
@@ -113,10 +135,18 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     )
     ab.add_argument("--model-path", required=True, metavar="M", help="model for both servers")
     ab.add_argument(
-        "--a-args", type=_server_args, default=(), metavar="ARGS", help="side A's server flags"
+        "--a-args",
+        type=_server_args,
+        default=(),
+        metavar="ARGS",
+        help='side A\'s server flags, one shell-quoted string (e.g. "--attention-backend triton")',
     )
     ab.add_argument(
-        "--b-args", type=_server_args, default=(), metavar="ARGS", help="side B's server flags"
+        "--b-args",
+        type=_server_args,
+        default=(),
+        metavar="ARGS",
+        help='side B\'s server flags (a single flag works too: --b-args "--disable-cuda-graph")',
     )
     ab.add_argument(
         "--out-dir",
@@ -153,15 +183,23 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
 
     compare = commands.add_parser(
         "compare",
-        help="paired McNemar comparison of two runs",
+        help="paired McNemar comparison of two runs (ours or sgl-eval's)",
         description=(
-            "Pair two run files by question id and test whether B differs from A "
+            "Pair two runs by question id and test whether B differs from A "
             "(McNemar: exact binomial below 25 discordant pairs, else continuity-corrected "
-            "chi-square)."
+            "chi-square). Each side is a run file of 'accuracy run'/'ab', or an sgl-eval run: "
+            "its directory (sgl_eval_<bench>_<stamp>/) or one of its output-rs<k>.jsonl "
+            "files. Two sgl-eval directories with k repeats are paired repeat by repeat "
+            "(rs0 with rs0, ...), one test per repeat; repeats are never pooled."
         ),
     )
-    compare.add_argument("run_a", type=Path, metavar="A.json")
-    compare.add_argument("run_b", type=Path, metavar="B.json")
+    compare.add_argument("run_a", type=Path, metavar="A")
+    compare.add_argument("run_b", type=Path, metavar="B")
+    compare.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="compare an sgl-eval run whose metrics.json says partial: true (or is missing)",
+    )
     _add_comparison_options(compare)
     compare.set_defaults(func=_cmd_compare)
 
@@ -282,12 +320,13 @@ def _run_config(args: argparse.Namespace, base_url: str, out: Path, **extra: obj
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.client import Api
-    from sglang_nvfp4_patches.accuracy.report import format_run_report
+    from sglang_nvfp4_patches.accuracy.report import format_run_report, run_notes
     from sglang_nvfp4_patches.accuracy.run import run_accuracy
-    from sglang_nvfp4_patches.accuracy.store import partial_path
+    from sglang_nvfp4_patches.accuracy.store import ensure_output_file, partial_path
 
     try:
         config = _run_config(args, args.base_url, args.out, api=Api(args.api), model=args.model)
+        ensure_output_file(args.out, "--out")  # before the data is read or a question asked
         outcome = run_accuracy(config)
     except AccuracyError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -300,7 +339,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
         return EXIT_INTERRUPTED
     report = format_run_report(outcome)
-    print(report, file=sys.stderr if outcome.interrupted else sys.stdout)
+    if outcome.interrupted:
+        print(report, file=sys.stderr)
+        return outcome.exit_code
+    if report:
+        print(report)
+    for note in run_notes(outcome):  # warnings and errors: stderr
+        print(note, file=sys.stderr)
     return outcome.exit_code
 
 
@@ -382,14 +427,23 @@ class _StatusLines:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from sglang_nvfp4_patches.accuracy.compare import compare_runs, load_run
+    from sglang_nvfp4_patches.accuracy.compare import compare_runs
+    from sglang_nvfp4_patches.accuracy.report import format_comparison, repeats_note
+    from sglang_nvfp4_patches.accuracy.sgl_eval import paired_runs
 
     try:
-        comparison = compare_runs(load_run(args.run_a), load_run(args.run_b), alpha=args.alpha)
+        pairs = paired_runs(args.run_a, args.run_b, allow_partial=args.allow_partial)
+        comparisons = [compare_runs(a, b, alpha=args.alpha) for a, b in pairs]
     except AccuracyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    _print_comparison(comparison, args.json)
+    if len(comparisons) == 1:
+        _print_comparison(comparisons[0], args.json)
+    elif args.json:
+        print(json.dumps([c.to_json() for c in comparisons], indent=2))
+    else:
+        print("\n\n".join(format_comparison(c) for c in comparisons))
+        print(f"\n{repeats_note(len(comparisons), args.alpha)}")
     return 0
 
 
@@ -409,5 +463,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="MMLU-format accuracy A/B check against a running SGLang server.",
     )
     _add_commands(parser)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(attach_command_line_values(sys.argv[1:] if argv is None else argv))
     return args.func(args)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from sglang_nvfp4_patches.errors import loads_json
+
 _JSON_HEADERS = {"Content-Type": "application/json"}
 _BODY_SNIPPET_CHARS = 200
 
@@ -87,7 +89,7 @@ def request_body(api: Api, prompt: str, max_new_tokens: int, model: str) -> byte
 
 def response_text(api: Api, raw: bytes) -> str:
     """The generated text from a 200 response; raises ValueError on an unexpected shape."""
-    data = json.loads(raw)
+    data = loads_json(raw)
     if api is Api.NATIVE:
         text = data.get("text") if isinstance(data, dict) else None
     else:

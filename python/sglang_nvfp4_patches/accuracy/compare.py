@@ -9,7 +9,6 @@ survival function is erfc(sqrt(x / 2)) — no scipy needed.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import Any
 
 from sglang_nvfp4_patches.accuracy.errors import CompareError, RunFileError
 from sglang_nvfp4_patches.accuracy.store import is_valid_record
+from sglang_nvfp4_patches.errors import loads_json
 
 EXACT_TEST_BELOW = 25  # b + c below this: exact binomial test
 DEFAULT_ALPHA = 0.05
@@ -138,7 +138,7 @@ class LoadedRun:
 def load_run(path: Path) -> LoadedRun:
     """Read and validate a RUN.json; problems raise RunFileError naming the file."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_json(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise RunFileError(f"{path}: no such file") from None
     except (OSError, ValueError) as exc:

@@ -17,8 +17,8 @@ def _fmt_acc(value: float | None) -> str:
 
 
 def format_run_report(outcome: RunOutcome) -> str:
-    """Per-subject table, total, speed, and the warnings that need attention; a run that got
-    no answer at all (server unreachable) shows only what went wrong."""
+    """Per-subject table, total and speed (stdout); empty when no question got an answer.
+    The warnings and errors are :func:`run_notes` (stderr)."""
     run = outcome.run
     if run is None:
         return (
@@ -26,7 +26,7 @@ def format_run_report(outcome: RunOutcome) -> str:
             f"far kept in {outcome.partial}; rerun the same command to resume"
         )
     if run["n_answered"] == 0 and outcome.exit_code:
-        return "\n".join(run_notes(outcome))
+        return ""
     lines: list[str] = []
     per_subject: Mapping[str, Mapping[str, Any]] = run["per_subject"]
     width = max([len("subject"), len("TOTAL"), *map(len, per_subject)])
@@ -40,7 +40,6 @@ def format_run_report(outcome: RunOutcome) -> str:
     lines.append(f"{'TOTAL':<{width}}  {n_total:>6}  {correct_total:>7}  {acc}")
     lines.append("")
     lines.append(run_summary(run))
-    lines.extend(run_notes(outcome))
     return "\n".join(lines)
 
 
@@ -92,7 +91,7 @@ def format_comparison(cmp: Comparison) -> str:
             f"in B; comparing the {cmp.n} shared question(s)"
         )
     for label in cmp.incomplete:
-        lines.append(f"NOTE: {label} is an incomplete run (some questions failed)")
+        lines.append(f"NOTE: {label} is an incomplete run (not every question was answered)")
     lines.append("")
     width = max([len("subject"), len("TOTAL"), *(len(d.subject) for d in cmp.per_subject)])
     lines.append(f"{'subject':<{width}}  {'n':>6}  {'acc A':>7}  {'acc B':>7}  {'B-A (pp)':>8}")
@@ -113,3 +112,13 @@ def format_comparison(cmp: Comparison) -> str:
     )
     lines.append(cmp.verdict)
     return "\n".join(lines)
+
+
+def repeats_note(repeats: int, alpha: float) -> str:
+    """What a multi-repeat comparison did, so nobody reads it as one pooled test."""
+    return (
+        f"NOTE: {repeats} repeats paired repeat by repeat (rs<k> of A with rs<k> of B), one "
+        f"McNemar test each at alpha={alpha:g}; repeats are not pooled (the same question "
+        "asked again is not an independent pair). Pick the repeat to judge by before "
+        "looking, or compare one file per side."
+    )

@@ -33,6 +33,7 @@ from sglang_nvfp4_patches.accuracy.store import (
     RUN_FORMAT,
     PartialWriter,
     Record,
+    ensure_output_file,
     load_finished_run,
     load_partial,
     partial_path,
@@ -167,6 +168,7 @@ def is_finished(config: RunConfig, items: Sequence[EvalItem]) -> bool:
 def run_accuracy(config: RunConfig, items: Sequence[EvalItem] | None = None) -> RunOutcome:
     """Evaluate, resuming from earlier answers, and write RUN.json atomically at the end;
     ``items`` (default: ``config.load_items()``) saves reloading the data."""
+    ensure_output_file(config.out, "--out")
     items = config.load_items() if items is None else items
     settings = config.settings()
     ppath = partial_path(config.out)

@@ -11,16 +11,19 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from sglang_nvfp4_patches.accuracy.errors import ResumeError, RunFileError
+from sglang_nvfp4_patches.accuracy.errors import ConfigError, ResumeError, RunFileError
+from sglang_nvfp4_patches.errors import loads_json
 
 PARTIAL_SUFFIX = ".partial.jsonl"
 RUN_FORMAT = "sglang-nvfp4-patches/accuracy-run"
 # Keys of RUN.json (and of the partial header) that must match for answers to be reusable;
-# ``server`` is the model path and flags ``accuracy ab`` started the server with (else None).
+# ``server`` is the model path, flags and launcher ``accuracy ab`` started the server with
+# (else None).
 SETTING_KEYS: tuple[str, ...] = ("api", "model", "shots", "max_new_tokens", "server")
 
 Record = dict[str, Any]
@@ -29,6 +32,41 @@ Record = dict[str, Any]
 def partial_path(out: Path) -> Path:
     """``RUN.json`` -> ``RUN.json.partial.jsonl``."""
     return out.with_name(out.name + PARTIAL_SUFFIX)
+
+
+def ensure_output_dir(directory: Path, option: str) -> None:
+    """Refuse an ``--out-dir`` that cannot be made or written, before any server starts or
+    question is asked; nothing is left behind (the directory is made when first written)."""
+    _writable_dir(directory, option, directory)
+
+
+def ensure_output_file(out: Path, option: str) -> None:
+    """``out`` can be written: not a directory, in a directory that exists or can be made."""
+    if out.is_dir():
+        raise ConfigError(f"{option} {out}: is a directory; give a file name such as RUN.json")
+    _writable_dir(out.parent, option, out)
+
+
+def _writable_dir(directory: Path, option: str, target: Path) -> None:
+    """The nearest existing ancestor of ``directory`` is a directory a file can be created
+    in (a probe file, removed at once); problems name ``option target``."""
+    where = f"{option} {target}"
+    existing = next(p for p in (directory, *directory.parents) if p.exists())
+    if not existing.is_dir():
+        if existing == target:
+            raise ConfigError(f"{where}: is an existing file, not a directory; pick another path")
+        raise ConfigError(
+            f"{where}: lies under {existing}, which is a file, not a directory; pick another path"
+        )
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=existing)
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(
+            f"{where}: cannot write there ({exc.strerror or exc}); pick a directory you can "
+            "write to"
+        ) from None
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
@@ -71,11 +109,21 @@ def is_valid_record(record: object) -> bool:
     )
 
 
+def _setting_diffs(key: str, stored: object, now: object) -> list[str]:
+    """``key: stored X, now Y`` per differing setting; ``server`` is compared field by field
+    (``server.launcher: ...``), so the message names the flag that changed."""
+    if isinstance(stored, Mapping) and isinstance(now, Mapping):
+        return [
+            diff
+            for field in dict.fromkeys([*stored, *now])
+            for diff in _setting_diffs(f"{key}.{field}", stored.get(field), now.get(field))
+        ]
+    return [] if stored == now else [f"{key}: stored {stored!r}, now {now!r}"]
+
+
 def _check_settings(source: Path, stored: Mapping[str, Any], settings: Mapping[str, Any]) -> None:
     diffs = [
-        f"{key}: stored {stored.get(key)!r}, now {settings[key]!r}"
-        for key in SETTING_KEYS
-        if stored.get(key) != settings[key]
+        diff for key in SETTING_KEYS for diff in _setting_diffs(key, stored.get(key), settings[key])
     ]
     if diffs:
         raise ResumeError(
@@ -96,7 +144,7 @@ def load_partial(path: Path, settings: Mapping[str, Any]) -> list[Record]:
     except OSError as exc:
         raise ResumeError(f"{path}: cannot read partial results ({exc})") from exc
     try:
-        header = json.loads(lines[0])
+        header = loads_json(lines[0])
     except ValueError:
         if len(lines) == 1:  # only a torn header (or nothing) was ever written
             return []
@@ -109,7 +157,7 @@ def load_partial(path: Path, settings: Mapping[str, Any]) -> list[Record]:
     records: list[Record] = []
     for line in lines[1:]:
         try:
-            record = json.loads(line)
+            record = loads_json(line)
         except ValueError:
             continue
         if is_valid_record(record):
@@ -123,7 +171,7 @@ def load_finished_run(path: Path, settings: Mapping[str, Any]) -> list[Record]:
     if not path.exists():
         return []
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise RunFileError(
             f"{path}: exists but is not readable JSON ({exc}); move it away"

@@ -1,0 +1,174 @@
+"""Read sgl-eval runs for ``accuracy compare`` (its files only; sgl-eval is not imported).
+
+sgl-eval (SGLang's accuracy harness) scores one endpoint per run and writes
+``<out-dir>/sgl_eval_<bench>_<stamp>/`` with ``metrics.json`` (``partial: true`` after
+Ctrl-C) and one ``output-rs<k>.jsonl`` per repeat: one JSON object per scored sample with
+``id`` and a binary score (``symbolic_correct``; ``is_correct`` for some benchmarks).
+Each repeat becomes one :class:`LoadedRun`, so two runs are paired repeat by repeat:
+repeats ask the same questions again, so pooling them into one test would count the same
+question as several independent pairs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sglang_nvfp4_patches.accuracy.compare import LoadedRun, load_run
+from sglang_nvfp4_patches.accuracy.errors import RunFileError
+from sglang_nvfp4_patches.errors import loads_json
+
+REPEAT_FILE = re.compile(r"^output-rs(\d+)\.jsonl$")
+# sgl-eval names a run sgl_eval_<bench>_<%Y%m%d-%H%M%S> (or a uuid hex as the stamp).
+RUN_DIR = re.compile(r"^sgl_eval_(?P<bench>.+?)(?:_(?:\d{8}-\d{6}|[0-9a-f]{32}))?$")
+# The binary per-sample score, first key present wins.
+SCORE_KEYS: tuple[str, ...] = ("symbolic_correct", "is_correct")
+
+
+def is_sgl_eval(path: Path) -> bool:
+    """A run directory or one of its repeat files (anything else is our own run file)."""
+    return path.is_dir() or REPEAT_FILE.match(path.name) is not None
+
+
+def repeat_of(path: Path) -> int:
+    """``output-rs3.jsonl`` -> 3."""
+    match = REPEAT_FILE.match(path.name)
+    if match is None:
+        raise RunFileError(f"{path}: not an sgl-eval repeat file (output-rs<k>.jsonl)")
+    return int(match.group(1))
+
+
+def load_sgl_eval(path: Path, allow_partial: bool) -> dict[int, LoadedRun]:
+    """Every repeat of a run directory, or the one repeat a file names, by repeat number."""
+    run_dir = path if path.is_dir() else path.parent
+    if not path.exists():
+        raise RunFileError(f"{path}: no such file")
+    candidates = run_dir.glob("output-rs*.jsonl") if path.is_dir() else [path]
+    files = sorted((f for f in candidates if REPEAT_FILE.match(f.name)), key=repeat_of)
+    if not files:
+        raise RunFileError(
+            f"{path}: no output-rs<k>.jsonl in this directory; give an sgl-eval run directory "
+            "(sgl_eval_<bench>_<stamp>/, written with per-sample predictions) or a run file"
+        )
+    complete = _finished(run_dir, allow_partial)
+    bench = _benchmark(run_dir)
+    return {repeat_of(file): _load_repeat(file, bench, complete) for file in files}
+
+
+def _finished(run_dir: Path, allow_partial: bool) -> bool:
+    """Whether metrics.json says the run ended normally; refuses a partial run unless
+    ``allow_partial``."""
+    metrics_path = run_dir / "metrics.json"
+    try:
+        metrics = loads_json(metrics_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        problem = "has no metrics.json (sgl-eval writes it when a run ends; was it killed?)"
+    except (OSError, ValueError) as exc:
+        raise RunFileError(f"{metrics_path}: not readable JSON ({exc})") from None
+    else:
+        if not isinstance(metrics, dict):
+            raise RunFileError(f"{metrics_path}: not a JSON object; not an sgl-eval metrics file")
+        if metrics.get("partial") is not True:
+            return True
+        problem = "is a partial run (metrics.json says partial: true: it was stopped early)"
+    if not allow_partial:
+        raise RunFileError(
+            f"{run_dir} {problem}; its samples are not the whole benchmark, so comparing it "
+            "could mislead: rerun it, or pass --allow-partial to compare the samples it has"
+        )
+    return False
+
+
+def _benchmark(run_dir: Path) -> str:
+    """The benchmark name from ``sgl_eval_<bench>_<stamp>``: the table's subject column."""
+    match = RUN_DIR.match(run_dir.name)
+    return match.group("bench") if match else "all"
+
+
+def _load_repeat(path: Path, bench: str, complete: bool) -> LoadedRun:
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except OSError as exc:
+        raise RunFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    records: dict[str, Mapping[str, Any]] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            sample = loads_json(line)
+        except ValueError as exc:
+            if number == len(lines) and not complete:
+                break  # the line a stopped run was writing
+            raise RunFileError(f"{path}:{number}: not a JSON line ({exc})") from None
+        record = _record(path, number, sample, bench)
+        if record["id"] in records:
+            raise RunFileError(f"{path}:{number}: duplicate id {record['id']!r} in one repeat")
+        records[record["id"]] = record
+    return LoadedRun(str(path), records, complete)
+
+
+def _record(path: Path, number: int, sample: object, bench: str) -> dict[str, Any]:
+    """One scored sample as a compare record: id, subject and whether it was right."""
+    where = f"{path}:{number}"
+    if not isinstance(sample, dict):
+        raise RunFileError(f"{where}: not a JSON object; not an sgl-eval sample line")
+    qid = sample.get("id")
+    if isinstance(qid, bool) or not isinstance(qid, (str, int)):
+        raise RunFileError(
+            f'{where}: no string or integer "id"; compare pairs samples by id (sgl-eval '
+            "writes one per sample)"
+        )
+    key = next((k for k in SCORE_KEYS if k in sample), None)
+    score = sample.get(key) if key else None
+    if isinstance(score, bool) or score in (0, 1):
+        correct = bool(score)
+    else:
+        raise RunFileError(
+            f"{where}: no binary score ({' or '.join(SCORE_KEYS)}: true/false); compare "
+            "needs right/wrong per sample, which benchmarks scored another way do not give"
+        )
+    subject = sample.get("subject")
+    return {
+        "id": str(qid),
+        "subject": subject if isinstance(subject, str) and subject else bench,
+        "correct": correct,
+    }
+
+
+def _side(path: Path, allow_partial: bool) -> dict[int, LoadedRun] | LoadedRun:
+    """A repeat-numbered sgl-eval side, or our own run file."""
+    return load_sgl_eval(path, allow_partial) if is_sgl_eval(path) else load_run(path)
+
+
+def paired_runs(
+    path_a: Path, path_b: Path, allow_partial: bool = False
+) -> list[tuple[LoadedRun, LoadedRun]]:
+    """What ``compare`` tests: one pair, or one pair per repeat (rs<k> with rs<k>).
+
+    Two sgl-eval directories with the same repeats pair repeat by repeat; a side with
+    several repeats against a single run is refused, naming the files to pick from.
+    """
+    a, b = _side(path_a, allow_partial), _side(path_b, allow_partial)
+    if isinstance(a, LoadedRun) and isinstance(b, LoadedRun):
+        return [(a, b)]
+    repeats_a = a if isinstance(a, dict) else {0: a}
+    repeats_b = b if isinstance(b, dict) else {0: b}
+    if len(repeats_a) == len(repeats_b) == 1:
+        return [(next(iter(repeats_a.values())), next(iter(repeats_b.values())))]
+    if isinstance(a, dict) and isinstance(b, dict) and set(a) == set(b):
+        return [(a[k], b[k]) for k in sorted(a)]
+    raise RunFileError(
+        f"A has {_repeats_text(repeats_a)} and B {_repeats_text(repeats_b)}: compare pairs "
+        "two sgl-eval directories repeat by repeat only when both hold the same repeats; "
+        f"name one file per side instead (e.g. {_example(path_a, repeats_a)})"
+    )
+
+
+def _repeats_text(repeats: dict[int, LoadedRun]) -> str:
+    return f"{len(repeats)} repeat(s) ({', '.join(f'rs{k}' for k in sorted(repeats))})"
+
+
+def _example(path: Path, repeats: dict[int, LoadedRun]) -> str:
+    return next(iter(repeats.values())).label if path.is_dir() else str(path)
