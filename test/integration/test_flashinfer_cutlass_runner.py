@@ -318,7 +318,9 @@ def test_plugin_wrapper_prescales_top1_before_sglangs_function(
     assert torch.equal(call["input"], scaled)
 
 
-@pytest.mark.parametrize("weights_dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize(
+    "weights_dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"]
+)
 def test_plugin_wrapper_hands_float32_final_scales(
     sglang_moe: Any, plugin_wrapped: dict, weights_dtype: torch.dtype
 ) -> None:

@@ -194,7 +194,9 @@ def test_outgrown_unit_scale_buffers_stay_alive() -> None:
     assert torch.equal(grown, torch.ones_like(grown))
 
 
-@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float64])
+@pytest.mark.parametrize(
+    "dtype", [torch.bfloat16, torch.float16, torch.float64], ids=["bf16", "fp16", "fp64"]
+)
 def test_final_scales_are_cast_to_float32(dtype: torch.dtype) -> None:
     """The FlashInfer binding takes only float32 ``token_final_scales``."""
     weights = (torch.rand(5, 2, generator=torch.Generator().manual_seed(7)) + 0.1).to(dtype)
