@@ -9,6 +9,7 @@ covered end to end in fresh processes (``test_gemma4_root_cause.py``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import pickle
 from collections.abc import Iterator
@@ -364,10 +365,11 @@ def test_every_fp8_kv_cache_dtype_of_this_sglang_counts_as_fp8(
     for choice in explicit:
         assert kv_cache_is_fp8(choice, None) is fp8_family(choice), choice
         decisions.clear()
-        try:
+        # SGLang may refuse a cache on this simulated GPU (0.5.23: nvfp4, 0.5.13: fp4_e2m1),
+        # after the rule read it or before; what the rule read is checked either way.
+        with contextlib.suppress(ValueError, RuntimeError):
             resolved(GEMMA4_NVFP4_MOE, "sm100", kv_cache_dtype=choice)
-        except ValueError:  # SGLang refuses this cache here; the rule's reading is above
-            continue
-        read_as[choice] = {facts.kv_cache_fp8 for facts, _ in decisions}
-    assert read_as, "SGLang resolved none of its KV-cache dtypes"
+        if decisions:
+            read_as[choice] = {facts.kv_cache_fp8 for facts, _ in decisions}
+    assert {choice for choice in explicit if fp8_family(choice)} <= set(read_as)
     assert read_as == {choice: {fp8_family(choice)} for choice in read_as}
