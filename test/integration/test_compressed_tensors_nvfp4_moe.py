@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import inspect
 import json
 import weakref
 from typing import Any
@@ -64,6 +65,12 @@ def load_unit_scaled_weights(layer: torch.nn.Module, seed: int) -> tuple[torch.T
     return w13, w2
 
 
+def builds_flashinfer_cutlass_runner(scheme_cls: type) -> bool:
+    """Whether the scheme's own ``create_moe_runner`` can build the FlashInfer CUTLASS runner
+    (read from SGLang's source, through the plugin's hook)."""
+    return "FLASHINFER_CUTLASS" in inspect.getsource(scheme_cls.create_moe_runner)
+
+
 class CompressedTensorsLayer:
     """One Llama 4 MoE layer as SGLang builds it from a compressed-tensors NVFP4 checkpoint."""
 
@@ -98,6 +105,12 @@ class CompressedTensorsLayer:
         runner = getattr(self.scheme, "runner", None)
         backend = getattr(runner, "runner_backend", None)
         if backend is None or not backend.is_flashinfer_cutlass():
+            # Only a scheme that cannot build that runner at all may skip (0.5.15.post1's
+            # runs SGLang's own CUTLASS kernel on a triton runner and honours the flag).
+            assert not builds_flashinfer_cutlass_runner(type(self.scheme)), (
+                "this SGLang's compressed-tensors NVFP4 MoE scheme builds the FlashInfer "
+                f"CUTLASS runner, but not on a simulated SM120 Llama 4 (runner: {backend})"
+            )
             pytest.skip(
                 "not applicable: this SGLang's compressed-tensors NVFP4 MoE scheme does not run "
                 f"on the FlashInfer CUTLASS MoE runner (runner: {backend})"

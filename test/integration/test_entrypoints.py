@@ -29,13 +29,19 @@ FORCED = {"SGLANG_NVFP4_PATCHES_FORCE": "gemma4-attention"}
 
 # 0.5.12.post1's engine module imports sgl_kernel ops at import time; the overlay runs on the
 # primary environment's sgl_kernel, which cannot load them without a GPU (README: overlays).
+# Only there is this an expected gap; on any other release the same failure fails the test.
 NO_CPU_KERNELS = "Could not load any common_ops library"
+NO_CPU_KERNELS_RELEASE = "0.5.12.post1"
 
 
 class Started(dict):
     def __getitem__(self, entry: str) -> tuple[dict, str]:
         done = super().__getitem__(entry)
-        if done.returncode != 0 and NO_CPU_KERNELS in done.stderr:
+        if (
+            done.returncode != 0
+            and NO_CPU_KERNELS in done.stderr
+            and installed_sglang() == NO_CPU_KERNELS_RELEASE
+        ):
             pytest.skip(f"SGLang {installed_sglang()}'s {entry} does not import on CPU here")
         assert done.returncode == 0, f"{entry}: {done.stderr[-3000:]}"
         (line,) = [x for x in done.stdout.splitlines() if x.startswith("STATE ")]

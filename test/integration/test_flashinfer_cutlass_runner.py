@@ -259,3 +259,120 @@ def test_a_dropped_layer_and_its_config_are_collected(sglang_moe: Any) -> None:
     del layer, config
     gc.collect()
     assert layer_ref() is None and config_ref() is None
+
+
+# ---------------------------------------------------------------- the plugin's own wrapper
+# From 0.5.21 SGLang pre-scales top-1 itself and the plugin leaves its registry alone, so the
+# tests above check SGLang's pre-scale there. These wrap SGLang's real registered functions
+# with the plugin's wrapper on every release, recording what the wrapper hands them.
+
+SGLANGS_OWN = {
+    patch.STANDARD_DISPATCH: "fused_experts_none_to_flashinfer_cutlass",
+    patch.FLASHINFER_A2A: "fused_experts_flashinfer_to_flashinfer_cutlass",
+}
+
+
+class Handed:
+    """SGLang's own fused function, recording what it is handed before running it."""
+
+    def __init__(self, sglang_func: Any) -> None:
+        self.sglang_func = sglang_func
+        self.calls: list[tuple[Any, bool]] = []
+
+    def __call__(self, dispatch_output: Any, quant_info: Any, config: Any) -> Any:
+        self.calls.append((dispatch_output, config.apply_router_weight_on_input))
+        return self.sglang_func(dispatch_output, quant_info, config)
+
+
+@pytest.fixture
+def plugin_wrapped(sglang_moe: Any, monkeypatch: pytest.MonkeyPatch) -> dict[Any, Handed]:
+    """The registry holds the plugin's wrapper around SGLang's own functions, on any release."""
+    from sglang.srt.layers.moe.moe_runner.base import FusedOpPool
+
+    runner = importlib.import_module(patch.RUNNER_MODULE)
+    remedies = patch.prequantized_remedies()
+    handed = {}
+    for key, name in SGLANGS_OWN.items():
+        handed[key] = Handed(getattr(runner, name))
+        wrapper = patch.honour_router_weight_on_input(handed[key], remedies[key])
+        monkeypatch.setitem(FusedOpPool._fused_funcs, key, wrapper)
+    return handed
+
+
+@pytest.mark.parametrize(
+    ("dtype", "tolerance"), [(torch.float32, 1e-5), (torch.bfloat16, 1e-2)], ids=["fp32", "bf16"]
+)
+def test_plugin_wrapper_prescales_top1_before_sglangs_function(
+    sglang_moe: Any, plugin_wrapped: dict, dtype: torch.dtype, tolerance: float
+) -> None:
+    batch = make_batch(sglang_moe, tokens=9, top_k=1, dtype=dtype, seed=3)
+    out = run(sglang_moe, batch, runner_config(sglang_moe, 1, on_input=True))
+    torch.testing.assert_close(out, llama4_semantics(batch), rtol=tolerance, atol=tolerance)
+    # SGLang's function gets the scaled input, unit float32 scales and no flag: its own
+    # pre-scale (0.5.21+) has nothing left to do, so the result above is the plugin's.
+    ((dispatched, flag),) = plugin_wrapped[patch.STANDARD_DISPATCH].calls
+    scaled = batch["x"] * batch["weights"].to(dtype)
+    assert flag is False
+    assert torch.equal(dispatched.hidden_states, scaled)
+    weights = dispatched.topk_output.topk_weights
+    assert weights.dtype == torch.float32 and torch.equal(weights, torch.ones(9, 1))
+    (call,) = sglang_moe.kernel.calls
+    assert torch.equal(call["input"], scaled)
+
+
+@pytest.mark.parametrize(
+    "weights_dtype", [torch.bfloat16, torch.float16, torch.float32], ids=["bf16", "fp16", "fp32"]
+)
+def test_plugin_wrapper_hands_float32_final_scales(
+    sglang_moe: Any, plugin_wrapped: dict, weights_dtype: torch.dtype
+) -> None:
+    batch = make_batch(sglang_moe, tokens=7, top_k=2, dtype=torch.bfloat16, seed=4)
+    batch["weights"] = batch["weights"].to(weights_dtype)
+    out = run(sglang_moe, batch, runner_config(sglang_moe, 2, on_input=False))
+    ((dispatched, flag),) = plugin_wrapped[patch.STANDARD_DISPATCH].calls
+    weights = dispatched.topk_output.topk_weights
+    assert flag is False and weights.dtype == torch.float32
+    assert torch.equal(weights, batch["weights"].float())
+    if weights_dtype == torch.float32:
+        assert weights is batch["weights"]  # already float32: handed on as is
+    assert torch.equal(dispatched.hidden_states, batch["x"])
+    torch.testing.assert_close(out, output_weighted_semantics(batch), rtol=1e-2, atol=1e-2)
+
+
+def test_plugin_wrapper_refuses_top2_with_its_own_message(
+    sglang_moe: Any, plugin_wrapped: dict
+) -> None:
+    batch = make_batch(sglang_moe, tokens=4, top_k=2, dtype=torch.bfloat16)
+    with pytest.raises(TopKNotOneError, match=r"topk_weights of shape \(4, 2\)") as refused:
+        run(sglang_moe, batch, runner_config(sglang_moe, 2, on_input=True))
+    assert "top-1" in str(refused.value) and "--moe-runner-backend" in str(refused.value)
+    assert plugin_wrapped[patch.STANDARD_DISPATCH].calls == [] and sglang_moe.kernel.calls == []
+
+
+@pytest.mark.parametrize(
+    ("key", "switch"),
+    [
+        (patch.STANDARD_DISPATCH, "--disable-flashinfer-cutlass-moe-fp4-allgather"),
+        (patch.FLASHINFER_A2A, "SGLANG_MOE_NVFP4_DISPATCH=0"),
+    ],
+    ids=["fp4-allgather", "a2a-nvfp4-dispatch"],
+)
+def test_plugin_wrapper_refuses_prequantized_activations_naming_the_switch(
+    sglang_moe: Any, plugin_wrapped: dict, key: tuple, switch: str
+) -> None:
+    from sglang.srt.environ import envs
+    from sglang.srt.layers.moe.moe_runner.base import FusedOpPool
+
+    batch = make_batch(sglang_moe, tokens=4, top_k=1, dtype=torch.bfloat16)
+    scale = torch.ones(4, HIDDEN // 16, dtype=torch.uint8)
+    quant_info = sglang_moe.QuantInfo(
+        quant_type="bf16", w13_weight=batch["w13"], w2_weight=batch["w2"]
+    )
+    config = runner_config(sglang_moe, 1, on_input=True)
+    with pytest.raises(PreQuantizedActivationsError, match="quantized before dispatch") as refused:
+        FusedOpPool._fused_funcs[key](dispatch(sglang_moe, batch, scale=scale), quant_info, config)
+    assert switch in str(refused.value)
+    # the switch named is one this SGLang really has
+    assert hasattr(sglang_moe.server_args, "disable_flashinfer_cutlass_moe_fp4_allgather")
+    assert hasattr(envs, "SGLANG_MOE_NVFP4_DISPATCH")
+    assert plugin_wrapped[key].calls == [] and sglang_moe.kernel.calls == []

@@ -9,6 +9,7 @@ covered end to end in fresh processes (``test_gemma4_root_cause.py``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import pickle
 from collections.abc import Iterator
@@ -18,7 +19,13 @@ from types import SimpleNamespace
 import pytest
 
 from sglang_nvfp4_patches import server_args_gemma4_default as gemma4
-from sglang_nvfp4_patches.gemma4_attention_rule import Gemma4Mode
+from sglang_nvfp4_patches.gemma4_attention_rule import (
+    Gemma4Action,
+    Gemma4Decision,
+    Gemma4Facts,
+    Gemma4Mode,
+    kv_cache_is_fp8,
+)
 from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
 from sglang_nvfp4_patches.server_args_gemma4_default import facts as rule_state
 from sglang_nvfp4_patches.sglang_resolution import resolve
@@ -36,6 +43,9 @@ from support.release import installed_sglang
 pytestmark = pytest.mark.release_matrix
 
 GPUS = sorted(GPU_PROFILES)
+# The one release whose scheduler module cannot be imported on this CPU machine (its overlay
+# runs on the primary environment's sgl_kernel); anywhere else that import must work.
+NO_CPU_SCHEDULER_RELEASE = "0.5.12.post1"
 SM10X = {"sm100", "sm103"}
 FLAGS = [
     {},
@@ -275,6 +285,8 @@ def test_scheduler_warns_once_about_a_record_resolved_before_plugins(
     try:
         import sglang.srt.managers.scheduler as scheduler_module
     except ImportError as error:  # 0.5.12.post1 needs its own sgl_kernel build for this
+        if installed_sglang() != NO_CPU_SCHEDULER_RELEASE:
+            raise
         pytest.skip(f"SGLang {installed_sglang()}'s scheduler does not import on CPU: {error}")
     scheduler_cls = scheduler_module.Scheduler
     assert any(
@@ -289,3 +301,75 @@ def test_scheduler_warns_once_about_a_record_resolved_before_plugins(
     ):
         scheduler_cls(bypassed, None)
     assert len(our_records(caplog, logging.WARNING)) == int(acts)
+
+
+@pytest.fixture
+def decisions(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Gemma4Facts, Gemma4Decision]]:
+    """Every decision the installed rule takes during the test, with the facts it read (all
+    layouts decide through ``facts.decide_and_log``)."""
+    seen: list[tuple[Gemma4Facts, Gemma4Decision]] = []
+    decide = rule_state.decide_and_log
+
+    def recording(facts: Gemma4Facts, model_path: str) -> Gemma4Decision:
+        decision = decide(facts, model_path)
+        seen.append((facts, decision))
+        return decision
+
+    monkeypatch.setattr(rule_state, "decide_and_log", recording)
+    return seen
+
+
+@pytest.mark.parametrize("mode", ["forced"], indirect=True)
+@pytest.mark.parametrize("gpu", ["sm90", "sm120"])
+def test_forced_rule_leaves_sm90_and_sm120_to_sglang(
+    mode: Gemma4Mode, gpu: str, decisions: list, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Absolute, not patched == unpatched (SGLang itself picks triton off SM10X): the rule
+    was asked, decided to leave SGLang alone, and said nothing."""
+    sglang_own = resolved(GEMMA4_NVFP4_MOE, gpu, patched=False)
+    assert decisions == []  # suspended: SGLang's answer without any rule
+    with caplog.at_level(logging.INFO, logger="sglang_nvfp4_patches"):
+        patched = resolved(GEMMA4_NVFP4_MOE, gpu)
+    assert decisions, "the forced rule was never consulted"
+    for facts, decision in decisions:
+        assert facts.compute_capability_major is None  # SGLang's SM10X probe said no
+        assert decision.action is Gemma4Action.LEAVE and decision.warning is None
+        assert "not Gemma 4 NVFP4 MoE on SM10X" in decision.reason
+    assert our_records(caplog, logging.INFO) == our_records(caplog, logging.WARNING) == []
+    assert patched["attention_backend"] == sglang_own["attention_backend"]
+    assert patched == sglang_own
+    # and the same rule does act on SM10X, so the recording above is not vacuous
+    decisions.clear()
+    assert resolved(GEMMA4_NVFP4_MOE, "sm100")["attention_backend"] == "triton"
+    assert [d.action for _, d in decisions] == [Gemma4Action.USE_TRITON] * len(decisions)
+    assert decisions
+
+
+def fp8_family(kv_cache_dtype: str) -> bool:
+    """Reference: a KV cache stored as 8-bit floats (plain or MX-scaled E4M3/E5M2)."""
+    return "fp8" in kv_cache_dtype.lower()
+
+
+@pytest.mark.parametrize("mode", ["forced"], indirect=True)
+def test_every_fp8_kv_cache_dtype_of_this_sglang_counts_as_fp8(
+    mode: Gemma4Mode, decisions: list
+) -> None:
+    """The choices are read from SGLang's own ``--kv-cache-dtype`` (0.5.20+ add ``mxfp8``),
+    each is resolved by SGLang on SM100, and the rule must have read it as SGLang stores it."""
+    from sglang_nvfp4_patches.sglang_resolution import server_arg_choices
+
+    choices = server_arg_choices()["kv_cache_dtype"]
+    explicit = [choice for choice in choices if choice != "auto"]
+    assert any(map(fp8_family, explicit)) and not all(map(fp8_family, explicit))
+    read_as: dict[str, object] = {}
+    for choice in explicit:
+        assert kv_cache_is_fp8(choice, None) is fp8_family(choice), choice
+        decisions.clear()
+        # SGLang may refuse a cache on this simulated GPU (0.5.23: nvfp4, 0.5.13: fp4_e2m1),
+        # after the rule read it or before; what the rule read is checked either way.
+        with contextlib.suppress(ValueError, RuntimeError):
+            resolved(GEMMA4_NVFP4_MOE, "sm100", kv_cache_dtype=choice)
+        if decisions:
+            read_as[choice] = {facts.kv_cache_fp8 for facts, _ in decisions}
+    assert {choice for choice in explicit if fp8_family(choice)} <= set(read_as)
+    assert read_as == {choice: {fp8_family(choice)} for choice in read_as}

@@ -8,6 +8,7 @@ fresh interpreter stands before it can load plugins.
 
 from __future__ import annotations
 
+import importlib
 import json
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -15,7 +16,10 @@ from pathlib import Path
 import pytest
 
 from support.forkserver import run_python
+from support.sglang_cpu import RUNNER_MODULE, needs_runner_module
 
+# SGLang's own top-1 pre-scale in its runner (0.5.21+), as the runner module names it.
+UPSTREAM_PRESCALE = "_prescale_router_weight_on_input"
 PROBE = Path(__file__).resolve().parents[1] / "support" / "plugin_state_probe.py"
 GEMMA4_ARCHS = {
     "Gemma4ForConditionalGeneration",
@@ -64,7 +68,29 @@ def test_fresh_process_gets_every_hook_from_load_plugins() -> None:
     if state["runner_prescale_upstream"]:
         assert state["runner_funcs_are_sglangs_own"]  # inert: SGLang's own objects
     else:
-        assert state["runner_funcs_patched"]
+        assert_runner_wrapped(state)
+
+
+def assert_runner_wrapped(state: dict) -> None:
+    """The registry holds the plugin's wrappers around SGLang's own fused functions, and they
+    refuse top-2 with the plugin's error before SGLang's function (or a kernel) is reached."""
+    assert state["runner_funcs_patched"]
+    assert state["runner_funcs_wrap_sglangs_own"]
+    assert not state["runner_funcs_are_sglangs_own"]
+    assert state["runner_funcs_refuse_top2_with"] == ["TopKNotOneError"]
+
+
+@pytest.mark.release_matrix
+@needs_runner_module()
+def test_runner_is_wrapped_where_sglang_has_no_prescale_of_its_own() -> None:
+    """On a release with SGLang's own pre-scale it is hidden first (as a release without it
+    would be): the patcher must then really wrap the registered functions."""
+    runner = importlib.import_module(RUNNER_MODULE)
+    upstream = f"{RUNNER_MODULE}:{UPSTREAM_PRESCALE}"
+    state, stderr = probe(*(("--without", upstream) if hasattr(runner, UPSTREAM_PRESCALE) else ()))
+    assert not state["runner_prescale_upstream"]
+    assert_runner_wrapped(state)
+    assert our_log_lines(stderr, "ERROR") == []
 
 
 def test_loading_three_times_installs_once() -> None:

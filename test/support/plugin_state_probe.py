@@ -3,7 +3,8 @@
 No test monkeypatching: this reads SGLang's own registries and classes after
 ``sglang.srt.plugins.load_plugins()``. ``--load-times N`` calls the loader N times,
 ``--register-times N`` calls our ``register`` N more times, and ``--without MODULE:NAME``
-deletes one SGLang attribute first, standing in for a release that lacks it (fail-safe path).
+deletes one SGLang attribute first, standing in for a release that lacks it (a missing seam:
+the fail-safe path; SGLang's own runner pre-scale: the path where the plugin wraps the runner).
 """
 
 from __future__ import annotations
@@ -12,6 +13,32 @@ import argparse
 import importlib
 import json
 import logging
+from collections.abc import Callable
+from typing import Any
+
+
+def refusal_of(fused_func: Callable[..., Any]) -> str:
+    """What a registered fused function raises for Llama 4's flag with top-2 routing: the
+    refusal comes before any kernel call, so nothing GPU-bound runs."""
+    import torch
+    from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
+    from sglang.srt.layers.moe.topk import StandardTopKOutput
+
+    from sglang_nvfp4_patches.moe_layer_probe import llama4_runner_config
+
+    topk = StandardTopKOutput(
+        topk_weights=torch.ones(2, 2),
+        topk_ids=torch.zeros(2, 2, dtype=torch.int32),
+        router_logits=torch.zeros(2, 4),
+    )
+    dispatch = StandardDispatchOutput(
+        hidden_states=torch.ones(2, 64), hidden_states_scale=None, topk_output=topk
+    )
+    try:
+        fused_func(dispatch, None, llama4_runner_config(4, 64, 32, top_k=2))
+    except Exception as error:
+        return type(error).__name__
+    return "nothing"
 
 
 def main() -> None:
@@ -75,12 +102,17 @@ def main() -> None:
 
     create = modelopt.ModelOptNvFp4FusedMoEMethod.__dict__["create_moe_runner"]
     funcs = FusedOpPool._fused_funcs
+    own = {
+        ("none", "flashinfer_cutlass"): runner.fused_experts_none_to_flashinfer_cutlass,
+        ("flashinfer", "flashinfer_cutlass"): runner.fused_experts_flashinfer_to_flashinfer_cutlass,
+    }
     state.update(
         {
-            "runner_funcs_are_sglangs_own": funcs[("none", "flashinfer_cutlass")]
-            is runner.fused_experts_none_to_flashinfer_cutlass
-            and funcs[("flashinfer", "flashinfer_cutlass")]
-            is runner.fused_experts_flashinfer_to_flashinfer_cutlass,
+            "runner_funcs_are_sglangs_own": all(funcs[k] is f for k, f in own.items()),
+            "runner_funcs_wrap_sglangs_own": all(
+                getattr(funcs[k], "__wrapped__", None) is f for k, f in own.items()
+            ),
+            "runner_funcs_refuse_top2_with": sorted({refusal_of(funcs[k]) for k in own}),
             "runner_funcs_patched": all(
                 getattr(funcs[k], PATCHED_MARK, False)
                 for k in (("none", "flashinfer_cutlass"), ("flashinfer", "flashinfer_cutlass"))

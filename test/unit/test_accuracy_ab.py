@@ -3,12 +3,14 @@ for ``python -m sglang.launch_server`` (``accuracy_support.fake_server`` run as 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,12 +27,18 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *sys.path])
 
 
 @pytest.fixture
-def setup(tmp_path: Path) -> tuple[Path, Path, dict[str, WrittenQuestion]]:
-    """An MMLU csv folder and the fake model: a JSON answer key named by --model-path."""
+def setup(tmp_path: Path) -> Iterator[tuple[Path, Path, dict[str, WrittenQuestion]]]:
+    """An MMLU csv folder and the fake model: a JSON answer key named by --model-path.
+
+    Every process naming the key (``ab``, its servers, their SIGINT-ignoring workers) is
+    killed when the test ends, so a failing assertion leaves nothing running."""
     questions = write_dataset(tmp_path / "mmlu", SIZES)
     key = tmp_path / "fake-model.json"
     key.write_text(json.dumps({qid: q.answer for qid, q in questions.items()}))
-    return tmp_path / "mmlu", key, questions
+    yield tmp_path / "mmlu", key, questions
+    for survivor in _survivors(key):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(survivor.split(":")[0]), signal.SIGKILL)
 
 
 def _command(data: Path, key: Path, out: Path, *extra: str, launcher: str = "") -> list[str]:

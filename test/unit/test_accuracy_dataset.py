@@ -141,11 +141,12 @@ def test_cli_reports_malformed_data_with_exit_2(
     path = _write(tmp_path / "test" / "s_test.csv", "ok,a,b,c,d,A\nbad,a,b,c,d,Z\n")
     _write(tmp_path / "dev" / "s_dev.csv", "q,a,b,c,d,A\n" * 5)
     # Nothing listens on the URL: the data error must come before any request.
+    out = tmp_path / "x.json"
     code = main(
-        ["run", "--base-url", "http://127.0.0.1:9", "--data", str(tmp_path), "--out", "x.json"]
+        ["run", "--base-url", "http://127.0.0.1:9", "--data", str(tmp_path), "--out", str(out)]
     )
     err = capsys.readouterr().err
-    assert code == 2
+    assert code == 2 and not out.exists()
     assert f"error: {path}:2: answer must be one of" in err
     assert "Traceback" not in err
 

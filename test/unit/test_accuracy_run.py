@@ -55,6 +55,17 @@ def server(dataset: tuple[Path, dict[str, WrittenQuestion]]) -> Iterator[FakeSer
         yield srv
 
 
+@pytest.fixture
+def started() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Processes the test starts: any still running when it ends, pass or fail, is killed."""
+    processes: list[subprocess.Popen[bytes]] = []
+    yield processes
+    for proc in processes:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
 def _run(server: FakeServer, data: Path, out: Path, *extra: str) -> int:
     argv = ["run", "--base-url", server.url, "--data", str(data), "--out", str(out)]
     return main([*argv, "--parallel", "4", "--backoff", "0.01", "--no-progress", *extra])
@@ -288,7 +299,10 @@ def test_resume_refuses_answers_from_other_settings(
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
 def test_resume_after_kill_loses_and_repeats_nothing(
-    sig: signal.Signals, dataset: tuple[Path, dict[str, WrittenQuestion]], tmp_path: Path
+    sig: signal.Signals,
+    dataset: tuple[Path, dict[str, WrittenQuestion]],
+    tmp_path: Path,
+    started: list[subprocess.Popen[bytes]],
 ) -> None:
     """SIGKILL: nothing can run on the way out; SIGINT: Ctrl-C, the clean path."""
     root = dataset[0].parent / "resume"
@@ -304,6 +318,7 @@ def test_resume_after_kill_loses_and_repeats_nothing(
             *("--parallel", "2", "--no-progress"),
         ]
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        started.append(proc)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and proc.poll() is None:
             if partial.exists() and partial.read_bytes().count(b"\n") > 20:

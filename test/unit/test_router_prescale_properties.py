@@ -16,6 +16,7 @@ from sglang_nvfp4_patches.router_weight_prescale import (
     PreQuantizedActivationsError,
     RouterWeightOnInputError,
     TopKNotOneError,
+    as_float32_final_scales,
     prescale_router_weight_on_input,
     unit_final_scales,
 )
@@ -191,3 +192,21 @@ def test_outgrown_unit_scale_buffers_stay_alive() -> None:
     assert grown._base is not old_ref()
     assert torch.equal(old_ref(), torch.ones_like(old_ref()))
     assert torch.equal(grown, torch.ones_like(grown))
+
+
+@pytest.mark.parametrize(
+    "dtype", [torch.bfloat16, torch.float16, torch.float64], ids=["bf16", "fp16", "fp64"]
+)
+def test_final_scales_are_cast_to_float32(dtype: torch.dtype) -> None:
+    """The FlashInfer binding takes only float32 ``token_final_scales``."""
+    weights = (torch.rand(5, 2, generator=torch.Generator().manual_seed(7)) + 0.1).to(dtype)
+    before = weights.clone()
+    cast = as_float32_final_scales(weights)
+    assert cast.dtype == torch.float32 and cast.shape == (5, 2)
+    assert torch.equal(cast, torch.tensor(weights.tolist(), dtype=torch.float32))
+    assert weights.dtype == dtype and torch.equal(weights, before)  # the input is untouched
+
+
+def test_float32_final_scales_are_handed_on_as_they_are() -> None:
+    weights = torch.rand(5, 1)
+    assert as_float32_final_scales(weights) is weights
