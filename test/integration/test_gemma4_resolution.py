@@ -356,9 +356,13 @@ def test_every_fp8_kv_cache_dtype_of_this_sglang_counts_as_fp8(
 ) -> None:
     """The choices are read from SGLang's own ``--kv-cache-dtype`` (0.5.20+ add ``mxfp8``),
     each is resolved by SGLang on SM100, and the rule must have read it as SGLang stores it."""
-    from sglang_nvfp4_patches.sglang_resolution import server_arg_choices
+    import argparse
 
-    choices = server_arg_choices()["kv_cache_dtype"]
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser(add_help=False)
+    ServerArgs.add_cli_args(parser)  # the launcher's own parser, choices and all
+    (choices,) = [a.choices for a in parser._actions if a.dest == "kv_cache_dtype"]
     explicit = [choice for choice in choices if choice != "auto"]
     assert any(map(fp8_family, explicit)) and not all(map(fp8_family, explicit))
     read_as: dict[str, object] = {}
