@@ -44,7 +44,6 @@ _FLAG_FILLER = frozenset({"is", "use", "uses", "has"})
 _OTHER_DTYPE = re.compile(
     r"(torch\.)?(bfloat16|float16|half|float32|float|bf16|fp16|fp32|uint8|int8|.*fp4.*|float4.*)"
 )
-_KV_DTYPE_ATTRS = frozenset({"data_type", "kv_data_type", "kv_dtype", "kv_cache_dtype"})
 
 
 class KvScaleHandoff(enum.Enum):
@@ -117,12 +116,14 @@ def _has(value: Value, kind: Kind) -> bool:
     return any(origin.kind is kind for origin in _flatten(value))
 
 
-def _as_fallback(value: Value) -> Value:
+def _as_fallback(value: Value, opaque_too: bool = False) -> Value:
+    """Constants (and, where a test says the V scale is missing, anything else but the V
+    scale) used instead of a V scale are fallbacks, not drops."""
     if isinstance(value, Tup):
-        return Tup(tuple(_as_fallback(item) for item in value.items))
+        return Tup(tuple(_as_fallback(item, opaque_too) for item in value.items))
+    kinds = (Kind.CONSTANT, Kind.OPAQUE, Kind.PARAMETER) if opaque_too else (Kind.CONSTANT,)
     return frozenset(
-        Origin(Kind.FALLBACK, o.node, o.literal, o.note) if o.kind is Kind.CONSTANT else o
-        for o in value
+        Origin(Kind.FALLBACK, o.node, o.literal, o.note) if o.kind in kinds else o for o in value
     )
 
 
@@ -180,10 +181,13 @@ def _dtype_kind(node: ast.AST) -> Side:
 
 
 def _is_kv_dtype(node: ast.AST) -> bool:
-    parts = (_dotted(node) or "").split(".")
-    if parts[-1] in _KV_DTYPE_ATTRS:
-        return True
-    return parts[-1] == "dtype" and len(parts) > 1 and bool(re.search("kv|cache", parts[-2]))
+    """``self.data_type`` (SGLang's name for the KV-cache dtype in attention backends),
+    ``kv_cache_dtype``, ``self.kv_cache.dtype``...; never the query's or the output's."""
+    text = _dotted(node) or ""
+    last = text.rsplit(".", 1)[-1]
+    if not re.search("d(ata_?)?type", last) or re.match("(q|query|o|out|output|model)_", last):
+        return False
+    return last == "data_type" or bool(re.search("kv|cache", text))
 
 
 def _negate(sides: tuple[Side, Side]) -> tuple[Side, Side]:
@@ -300,8 +304,13 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 @dataclass
 class _Invocation:
-    returns: list[tuple[Value, bool]] = field(default_factory=list)  # (value, under a guard)
-    absent_depth: int = 0  # inside branches taken when the V scale is missing
+    returns: list[tuple[Value, str]] = field(default_factory=list)  # (value, _guard())
+    maybe_absent: int = 0  # inside branches of a test on the V scale (either side)
+    absent: int = 0  # inside branches taken when the V scale is missing
+
+    def guard(self) -> str:
+        return "absent" if self.absent else "maybe" if self.maybe_absent else ""
+
     loop_exits: list[Env] = field(default_factory=list)
 
 
@@ -345,7 +354,7 @@ class _Walker:
     def statement(self, node: ast.stmt, env: Env, run: _Invocation) -> Env | None:
         if isinstance(node, ast.Return):
             value = self.expr(node.value, env) if node.value else frozenset()
-            run.returns.append((value, run.absent_depth > 0))
+            run.returns.append((value, run.guard()))
             return None
         if isinstance(node, ast.Raise):
             return None
@@ -434,10 +443,12 @@ class _Walker:
             if off:
                 ends[side] = None
                 continue
-            entered = absent in (side, "both")
-            run.absent_depth += entered
+            maybe, definite = absent == "both", absent == side
+            run.maybe_absent += maybe
+            run.absent += definite
             ends[side] = self.block(body, env.copy(), run)
-            run.absent_depth -= entered
+            run.maybe_absent -= maybe
+            run.absent -= definite
         body_end, orelse_end = ends["body"], ends["orelse"]
         if guard and body_end is not None and orelse_end is not None:
             for side, mine, other in (
@@ -449,7 +460,7 @@ class _Walker:
                 for name, value in mine.names.items():
                     theirs = other.names.get(name, BOTTOM)
                     if value != theirs and _has(theirs, Kind.V_SCALE):
-                        mine.names[name] = _as_fallback(value)
+                        mine.names[name] = _as_fallback(value, absent == side)
         return _join_env(body_end, orelse_end)
 
     def loop(self, node: ast.For | ast.AsyncFor | ast.While, env: Env, run: _Invocation) -> Env:
@@ -545,8 +556,11 @@ class _Walker:
             return _combine([self.expr(node.operand, env)], node)
         if isinstance(node, ast.BoolOp):
             values = [self.expr(value, env) for value in node.values]
-            if isinstance(node.op, ast.Or) and any(_has(v, Kind.V_SCALE) for v in values):
-                return _join(*(_as_fallback(v) for v in values))
+            if isinstance(node.op, ast.Or):  # `v_scale or default`: default if v_scale is missing
+                seen = [_has(v, Kind.V_SCALE) for v in values]
+                if any(seen):
+                    first = seen.index(True)
+                    values[first + 1 :] = [_as_fallback(v, True) for v in values[first + 1 :]]
             return _join(*values)
         if isinstance(node, ast.Compare):
             return _join(*(self.expr(n, env) for n in (node.left, *node.comparators)))
@@ -576,9 +590,9 @@ class _Walker:
         if _has(self.test_value(node.test, env), Kind.V_SCALE):
             absent = _absent_side(node.test)
             if absent in ("body", "both") and _has(orelse, Kind.V_SCALE):
-                body = _as_fallback(body)
+                body = _as_fallback(body, absent == "body")
             if absent in ("orelse", "both") and _has(body, Kind.V_SCALE):
-                orelse = _as_fallback(orelse)
+                orelse = _as_fallback(orelse, absent == "orelse")
         return _join(body, orelse)
 
     def call(self, node: ast.Call, env: Env) -> Value:
@@ -733,9 +747,10 @@ class _Walker:
             self.block(fn.body, env, run)
         finally:
             self.stack.pop()
-        plain = [value for value, guarded in run.returns if not guarded]
+        plain = [value for value, guard in run.returns if not guard]
         if any(_has(value, Kind.V_SCALE) for value in plain):
-            return _join(*plain, *(_as_fallback(v) for v, guarded in run.returns if guarded))
+            guarded = [_as_fallback(v, g == "absent") for v, g in run.returns if g]
+            return _join(*plain, *guarded)
         return _join(*(value for value, _ in run.returns))
 
     # roots -----------------------------------------------------------------------------------
@@ -858,7 +873,7 @@ def analyse_backend_source(source: str, filename: str = "trtllm_mha_backend.py")
         kinds = {origin.kind for origin in origins}
         call = f"{SCALE_NAME} of {_callee(sink)}() l.{sink.lineno}"
         if Kind.CONSTANT in kinds or kinds == {Kind.FALLBACK}:
-            constant = _first(origins, Kind.CONSTANT, Kind.FALLBACK)
+            constant = _first(origins, Kind.CONSTANT if Kind.CONSTANT in kinds else Kind.FALLBACK)
             found[KvScaleHandoff.DROPPED].append(f"{call} is a constant: {read.where(constant)}")
         elif kinds & {Kind.OPAQUE, Kind.PARAMETER} or Kind.V_SCALE not in kinds:
             stuck = _first(origins, Kind.OPAQUE, Kind.PARAMETER)
