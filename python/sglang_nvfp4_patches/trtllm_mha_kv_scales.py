@@ -32,6 +32,8 @@ _MAX_DEPTH = 12  # helper calls followed into; deeper is "cannot follow"
 # arguments and no keyword leave it at its default, 1.0.
 _FIRST_SCALE_POSITION = 7
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_CALLED = re.compile(r"(?<!def )(?<![\w])([A-Za-z_]\w*)\s*\(")
+_REFERENCED = re.compile(r"(?<![\w])([A-Za-z_]\w*)\b(?!\s*\()")
 _V_SCALE_NAME = re.compile(r"_?(k?v|value)_?scales?(_float)?", re.IGNORECASE)
 _PRESERVING_CALLS = frozenset(
     {"float", "int", "abs", "min", "max", "round", "tensor", "as_tensor", "scalar_tensor"}
@@ -304,14 +306,15 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 @dataclass
 class _Invocation:
-    returns: list[tuple[Value, str]] = field(default_factory=list)  # (value, _guard())
+    """What one run of a function body collects besides its state."""
+
+    returns: list[tuple[Value, str]] = field(default_factory=list)  # (value, guard())
     maybe_absent: int = 0  # inside branches of a test on the V scale (either side)
     absent: int = 0  # inside branches taken when the V scale is missing
+    loop_exits: list[Env] = field(default_factory=list)  # states at break/continue
 
     def guard(self) -> str:
         return "absent" if self.absent else "maybe" if self.maybe_absent else ""
-
-    loop_exits: list[Env] = field(default_factory=list)
 
 
 class _Walker:
@@ -469,15 +472,14 @@ class _Walker:
         else:
             self.test_value(node.test, env)
         outer_exits, run.loop_exits = run.loop_exits, []
-        state: Env | None = env
+        state = env
         for _ in range(2):  # twice: values set late in the body reach its start once
-            assert state is not None  # join with env keeps it set
             entry = state.copy()
             if isinstance(node, ast.For | ast.AsyncFor):
                 self.bind(node.target, frozenset({Origin(Kind.OPAQUE, node.target)}), entry)
-            state = _join_env(state, self.block(node.body, entry, run))
+            state = _join_env(state, self.block(node.body, entry, run)) or state
         for exit_env in run.loop_exits:
-            state = _join_env(state, exit_env)
+            state = _join_env(state, exit_env) or state
         run.loop_exits = outer_exits
         return self.block(node.orelse, state, run) or env
 
@@ -618,12 +620,11 @@ class _Walker:
             ]
             return _join(*results)
         if name == "getattr" and len(node.args) >= 2:
-            attr = _flatten(args[1])
-            literal = {o.literal for o in attr if o.kind is Kind.CONSTANT}
-            if len(attr) == 1 and len(literal) == 1:
-                text = next(iter(literal))
-                if isinstance(text, str) and _V_SCALE_NAME.fullmatch(text):
-                    return frozenset({Origin(Kind.V_SCALE, node)})
+            (name_origin, *others) = _flatten(args[1]) or {Origin(Kind.OPAQUE, node)}
+            text = name_origin.literal
+            if not others and isinstance(text, str) and _V_SCALE_NAME.fullmatch(text):
+                # the evidence is where the name is written (a helper's caller, often)
+                return frozenset({Origin(Kind.V_SCALE, name_origin.node)})
             return self.opaque(node)
         if isinstance(node.func, ast.Attribute):
             receiver = self.expr(node.func.value, env)
@@ -777,7 +778,10 @@ class _Walker:
                 if name not in roots and found & roots:
                     roots.add(name)
                     changed = True
-        self.callers = {w for name, found in words.items() for w in found - {name} if w in names}
+        text = "\n".join(lines)
+        called = set(_CALLED.findall(text)) & names
+        passed = set(_REFERENCED.findall(text)) & names  # a helper handed on (partial, ...)
+        self.covered = called - passed
         for name in sorted(roots):
             for fn in self.functions[name]:
                 env = Env()
@@ -820,10 +824,11 @@ def _line(origin: Origin) -> int:
 
 
 def _effective(origins: Iterable[Origin], walker: _Walker) -> Iterator[Origin]:
-    """A private helper's parameter is covered by the calls this module makes to it; a public
-    one's comes from outside and cannot be followed."""
+    """A private helper's parameter is covered by the calls this module makes to it (unless the
+    helper is also handed on as a value); a public one's comes from outside and cannot be
+    followed."""
     for origin in origins:
-        private = origin.function.startswith("_") and origin.function in walker.callers
+        private = origin.function.startswith("_") and origin.function in walker.covered
         if origin.kind is Kind.PARAMETER and private:
             continue
         yield origin

@@ -129,8 +129,9 @@ def test_the_helper_shape_of_the_fix_is_applied() -> None:
     source = backend()
     verdict = verdict_of(source)
     assert verdict.handoff is APPLIED, verdict.evidence
-    source_line = line_of(source, "scale = getattr(layer, float_attr, None)")
-    assert f"l.{source_line} in _scalar()" in verdict.evidence
+    # where the V scale's name is written: the reader's caller, not the reader's getattr
+    read = 'v_scale = self._scalar(layer, "v_scale_float", "v_scale")'
+    assert f"`{read}` l.{line_of(source, read)} in _scales()" in verdict.evidence
 
 
 FORWARD = """
@@ -221,6 +222,26 @@ def test_a_private_runner_and_its_closure_follow_the_callers_argument() -> None:
     assert verdict_of(source.format(extend="layer.v_scale")).handoff is APPLIED
     dropped = verdict_of(source.format(extend="1.0"))
     assert dropped.handoff is DROPPED and "in forward_extend()" in dropped.evidence
+
+
+def test_a_runner_handed_on_as_a_value_has_callers_out_of_reach() -> None:
+    source = """
+    import functools
+    import flashinfer
+
+    class Backend:
+        def _run(self, q, *, bmm2_scale):
+            return flashinfer.decode.trtllm_batch_decode_with_kv_cache(q, bmm2_scale=bmm2_scale)
+
+        def forward_decode(self, q, layer):
+            return self._run(q, bmm2_scale=layer.v_scale)
+
+        def forward_extend(self, q, layer):
+            return functools.partial(self._run, bmm2_scale=1.0)(q)
+    """
+    verdict = verdict_of(source)
+    assert verdict.handoff is UNKNOWN, verdict.evidence
+    assert "parameter bmm2_scale of _run()" in verdict.evidence
 
 
 def test_the_same_helper_reading_the_k_scale_is_no_evidence() -> None:
