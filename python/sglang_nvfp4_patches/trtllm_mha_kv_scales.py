@@ -781,8 +781,11 @@ class _Walker:
         text = "\n".join(lines)
         called = set(_CALLED.findall(text)) & names
         passed = set(_REFERENCED.findall(text)) & names  # a helper handed on (partial, ...)
-        self.covered = called - passed
-        for name in sorted(roots):
+        # A private helper that this module calls (and never hands on) runs only in the
+        # contexts of its callers: with their arguments, and not at all from code off the FP8
+        # path. Anything else may be called from outside, with parameters that are unknown.
+        private = {n for n in names if n.startswith("_") and not n.endswith("__")}
+        for name in sorted(roots - (private & called - passed)):
             for fn in self.functions[name]:
                 env = Env()
                 params = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
@@ -823,17 +826,6 @@ def _line(origin: Origin) -> int:
     return getattr(origin.node, "lineno", 0)
 
 
-def _effective(origins: Iterable[Origin], walker: _Walker) -> Iterator[Origin]:
-    """A private helper's parameter is covered by the calls this module makes to it (unless the
-    helper is also handed on as a value); a public one's comes from outside and cannot be
-    followed."""
-    for origin in origins:
-        private = origin.function.startswith("_") and origin.function in walker.covered
-        if origin.kind is Kind.PARAMETER and private:
-            continue
-        yield origin
-
-
 @dataclass(frozen=True)
 class _Reader:
     """Turns origins into the one line an operator checks against the file."""
@@ -872,9 +864,9 @@ def analyse_backend_source(source: str, filename: str = "trtllm_mha_backend.py")
     read = _Reader(lines, walker)
     found: dict[KvScaleHandoff, list[str]] = {handoff: [] for handoff in KvScaleHandoff}
     for sink in sorted(walker.sinks, key=lambda call: call.lineno):
-        origins = set(_effective(walker.sinks[sink], walker))
+        origins = walker.sinks[sink]
         if not origins:
-            continue  # off the FP8 KV-cache path, or only reached through in-module callers
+            continue  # reached only off the FP8 KV-cache path
         kinds = {origin.kind for origin in origins}
         call = f"{SCALE_NAME} of {_callee(sink)}() l.{sink.lineno}"
         if Kind.CONSTANT in kinds or kinds == {Kind.FALLBACK}:

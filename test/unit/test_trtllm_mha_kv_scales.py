@@ -125,6 +125,27 @@ def test_a_bf16_only_method_with_a_unit_bmm2_is_off_the_fp8_path() -> None:
 # ---------------------------------------------------------------- ways of being right
 
 
+def test_a_private_helper_called_only_off_the_fp8_path_has_no_vote() -> None:
+    source = """
+    import torch
+    import flashinfer
+
+    class Backend:
+        def _bf16_decode(self, q, layer):
+            return flashinfer.decode.trtllm_batch_decode_with_kv_cache(q, bmm2_scale=1.0)
+
+        def forward_decode(self, q, layer):
+            if {TEST}:
+                return self._bf16_decode(q, layer)
+            return flashinfer.decode.trtllm_batch_decode_with_kv_cache(q, bmm2_scale=layer.v_scale)
+    """
+    off_path = verdict_of(source.replace("{TEST}", "self.data_type == torch.bfloat16"))
+    assert off_path.handoff is APPLIED, off_path.evidence
+    on_path = verdict_of(source.replace("{TEST}", "self.is_xqa_impl"))
+    assert on_path.handoff is DROPPED and "in _bf16_decode()" in on_path.evidence
+
+
+
 def test_the_helper_shape_of_the_fix_is_applied() -> None:
     source = backend()
     verdict = verdict_of(source)
