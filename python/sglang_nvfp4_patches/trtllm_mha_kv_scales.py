@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import enum
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 SCALE_NAME = "bmm2_scale"
@@ -800,7 +800,9 @@ class _Walker:
 
 
 def _annihilates(node: ast.BinOp) -> bool:
-    """``v * 0`` and ``v ** 0`` are constants, whatever v is."""
+    """``v * 0``, ``v ** 0``, ``v / v`` and ``v - v`` are constants, whatever v is."""
+    if isinstance(node.op, ast.Div | ast.FloorDiv | ast.Sub | ast.Mod):
+        return ast.dump(node.left) == ast.dump(node.right)
     zero = [
         side
         for side in (node.left, node.right)

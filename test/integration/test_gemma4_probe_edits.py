@@ -1,7 +1,8 @@
 """The root-cause probe on hand-edited copies of the installed ``trtllm_mha_backend.py``
 (``support/backend_edits.py``), in the real file's surroundings: three edits drop the FP8
 V scale behind a helper, a module constant or a call-site override; one adds a constant
-``bmm2_scale`` only where the KV cache is not FP8. ``explain --gpu sm100`` then runs in a
+``bmm2_scale`` only where the KV cache is not FP8; one takes the V scale from another
+module's object, which the probe cannot follow. ``explain --gpu sm100`` then runs in a
 process whose SGLang keeps its backend in the copy (``support/edited_backend_cli.py``).
 """
 
@@ -20,6 +21,11 @@ from support.bug_window import BACKEND, installed_package_dir, make_bug_window_c
 from support.forkserver import server
 
 CLI = Path(__file__).resolve().parents[1] / "support" / "edited_backend_cli.py"
+# where a live verdict quotes the line that decided it
+NAMED_LINE = {
+    "dropped": r"is a constant: `(?P<text>[^`]+)` l\.(?P<line>\d+)",
+    "unknown": r"cannot follow .* past `(?P<text>[^`]+)` l\.(?P<line>\d+)",
+}
 NVFP4_MOE_FP8_KV = EXAMPLES_DIR / "gemma-4-26b-a4b-nvfp4"  # kv_cache_scheme: 8-bit float
 
 
@@ -56,9 +62,9 @@ def test_probe_reads_each_edit(name: str, copies: dict[str, Path]) -> None:
     assert source != installed
     verdict = analyse_backend_source(source)
     assert verdict.handoff.value == expected, verdict.evidence
-    if expected == "dropped":
-        # the evidence names a line the edit introduced, and that line holds the constant
-        match = re.search(r"is a constant: `(?P<text>[^`]+)` l\.(?P<line>\d+)", verdict.evidence)
+    if expected in NAMED_LINE:
+        # the evidence names a line the edit introduced, and quotes it
+        match = re.search(NAMED_LINE[expected], verdict.evidence)
         assert match is not None, verdict.evidence
         line = source.splitlines()[int(match["line"]) - 1].strip()
         assert line == match["text"] and line not in installed
@@ -73,3 +79,6 @@ def test_explain_follows_the_probe(name: str, explained: dict[str, dict]) -> Non
     if expected == "dropped":
         assert "drops the FP8 KV-cache V scale" in row["note"]
         assert "is a constant" in row["note"]
+    if expected == "unknown":  # its own verdict, naming the line the probe stopped at
+        assert "root cause unknown, counted as live" in row["note"]
+        assert "`v_scale = self.kv_cache_quant_method.scale_for(layer)`" in row["note"]

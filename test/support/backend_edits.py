@@ -1,6 +1,7 @@
 """Hand edits of the installed ``trtllm_mha_backend.py``, the way a nightly or a vendor build
-could look: three that drop the FP8 V scale behind a call the probe must follow, and one
-that adds a constant ``bmm2_scale`` only where the KV cache is not FP8. Each takes the source
+could look: three that drop the FP8 V scale behind a call the probe must follow, one that
+adds a constant ``bmm2_scale`` only where the KV cache is not FP8, and one whose V scale
+comes from another module's object (unknown). Each takes the source
 and returns it edited with the number of places changed (``bug_window.make_bug_window_copy``
 builds the tree around it)."""
 
@@ -56,6 +57,13 @@ def call_sites_override_bmm2(source: str) -> tuple[str, int]:
     return _HELPER_CALL.subn(r"\g<0>\g<indent>bmm2_scale = float(1)\n", source)
 
 
+def v_scale_from_another_module(source: str) -> tuple[str, int]:
+    """The V scale comes from a method of another module's object: nothing to follow."""
+    return _V_SCALE_READ.subn(
+        r"\g<indent>v_scale = self.kv_cache_quant_method.scale_for(layer)", source
+    )
+
+
 def adds_a_bf16_only_method(source: str) -> tuple[str, int]:
     """A new method passes ``bmm2_scale=1.0``, and refuses an FP8 KV cache first."""
     return _DECODE.subn(BF16_ONLY_METHOD + "    def forward_decode(", source, count=1)
@@ -67,4 +75,10 @@ EDITS = {
     "module constant": (v_scale_is_a_module_constant, "dropped", "triton", "gemma4-attention"),
     "call-site float(1)": (call_sites_override_bmm2, "dropped", "triton", "gemma4-attention"),
     "BF16-only method": (adds_a_bf16_only_method, "applied", "trtllm_mha", "sglang"),
+    "V scale from elsewhere": (
+        v_scale_from_another_module,
+        "unknown",
+        "triton",
+        "gemma4-attention",
+    ),
 }

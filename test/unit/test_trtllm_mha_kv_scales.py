@@ -145,7 +145,6 @@ def test_a_private_helper_called_only_off_the_fp8_path_has_no_vote() -> None:
     assert on_path.handoff is DROPPED and "in _bf16_decode()" in on_path.evidence
 
 
-
 def test_the_helper_shape_of_the_fix_is_applied() -> None:
     source = backend()
     verdict = verdict_of(source)
@@ -287,6 +286,7 @@ def test_the_same_helper_reading_the_k_scale_is_no_evidence() -> None:
         "if layer.v_scale is not None:\n"
         "    bmm2_scale = 1.0",  # the unit value where the V scale exists
         "bmm2_scale = layer.v_scale * 0",
+        "bmm2_scale = layer.v_scale / layer.v_scale",
         "bmm1_scale, bmm2_scale = layer.scaling, 1.0",
         "bmm2_scale = self.UNIT",  # a class attribute
     ],
