@@ -305,6 +305,17 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 @dataclass
+class _Arguments:
+    """What one call passes; ``unpaired`` when ``*args``/``**kwargs`` (or an unseen caller)
+    hide what the parameters get."""
+
+    node: ast.AST
+    positional: list[Value]
+    keywords: dict[str, Value]
+    unpaired: bool
+
+
+@dataclass
 class _Invocation:
     """What one run of a function body collects besides its state."""
 
@@ -524,7 +535,7 @@ class _Walker:
         if isinstance(node, ast.Name):
             found = env.closure(node.id)
             if found is not None and env.lookup(node.id) is None:
-                self.call_closure(found, node, [], {}, env, passed=True)
+                self.call_closure(found, _Arguments(node, [], {}, True), env)
                 return frozenset({Origin(Kind.OPAQUE, node)})
             return self.reference(node, env)
         if isinstance(node, ast.Attribute):
@@ -600,25 +611,23 @@ class _Walker:
     def call(self, node: ast.Call, env: Env) -> Value:
         name = _callee(node)
         args = [self.expr(a.value if isinstance(a, ast.Starred) else a, env) for a in node.args]
-        keywords = {k.arg: self.expr(k.value, env) for k in node.keywords if k.arg}
-        starred = any(isinstance(a, ast.Starred) for a in node.args) or any(
-            k.arg is None for k in node.keywords
+        call = _Arguments(
+            node,
+            args,
+            {k.arg: self.expr(k.value, env) for k in node.keywords if k.arg},
+            any(isinstance(a, ast.Starred) for a in node.args)
+            or any(k.arg is None for k in node.keywords),
         )
         if name and name.startswith(SINK_PREFIX) and name not in self.functions:
-            self.record_sink(node, args, keywords, starred)
+            self.record_sink(call)
             return self.opaque(node)
         if isinstance(node.func, ast.Name):
             found = env.closure(node.func.id)
             if found is not None and env.lookup(node.func.id) is None:
-                return self.call_closure(found, node, args, keywords, env, starred)
-        target = self.module_target(node)
-        if target is not None and name is not None:
+                return self.call_closure(found, call, env)
+        if self.module_target(node) and name is not None:
             method = isinstance(node.func, ast.Attribute)
-            results = [
-                self.call_function(fn, node, args, keywords, starred, method)
-                for fn in self.functions[name]
-            ]
-            return _join(*results)
+            return _join(*(self.call_function(fn, call, method) for fn in self.functions[name]))
         if name == "getattr" and len(node.args) >= 2:
             (name_origin, *others) = _flatten(args[1]) or {Origin(Kind.OPAQUE, node)}
             text = name_origin.literal
@@ -632,67 +641,50 @@ class _Walker:
                 if name in _CONSTANT_METHODS:
                     return frozenset({Origin(Kind.CONSTANT, node)})
                 return _combine([receiver], node)
-        if name in _PRESERVING_CALLS and node.args and not starred:
+        if name in _PRESERVING_CALLS and node.args and not call.unpaired:
             return _combine(args, node)
         return self.opaque(node)
 
-    def module_target(self, node: ast.Call) -> bool | None:
+    def module_target(self, node: ast.Call) -> bool:
         """Is this a call of a function defined in this module (``f()``, ``self.f()``)?"""
         func = node.func
-        if isinstance(func, ast.Name) and func.id in self.functions:
-            return True
-        if (
+        if isinstance(func, ast.Name):
+            return func.id in self.functions
+        return (
             isinstance(func, ast.Attribute)
             and isinstance(func.value, ast.Name)
             and func.value.id in ("self", "cls", *self.class_names)
             and func.attr in self.functions
-        ):
-            return True
-        return None
+        )
 
-    def record_sink(
-        self, node: ast.Call, args: list[Value], keywords: dict[str, Value], starred: bool
-    ) -> None:
-        recorded = self.sinks.setdefault(node, set())
-        if SCALE_NAME in keywords:
-            recorded |= _flatten(keywords[SCALE_NAME])
-        elif starred or len(args) > _FIRST_SCALE_POSITION:
-            recorded.add(Origin(Kind.OPAQUE, node, note=f"{SCALE_NAME} by position or **kwargs"))
+    def record_sink(self, call: _Arguments) -> None:
+        recorded = self.sinks.setdefault(call.node, set())
+        if SCALE_NAME in call.keywords:
+            recorded |= _flatten(call.keywords[SCALE_NAME])
+        elif call.unpaired or len(call.positional) > _FIRST_SCALE_POSITION:
+            note = f"{SCALE_NAME} by position or **kwargs"
+            recorded.add(Origin(Kind.OPAQUE, call.node, note=note))
         else:
-            recorded.add(
-                Origin(Kind.CONSTANT, node, 1.0, note=f"FlashInfer's default {SCALE_NAME}")
-            )
+            note = f"FlashInfer's default {SCALE_NAME}"
+            recorded.add(Origin(Kind.CONSTANT, call.node, 1.0, note=note))
 
-    def bind_params(
-        self,
-        fn: Function,
-        node: ast.AST,
-        args: list[Value],
-        keywords: dict[str, Value],
-        starred: bool,
-        skip_first: bool,
-    ) -> Env:
+    def bind_params(self, fn: Function, call: _Arguments, skip_first: bool) -> Env:
         params = [*fn.args.posonlyargs, *fn.args.args]
-        positional_defaults = fn.args.defaults
-        defaults = {
-            p.arg: d
-            for p, d in zip(
-                params[len(params) - len(positional_defaults) :], positional_defaults, strict=True
-            )
-        }
+        first_default = len(params) - len(fn.args.defaults)
+        defaults = {p.arg: d for p, d in zip(params[first_default:], fn.args.defaults, strict=True)}
         if skip_first and params:
             params = params[1:]
         for param, default in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
             if default is not None:
                 defaults[param.arg] = default
         env = Env()
-        unknown = self.opaque(node, "arguments this probe cannot pair")
+        unknown = self.opaque(call.node, "arguments this probe cannot pair")
         for index, param in enumerate([*params, *fn.args.kwonlyargs]):
-            if index < len(params) and index < len(args):
-                value: Value = args[index]
-            elif param.arg in keywords:
-                value = keywords[param.arg]
-            elif starred:
+            if index < len(params) and index < len(call.positional):
+                value: Value = call.positional[index]
+            elif param.arg in call.keywords:
+                value = call.keywords[param.arg]
+            elif call.unpaired:
                 value = unknown
             elif param.arg in defaults:
                 value = self.expr(defaults[param.arg], self.module)
@@ -704,40 +696,23 @@ class _Walker:
                 env.names[extra.arg] = unknown
         return env
 
-    def call_function(
-        self,
-        fn: Function,
-        node: ast.AST,
-        args: list[Value],
-        keywords: dict[str, Value],
-        starred: bool,
-        method: bool,
-    ) -> Value:
-        skip_first = method and fn not in self.static
-        env = self.bind_params(fn, node, args, keywords, starred, skip_first)
+    def call_function(self, fn: Function, call: _Arguments, method: bool) -> Value:
+        """A module function, run with this call's arguments (once per distinct set)."""
+        env = self.bind_params(fn, call, skip_first=method and fn not in self.static)
         key = (id(fn), tuple(env.names[name] for name in sorted(env.names)))
         if key in self.memo:
             return self.memo[key]
         if fn in self.stack or len(self.stack) >= _MAX_DEPTH:
-            return self.opaque(node, f"{fn.name}() is recursive or nested too deep")
+            return self.opaque(call.node, f"{fn.name}() is recursive or nested too deep")
         self.memo[key] = result = self.run(fn, env)
         return result
 
-    def call_closure(
-        self,
-        found: tuple[Function, Env],
-        node: ast.AST,
-        args: list[Value],
-        keywords: dict[str, Value],
-        env: Env,
-        starred: bool = False,
-        passed: bool = False,
-    ) -> Value:
+    def call_closure(self, found: tuple[Function, Env], call: _Arguments, env: Env) -> Value:
         """A nested function sees its enclosing names as they are when it runs (now)."""
         fn, _ = found
         if fn in self.stack or len(self.stack) >= _MAX_DEPTH:
-            return self.opaque(node, f"{fn.name}() is recursive or nested too deep")
-        local = self.bind_params(fn, node, args, keywords, starred or passed, False)
+            return self.opaque(call.node, f"{fn.name}() is recursive or nested too deep")
+        local = self.bind_params(fn, call, skip_first=False)
         local.parent = env
         return self.run(fn, local)
 
