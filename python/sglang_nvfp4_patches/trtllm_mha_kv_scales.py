@@ -12,6 +12,8 @@ evidence: an abstract interpretation follows the ``bmm2_scale`` of every ``trtll
 call, on the FP8 KV-cache path only, back through locals, tuples, same-module helpers (called
 with their actual arguments, closures included) and module or class names, to the layer's V
 scale (``layer.v_scale``, ``getattr(layer, "v_scale_float")``; arithmetic on it allowed).
+Branches a test on the KV-cache dtype keeps off FP8 are not walked; a private helper the
+module calls is walked only from its callers, with their arguments.
 A constant that reaches the kernel is the bug (a constant used only where a test on the V
 scale says it is missing is a fallback, not a drop); anything the walk cannot follow is
 "unknown", which counts as live.
