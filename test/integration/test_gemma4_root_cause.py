@@ -163,7 +163,7 @@ def test_bug_window_build_gets_the_rule_without_force(scenarios: dict, own: list
     assert result["sglang"] == installed_sglang()  # same version string, reverted code
     assert result["mode"] == "live"
     assert result["state"]["status"] == "applied"
-    assert "bmm2_scale is a constant" in result["state"]["reason"]
+    assert "is a constant: `bmm2_scale = 1.0`" in result["state"]["reason"]
     assert result["imported_at_load"] == []
     got, warned = answers(result)
     # FP8 KV cache on SM10X, nothing given: triton; other GPUs: SGLang's own.

@@ -13,6 +13,7 @@ import importlib.util
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 BACKEND = Path("srt", "layers", "attention", "trtllm_mha_backend.py")
@@ -41,17 +42,22 @@ def installed_package_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def make_bug_window_copy(target: Path) -> Path:
-    """Build the copy under ``target`` and return the directory to put on PYTHONPATH."""
+def make_bug_window_copy(
+    target: Path, edit: Callable[[str], tuple[str, int]] = revert_scale_handoff
+) -> Path:
+    """Build the copy under ``target`` and return the directory to put on PYTHONPATH.
+
+    ``edit`` rewrites the backend source and says how many places it changed (none is an
+    error: the edit no longer fits this release)."""
     package = installed_package_dir()
     version = importlib.metadata.version("sglang")
     (dist_info,) = package.parent.glob(f"sglang-{version}.dist-info")
     shutil.copytree(package, target / "sglang", copy_function=os.symlink)
     shutil.copytree(dist_info, target / dist_info.name, copy_function=os.symlink)
     edited = target / "sglang" / BACKEND
-    reverted, count = revert_scale_handoff((package / BACKEND).read_text(encoding="utf-8"))
+    changed, count = edit((package / BACKEND).read_text(encoding="utf-8"))
     if count == 0:
-        raise RuntimeError(f"no V-scale handoff found to revert in {package / BACKEND}")
+        raise RuntimeError(f"{edit.__name__} found nothing to edit in {package / BACKEND}")
     edited.unlink()
-    edited.write_text(reverted, encoding="utf-8")
+    edited.write_text(changed, encoding="utf-8")
     return target

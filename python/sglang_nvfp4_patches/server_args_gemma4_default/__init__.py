@@ -121,7 +121,7 @@ def _rule_summary(mode: Gemma4Mode) -> str:
             "backend is given"
         )
     return (
-        f"root cause live: {verdict.evidence} ({ROOT_CAUSE_ISSUE}); NVFP4 MoE with an FP8 KV "
+        f"{root_cause.verdict_phrase(verdict)} ({ROOT_CAUSE_ISSUE}); NVFP4 MoE with an FP8 KV "
         "cache on SM10X defaults to triton unless an attention backend is given"
     )
 
@@ -147,14 +147,14 @@ def root_cause_note() -> str:
     mode = current_mode()
     if mode is Gemma4Mode.FORCED:
         return (
-            "SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention applies the triton rule (root cause "
-            f"here: FP8 KV-cache scales {verdict.handoff.value} by trtllm_mha)"
+            "SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention applies the triton rule (the "
+            f"root-cause probe says {verdict.handoff.value} here)"
         )
     if not verdict.bug_live:
         return fixed_note()
     return (
-        f"trtllm_mha drops the FP8 KV-cache scales here ({ROOT_CAUSE_ISSUE}); Gemma 4 NVFP4 "
-        "MoE with an FP8 KV cache on SM10X gets triton unless a backend is given"
+        f"{root_cause.verdict_phrase(verdict)} ({ROOT_CAUSE_ISSUE}); Gemma 4 NVFP4 MoE with an "
+        "FP8 KV cache on SM10X gets triton unless a backend is given"
     )
 
 

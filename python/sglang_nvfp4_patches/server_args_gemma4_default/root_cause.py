@@ -62,6 +62,18 @@ def kv_scale_verdict() -> KvScaleVerdict:
         return analyse_backend_source(source, filename=path.name)
 
 
+def verdict_phrase(verdict: KvScaleVerdict) -> str:
+    """How ``doctor`` and ``explain`` name a live verdict: dropped, or unknown with the line
+    the probe could not follow, so an operator can read it and decide (``accuracy ab``,
+    ``SGLANG_NVFP4_PATCHES_FORCE``, or an explicit backend)."""
+    if verdict.handoff is KvScaleHandoff.UNKNOWN:
+        return (
+            f"root cause unknown, counted as live: {verdict.evidence}; check the line, or "
+            "measure with `accuracy ab`"
+        )
+    return f"root cause live, trtllm_mha drops the FP8 KV-cache V scale: {verdict.evidence}"
+
+
 def mode_for(forced: bool) -> Gemma4Mode:
     if forced:
         return Gemma4Mode.FORCED
