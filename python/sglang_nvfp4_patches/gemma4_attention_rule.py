@@ -111,7 +111,7 @@ def ways_out() -> str:
     return "--attention-backend triton or --kv-cache-dtype bfloat16"
 
 
-def _seed_rule(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decision:
+def _rule_26791(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decision:
     """#26791's rule, mirroring SGLang's own provider: with no backend given the default
     applies; with one split side given, ``attention_backend`` (the unset side's fallback)
     gets the same default; with ``--attention-backend`` or both split sides nothing is."""
@@ -175,7 +175,7 @@ def decide_gemma4_attention(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decis
             f"the KV cache is not FP8, so {AFFECTED_BACKEND}'s dropped FP8 KV-cache scales do "
             "not apply; SGLang's default stands",
         )
-    return _seed_rule(facts, mode)
+    return _rule_26791(facts, mode)
 
 
 def fixed_note() -> str:

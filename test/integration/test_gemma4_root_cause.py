@@ -182,7 +182,7 @@ def test_bug_window_build_gets_the_rule_without_force(scenarios: dict, own: list
     assert [w for i, w in enumerate(warned) if i != 4] == [[]] * (len(warned) - 1)
 
 
-def test_force_applies_the_seed_rule_on_this_release(scenarios: dict, own: list[str]) -> None:
+def test_force_applies_the_rule_26791_on_this_release(scenarios: dict, own: list[str]) -> None:
     _, result = scenarios["forced"]
     assert result["mode"] == "forced"
     assert result["state"]["status"] == "applied"
@@ -192,7 +192,7 @@ def test_force_applies_the_seed_rule_on_this_release(scenarios: dict, own: list[
     assert got[:4] == ["triton", "triton", own[2], own[3]]
     assert got[4] == "trtllm_mha" and len(warned[4]) == 1  # explicit: honoured, said so
     assert "SGLANG_NVFP4_PATCHES_FORCE" in warned[4][0]
-    # the seed's rule does not look at the KV cache: forced means forced
+    # #26791's rule does not look at the KV cache: forced means forced
     assert got[6] == got[8] == got[10] == "triton"
     assert got[7] == got[9] == "trtllm_mha"
     assert got[11] == own[11]

@@ -1,6 +1,6 @@
 """The pure Gemma 4 decision, case by case (no SGLang import).
 
-Most cases run in ``LIVE`` mode (the root cause present, FP8 KV cache), where the seed's rule
+Most cases run in ``LIVE`` mode (the root cause present, FP8 KV cache), where #26791's rule
 acts; the mode and KV-cache cases at the end cover where it must stand down.
 """
 
@@ -156,7 +156,7 @@ def test_unknown_kv_cache_counts_as_fp8_where_the_bug_is_live() -> None:
 
 
 @pytest.mark.parametrize("kv_cache_fp8", [True, False, None])
-def test_forced_applies_the_seed_rule_whatever_the_kv_cache(kv_cache_fp8: object) -> None:
+def test_forced_applies_the_rule_26791_whatever_the_kv_cache(kv_cache_fp8: object) -> None:
     decision = decide(Gemma4Mode.FORCED, kv_cache_fp8=kv_cache_fp8)
     assert decision.action is Gemma4Action.USE_TRITON
     assert "SGLANG_NVFP4_PATCHES_FORCE" in decision.reason
