@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 
 from support.forkserver import run_python
+from support.release import installed_sglang
 
 pytestmark = pytest.mark.release_matrix
 PROBE = Path(__file__).resolve().parents[1] / "support" / "neighbour_probe.py"
+# Its scheduler module imports a kernel build that needs libcuda (sgl_kernel common_ops).
+NO_CPU_SCHEDULER_RELEASE = "0.5.12.post1"
 
 
 @pytest.mark.parametrize(
@@ -21,6 +24,9 @@ PROBE = Path(__file__).resolve().parents[1] / "support" / "neighbour_probe.py"
 @pytest.mark.parametrize("neighbour", ["first", "last"])
 def test_a_second_plugin_and_ours_are_each_wired_once(neighbour: str, import_first: bool) -> None:
     args = [str(PROBE), "--neighbour", neighbour] + (["--import-first"] if import_first else [])
+    scheduler = installed_sglang() != NO_CPU_SCHEDULER_RELEASE
+    if not scheduler:
+        args.append("--no-scheduler")
     env = {
         "SGLANG_PLUGINS": "nvfp4_patches,nvfp4_test_neighbour",
         # The Gemma 4 rule's hooks too, on releases where its root cause is fixed.
@@ -30,6 +36,6 @@ def test_a_second_plugin_and_ours_are_each_wired_once(neighbour: str, import_fir
     assert done.returncode == 0, done.stderr[-3000:]
     (line,) = [x for x in done.stdout.splitlines() if x.startswith("STATE ")]
     state = json.loads(line[len("STATE ") :])
-    assert any(t.endswith("Scheduler.__init__") for t in state)  # never vacuous
+    assert state and any(t.endswith("Scheduler.__init__") for t in state) is scheduler
     for target, counts in state.items():
         assert counts == {"ours": 1, "neighbour": 1, "neighbour_calls": 1}, target

@@ -25,7 +25,7 @@ SCHEDULER_INIT = "sglang.srt.managers.scheduler.Scheduler.__init__"
 ADJUSTMENTS = "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments"
 
 
-def our_targets() -> dict[str, str]:
+def our_targets(scheduler: bool) -> dict[str, str]:
     """Every target our plugin hooks on this release (as this process is configured), with
     the name of our hook on it; read off SGLang by feature before plugins load."""
     from sglang_nvfp4_patches import flashinfer_cutlass_runner as router
@@ -37,7 +37,8 @@ def our_targets() -> dict[str, str]:
             targets[half.target] = "create_moe_runner_hook"
     forced = "gemma4-attention" in os.environ.get("SGLANG_NVFP4_PATCHES_FORCE", "")
     if forced or root_cause.kv_scale_verdict().bug_live:
-        targets[SCHEDULER_INIT] = "scheduler_init_hook"
+        if scheduler:
+            targets[SCHEDULER_INIT] = "scheduler_init_hook"
         server_args = importlib.import_module("sglang.srt.server_args").ServerArgs
         if "_handle_model_specific_adjustments" in vars(server_args):
             targets[ADJUSTMENTS] = "adjustments_hook"
@@ -76,9 +77,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--neighbour", choices=("first", "last"), required=True)
     parser.add_argument("--import-first", action="store_true")
+    parser.add_argument(
+        "--no-scheduler", action="store_true", help="a release whose scheduler needs a GPU"
+    )
     args = parser.parse_args()
 
-    targets = our_targets()
+    targets = our_targets(scheduler=not args.no_scheduler)
     os.environ["SGLANG_NVFP4_TEST_NEIGHBOUR_TARGETS"] = ",".join(targets)
     if args.neighbour == "first":
         sys.path.insert(0, str(NEIGHBOUR_DIR))
