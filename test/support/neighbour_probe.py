@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.util
 import json
 import os
 import pkgutil
+import re
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,6 +25,24 @@ from types import SimpleNamespace
 NEIGHBOUR_DIR = Path(__file__).resolve().parent / "neighbour_plugin"
 SCHEDULER_INIT = "sglang.srt.managers.scheduler.Scheduler.__init__"
 ADJUSTMENTS = "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments"
+
+
+def still_rejects(module: str) -> bool:
+    """Whether the module's source still asserts the flag away (read without importing it or
+    its package: importing would defeat the imported-while-loading case)."""
+    import sglang
+
+    relative = Path(*module.split(".")[1:]).with_suffix(".py")
+    (path,) = [
+        Path(root) / relative for root in sglang.__path__ if (Path(root) / relative).is_file()
+    ]
+    return (
+        re.search(
+            r"assert\s*\(?\s*not\s+(self\.)?moe_runner_config\.apply_router_weight_on_input",
+            path.read_text(encoding="utf-8"),
+        )
+        is not None
+    )
 
 
 def our_targets(scheduler: bool) -> dict[str, str]:
@@ -34,13 +54,15 @@ def our_targets(scheduler: bool) -> dict[str, str]:
     targets: dict[str, str] = {}
     if router.module_exists(router.RUNNER_MODULE):
         for half in router.METHOD_HALVES:
-            targets[half.target] = "create_moe_runner_hook"
+            if still_rejects(half.module):
+                targets[half.target] = "create_moe_runner_hook"
     forced = "gemma4-attention" in os.environ.get("SGLANG_NVFP4_PATCHES_FORCE", "")
     if forced or root_cause.kv_scale_verdict().bug_live:
         if scheduler:
             targets[SCHEDULER_INIT] = "scheduler_init_hook"
-        server_args = importlib.import_module("sglang.srt.server_args").ServerArgs
-        if "_handle_model_specific_adjustments" in vars(server_args):
+        # Before 0.5.15 the Gemma 4 default lives in this method; later in a registry.
+        registries = ("model_override_base", "overrides")
+        if not any(importlib.util.find_spec(f"sglang.srt.arg_groups.{n}") for n in registries):
             targets[ADJUSTMENTS] = "adjustments_hook"
     return targets
 
