@@ -27,7 +27,8 @@ COMPRESSED_TENSORS_CONFIG_MODULE = (
 
 @functools.lru_cache(maxsize=4)
 def _model_config_for(model_path: str, revision: str | None) -> Any:
-    """Before 0.5.18: the scheduler's model config, built once per model from its args."""
+    """Before 0.5.18: the scheduler's model config, built once per model (the arguments are
+    only the cache key; the config is built from the published server args)."""
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.server_args import get_global_server_args
 
