@@ -64,8 +64,9 @@ def install_hook(target: str, hook: Callable[..., Any], kind: str = "around") ->
     """
     from sglang.srt.plugins import hook_registry
 
-    if hook_count(bound_at(target), hook):
-        return bound_at(target)
+    bound = bound_at(target)
+    if hook_count(bound, hook):
+        return bound
     apply_target = getattr(hook_registry.HookRegistry, "_apply_target", None)
     if not callable(apply_target):
         raise PatchUnavailable(

@@ -17,7 +17,6 @@ import importlib.util
 import json
 import os
 import pkgutil
-import re
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -32,17 +31,13 @@ def still_rejects(module: str) -> bool:
     its package: importing would defeat the imported-while-loading case)."""
     import sglang
 
+    from sglang_nvfp4_patches.flashinfer_cutlass_runner.method_lift import asserts_flag_away
+
     relative = Path(*module.split(".")[1:]).with_suffix(".py")
     (path,) = [
         Path(root) / relative for root in sglang.__path__ if (Path(root) / relative).is_file()
     ]
-    return (
-        re.search(
-            r"assert\s*\(?\s*not\s+(self\.)?moe_runner_config\.apply_router_weight_on_input",
-            path.read_text(encoding="utf-8"),
-        )
-        is not None
-    )
+    return asserts_flag_away(path.read_text(encoding="utf-8"))
 
 
 def our_targets(scheduler: bool) -> dict[str, str]:

@@ -75,7 +75,3 @@ def without_router_weight_on_input(runner_config: Any) -> Any:
     view = object.__new__(_flag_free_class(type(runner_config)))
     view.__dict__ = runner_config.__dict__
     return view
-
-
-def is_flag_free_view(config: Any) -> bool:
-    return type(config).__module__ == __name__

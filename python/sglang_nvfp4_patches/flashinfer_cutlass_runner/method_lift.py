@@ -90,6 +90,11 @@ def create_moe_runner_hook(
     return result
 
 
+def asserts_flag_away(source: str) -> bool:
+    """Whether ``source`` asserts ``not ...moe_runner_config.apply_router_weight_on_input``."""
+    return _REJECTION.search(source) is not None
+
+
 def rejects_router_weight_on_input(half: MethodHalf, method_cls: type) -> bool:
     """Whether ``half``'s method still asserts the flag away (read from its source)."""
     try:
@@ -98,7 +103,7 @@ def rejects_router_weight_on_input(half: MethodHalf, method_cls: type) -> bool:
         raise PatchUnavailable(
             f"cannot read {half.cls}.{half.checked_in} source ({error})"
         ) from error
-    return _REJECTION.search(source) is not None
+    return asserts_flag_away(source)
 
 
 def is_lifted(half: MethodHalf) -> bool:
