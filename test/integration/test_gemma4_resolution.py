@@ -38,14 +38,11 @@ from support.configs import (
     edited_copy,
 )
 from support.gemma4_cases import resolved
-from support.release import installed_sglang
+from support.release import NO_CPU_SCHEDULER_RELEASE, installed_sglang
 
 pytestmark = pytest.mark.release_matrix
 
 GPUS = sorted(GPU_PROFILES)
-# The one release whose scheduler module cannot be imported on this CPU machine (its overlay
-# runs on the primary environment's sgl_kernel); anywhere else that import must work.
-NO_CPU_SCHEDULER_RELEASE = "0.5.12.post1"
 SM10X = {"sm100", "sm103"}
 FLAGS = [
     {},

@@ -10,12 +10,10 @@ from pathlib import Path
 import pytest
 
 from support.forkserver import run_python
-from support.release import installed_sglang
+from support.release import NO_CPU_SCHEDULER_RELEASE, installed_sglang
 
 pytestmark = pytest.mark.release_matrix
 PROBE = Path(__file__).resolve().parents[1] / "support" / "neighbour_probe.py"
-# Its scheduler module imports a kernel build that needs libcuda (sgl_kernel common_ops).
-NO_CPU_SCHEDULER_RELEASE = "0.5.12.post1"
 
 
 @pytest.mark.parametrize(

@@ -172,12 +172,18 @@ def needs_runner_module() -> Any:
 @contextlib.contextmanager
 def scheduler_on(gpu: str, model_dir: Path, monkeypatch: Any, **flags: Any) -> Iterator[Any]:
     """A resolved ServerArgs published as this process's scheduler config, on a simulated GPU."""
+    with _published(gpu, model_dir, flags) as server_args, _single_rank_tp_group(monkeypatch):
+        yield server_args
+
+
+@contextlib.contextmanager
+def _published(gpu: str, model_dir: Path, flags: dict[str, Any]) -> Iterator[Any]:
+    """What a scheduler does first: publish the resolved ServerArgs, seed the MoE settings."""
     with simulated_gpu(GPU_PROFILES[gpu]):
         server_args = resolved_server_args(model_dir, **flags)
         publish_for_scheduler(server_args)
         initialize_moe_config(server_args)
-        with _single_rank_tp_group(monkeypatch):
-            yield server_args
+        yield server_args
 
 
 # Resolution turns this on in os.environ for the FlashInfer all-to-all (and refuses it beside
@@ -222,13 +228,10 @@ def moe_layer_build_on(gpu: str, model_dir: Path, monkeypatch: Any, **flags: Any
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
     simulate_device_capability(gpu, monkeypatch)
-    with simulated_gpu(GPU_PROFILES[gpu]), contextlib.ExitStack() as stack:
-        server_args = resolved_server_args(model_dir, **flags)
-        publish_for_scheduler(server_args)
-        initialize_moe_config(server_args)
+    with _published(gpu, model_dir, flags) as server_args:
         start_dp_attention(server_args, monkeypatch)
-        stack.enter_context(_moe_group_sizes(server_args))
-        yield server_args
+        with _moe_group_sizes(server_args):
+            yield server_args
 
 
 def _moe_group_sizes(server_args: Any) -> Any:
