@@ -98,7 +98,7 @@ def _not_applicable() -> PatchReport:
 
 def install() -> PatchReport:
     """Arrange for every part to be patched when SGLang imports its module."""
-    from sglang_nvfp4_patches.flashinfer_cutlass_runner import ray_scheduler_actors as ray_actors
+    from sglang_nvfp4_patches.flashinfer_cutlass_runner import ray_scheduler_actors
     from sglang_nvfp4_patches.post_import import when_imported
 
     if not module_exists(RUNNER_MODULE):
@@ -106,7 +106,7 @@ def install() -> PatchReport:
     when_imported(RUNNER_MODULE, patch_runner_module)
     for half in METHOD_HALVES:
         when_imported(half.module, method_patcher(half))
-    ray_actors.install()
+    ray_scheduler_actors.install()
     return summarize()
 
 
@@ -126,7 +126,7 @@ def _method_note(half: MethodHalf) -> tuple[str, str | None]:
 
 def current_state() -> PatchReport:
     """What the installed SGLang holds now: imports the modules and looks at the objects."""
-    from sglang_nvfp4_patches.flashinfer_cutlass_runner import ray_scheduler_actors as ray_actors
+    from sglang_nvfp4_patches.flashinfer_cutlass_runner import ray_scheduler_actors
 
     if not module_exists(RUNNER_MODULE):
         return _not_applicable()
@@ -146,7 +146,7 @@ def current_state() -> PatchReport:
     notes = ["runner pre-scale: " + ("upstream" if runner_upstream else "patched")]
     notes += [note for note, _ in method_notes]
     nothing_to_patch = runner_upstream and all(n.endswith(NO_REJECTION) for n in notes[1:])
-    ray_note = ray_actors.doctor_note()
+    ray_note = ray_scheduler_actors.doctor_note()
     if ray_note:
         notes.append(ray_note)
     state = PatchState.ALREADY_UPSTREAM if nothing_to_patch else PatchState.APPLIED
