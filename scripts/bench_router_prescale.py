@@ -27,7 +27,7 @@ from importlib.metadata import entry_points
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from sglang_nvfp4_patches.router_weight_prescale import prescale_router_weight_on_input
+from sglang_nvfp4_patches.llama4_router_weight.prescale import prescale_router_weight_on_input
 
 HIDDEN = 5120
 TOKEN_COUNTS = (1, 8, 64, 512, 4096)

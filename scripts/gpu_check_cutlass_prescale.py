@@ -27,8 +27,8 @@ from collections.abc import Callable
 
 import torch
 
+from sglang_nvfp4_patches.llama4_router_weight.prescale import prescale_router_weight_on_input
 from sglang_nvfp4_patches.reference.cutlass_moe_contract import cutlass_fused_moe_reference
-from sglang_nvfp4_patches.router_weight_prescale import prescale_router_weight_on_input
 
 # bf16 inputs, weights and the bf16 intermediate activation between the GEMMs: a few bf16
 # unit roundoffs (2**-9) of Frobenius relative error; FlashInfer's own bf16 test allows 1e-2

@@ -4,4 +4,3 @@ SGLang loads it through the ``sglang.srt.plugins`` entry point (``plugin.registe
 """
 
 __version__ = "0.1.0"
-PATCH_NAMES: tuple[str, ...] = ("gemma4-attention", "llama4-router-weight")

@@ -22,18 +22,18 @@ from sglang_nvfp4_patches.accuracy.cli import (
     attach_command_line_values,
 )
 from sglang_nvfp4_patches.errors import UsageError
-from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
 
 # What a shell reports for a process ended by SIGPIPE: the reader (``| head``) left early.
 EXIT_BROKEN_PIPE = 141
 
 
 def _run_explain(args: argparse.Namespace) -> int:
-    from sglang_nvfp4_patches.explain_input import read_model_config
+    from sglang_nvfp4_patches.explain.input import read_model_config
 
     if args.model is not None:
         read_model_config(args.model)  # a Hub id or broken config fails before any import
-    from sglang_nvfp4_patches.explain import run_explain
+    from sglang_nvfp4_patches.explain.run import run_explain
 
     return run_explain(args)
 

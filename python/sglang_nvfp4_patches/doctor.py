@@ -6,10 +6,10 @@ import argparse
 import importlib.metadata
 import json
 import os
-from collections.abc import Callable
 
-from sglang_nvfp4_patches import flashinfer_cutlass_runner, plugin, server_args_gemma4_default
-from sglang_nvfp4_patches.gemma4_attention_rule import AFFECTED_BACKEND, SAFE_BACKEND
+from sglang_nvfp4_patches import plugin
+from sglang_nvfp4_patches.patch import Patch
+from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.settings import (
     DISABLE_ENV,
     InvalidForceError,
@@ -38,47 +38,11 @@ def _gpu_seen() -> str:
     return f"{torch.cuda.get_device_name(0)} (SM{major}{minor})"
 
 
-def _gemma4_state() -> PatchReport:
-    """Registered is not enough: ask SGLang to resolve the bundled NVFP4 MoE config (FP8 KV
-    cache) on a simulated SM100 and check the answer: triton where the rule acts, SGLang's
-    own trtllm_mha where the root cause is fixed upstream."""
-    report = server_args_gemma4_default.current_state()
-    if report.state is PatchState.APPLIED:
-        expected = SAFE_BACKEND
-    elif report.state is PatchState.ALREADY_UPSTREAM:
-        expected = AFFECTED_BACKEND
-    else:
-        return report
-    from sglang_nvfp4_patches.explain import EXAMPLES_DIR
-    from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
-    from sglang_nvfp4_patches.sglang_resolution import resolve
-
-    resolved = resolve(EXAMPLES_DIR / "gemma-4-26b-a4b-nvfp4", GPU_PROFILES["sm100"])
-    if resolved.attention_backend != expected:
-        return PatchReport(
-            report.name,
-            PatchState.FAILED,
-            f"{report.reason}, yet SGLang resolves the bundled NVFP4 MoE config on simulated "
-            f"SM100 to {resolved.attention_backend}, not {expected}",
-        )
-    return PatchReport(
-        report.name,
-        report.state,
-        f"{report.reason} (verified: SGLang resolves it to {expected} on SM100)",
-    )
-
-
-STATE_READERS: dict[str, Callable[[], PatchReport]] = {
-    server_args_gemma4_default.PATCH_NAME: _gemma4_state,
-    flashinfer_cutlass_runner.PATCH_NAME: flashinfer_cutlass_runner.current_state,
-}
-
-
-def _read_state(name: str) -> PatchReport:
+def _read_state(patch: Patch) -> PatchReport:
     try:
-        return STATE_READERS[name]()
+        return patch.state()
     except Exception as error:  # doctor reports, it never crashes on a broken release
-        return PatchReport(name, PatchState.FAILED, f"cannot read state: {error}")
+        return PatchReport(patch.name, PatchState.FAILED, f"cannot read state: {error}")
 
 
 def collect() -> dict[str, object]:
@@ -94,9 +58,10 @@ def collect() -> dict[str, object]:
     except UnknownPatchNameError as error:
         disabled, config_error = frozenset(), str(error)
     supported = is_supported(sglang_version())
-    for name in STATE_READERS:
+    for patch in PATCHES:
+        name = patch.name
         if not supported:
-            report = plugin.OUT_OF_RANGE_REPORTS[name]()
+            report = patch.out_of_range()
         elif config_error is not None:
             report = PatchReport(name, PatchState.FAILED, config_error)
         elif name in disabled:
@@ -109,13 +74,15 @@ def collect() -> dict[str, object]:
                 f"{os.environ.get('SGLANG_PLUGINS', '')!r} does not name {PLUGIN_ENTRY_POINT})",
             )
         else:
-            report = _read_state(name)
+            report = _read_state(patch)
         patches[name] = report.as_dict()
     try:
         forced_patches()
     except InvalidForceError as error:  # the plugin logged one ERROR and forced nothing
-        gemma4 = patches[server_args_gemma4_default.PATCH_NAME]
-        gemma4["reason"] = f"{gemma4['reason']} ({error})"
+        for patch in PATCHES:
+            if patch.forceable:
+                forceable = patches[patch.name]
+                forceable["reason"] = f"{forceable['reason']} ({error})"
     return {
         "sglang": sglang_version(),
         "flashinfer": _dist_version("flashinfer-python"),

@@ -1,4 +1,5 @@
-"""Entry point SGLang calls through ``sglang.srt.plugins.load_plugins()``.
+"""Entry point SGLang calls through ``sglang.srt.plugins.load_plugins()``: installs each patch
+of :data:`~sglang_nvfp4_patches.patches.PATCHES` that is not switched off, nothing else.
 
 SGLang calls ``load_plugins()`` in several processes of one server (launcher, scheduler,
 detokenizer, data-parallel controller), so :func:`register` runs once per process and is a
@@ -12,10 +13,7 @@ import functools
 import logging
 from collections.abc import Callable
 
-from sglang_nvfp4_patches import (
-    flashinfer_cutlass_runner,
-    server_args_gemma4_default,
-)
+from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.settings import (
     DISABLE_ENV,
     FORCE_ENV,
@@ -28,18 +26,6 @@ from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailabl
 from sglang_nvfp4_patches.supported_releases import SUPPORTED_RANGE, is_supported
 
 logger = logging.getLogger("sglang_nvfp4_patches")
-
-INSTALLERS: dict[str, Callable[..., PatchReport]] = {
-    server_args_gemma4_default.PATCH_NAME: server_args_gemma4_default.install,
-    flashinfer_cutlass_runner.PATCH_NAME: flashinfer_cutlass_runner.install,
-}
-
-# On a release outside the supported range nothing is installed; each patch only says
-# whether upstream already has its fix.
-OUT_OF_RANGE_REPORTS: dict[str, Callable[[], PatchReport]] = {
-    server_args_gemma4_default.PATCH_NAME: server_args_gemma4_default.out_of_range_report,
-    flashinfer_cutlass_runner.PATCH_NAME: flashinfer_cutlass_runner.out_of_range_report,
-}
 
 _reports: dict[str, PatchReport] = {}
 
@@ -78,14 +64,15 @@ def install_all(version: str) -> dict[str, PatchReport]:
             SUPPORTED_RANGE,
             version,
         )
-        return {name: report() for name, report in OUT_OF_RANGE_REPORTS.items()}
+        # Nothing is installed; each patch only says whether upstream already has its fix.
+        return {patch.name: patch.out_of_range() for patch in PATCHES}
     try:
         disabled = disabled_patches()
     except UnknownPatchNameError as error:
         logger.error("%s No patch is applied until %s is fixed.", error, DISABLE_ENV)
         return {
-            name: PatchReport(name, PatchState.FAILED, f"invalid {DISABLE_ENV}")
-            for name in INSTALLERS
+            patch.name: PatchReport(patch.name, PatchState.FAILED, f"invalid {DISABLE_ENV}")
+            for patch in PATCHES
         }
     forced = forced_or_nothing()
     for name in sorted(forced & disabled):
@@ -94,13 +81,14 @@ def install_all(version: str) -> dict[str, PatchReport]:
             "[%s] is named in both %s and %s; it stays disabled.", name, DISABLE_ENV, FORCE_ENV
         )
     reports: dict[str, PatchReport] = {}
-    for name, installer in INSTALLERS.items():
+    for patch in PATCHES:
+        name = patch.name
         if name in disabled:
             reports[name] = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
         elif name in forced:
-            reports[name] = _install_one(name, functools.partial(installer, forced=True))
+            reports[name] = _install_one(name, functools.partial(patch.install, forced=True))
         else:
-            reports[name] = _install_one(name, installer)
+            reports[name] = _install_one(name, patch.install)
     return reports
 
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from sglang_nvfp4_patches import PATCH_NAMES
+from sglang_nvfp4_patches.patches import PATCHES, patch_names
 
 DISABLE_ENV = "SGLANG_NVFP4_PATCHES_DISABLE"
 FORCE_ENV = "SGLANG_NVFP4_PATCHES_FORCE"
-# Only a patch whose rule can be applied where its root cause is fixed can be forced.
-# llama4-router-weight cannot: where SGLang pre-scales itself, a second pre-scale would
-# multiply the router weight in twice.
-FORCEABLE_PATCHES: tuple[str, ...] = ("gemma4-attention",)
+# Only a patch whose rule can be applied where its root cause is fixed can be forced; each
+# other patch says why not (``Patch.not_forceable_because``).
+FORCEABLE_PATCHES: tuple[str, ...] = tuple(patch.name for patch in PATCHES if patch.forceable)
 
 
 class UnknownPatchNameError(ValueError):
@@ -35,11 +34,11 @@ def disabled_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]
     the patch on while the operator believes it is off.
     """
     raw, names = _names(environ, DISABLE_ENV)
-    unknown = sorted(names - set(PATCH_NAMES))
+    unknown = sorted(names - set(patch_names()))
     if unknown:
         raise UnknownPatchNameError(
             f"{DISABLE_ENV}={raw!r} names unknown patch(es) {', '.join(unknown)}; "
-            f"known patches are {', '.join(PATCH_NAMES)} (comma-separated)."
+            f"known patches are {', '.join(patch_names())} (comma-separated)."
         )
     return frozenset(names)
 
@@ -49,7 +48,7 @@ def forced_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
     fixed the root cause (comma-separated). Any name that is unknown or not forceable makes
     the whole value invalid: forcing half of what the operator wrote would surprise them."""
     raw, names = _names(environ, FORCE_ENV)
-    unknown = sorted(names - set(PATCH_NAMES))
+    unknown = sorted(names - set(patch_names()))
     if unknown:
         raise InvalidForceError(
             f"{FORCE_ENV}={raw!r} names unknown patch(es) {', '.join(unknown)}; only "
@@ -57,9 +56,11 @@ def forced_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
         )
     refused = sorted(names - set(FORCEABLE_PATCHES))
     if refused:
+        because = "; ".join(
+            patch.not_forceable_because for patch in PATCHES if patch.name in refused
+        )
         raise InvalidForceError(
-            f"{FORCE_ENV}={raw!r}: {', '.join(refused)} cannot be forced (where SGLang "
-            "pre-scales the router weight itself, a forced pre-scale would apply it twice); "
+            f"{FORCE_ENV}={raw!r}: {', '.join(refused)} cannot be forced ({because}); "
             f"only {', '.join(FORCEABLE_PATCHES)} can be forced. Nothing is forced."
         )
     return frozenset(names)

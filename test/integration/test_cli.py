@@ -8,7 +8,7 @@ import subprocess
 import pytest
 from packaging.version import Version
 
-from sglang_nvfp4_patches.explain import BUNDLED_MODELS
+from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS
 from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4_CT
 from support.forkserver import run_python
 from support.release import installed_sglang
@@ -201,7 +201,7 @@ def test_explain_asks_sglang_which_runner_a_compressed_tensors_llama4_layer_gets
     import importlib
     import inspect
 
-    from sglang_nvfp4_patches.flashinfer_cutlass_runner import COMPRESSED_TENSORS
+    from sglang_nvfp4_patches.llama4_router_weight.method_lift import COMPRESSED_TENSORS
 
     done = cli("explain", "--json", "--model", str(LLAMA4_NVFP4_CT), "--gpu", "sm120")
     assert done.returncode == 0, done.stderr[-3000:]

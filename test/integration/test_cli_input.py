@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 
 from sglang_nvfp4_patches import cli
-from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
-from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
 from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
 from support.release import installed_sglang
 

@@ -20,10 +20,14 @@ from typing import Any
 import pytest
 import torch
 
-from sglang_nvfp4_patches import flashinfer_cutlass_runner as patch
-from sglang_nvfp4_patches.moe_layer_probe import LLAMA4_MOE_PREFIX, fused_moe_layer
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
+    COMPRESSED_TENSORS,
+    rejects_router_weight_on_input,
+)
+from sglang_nvfp4_patches.llama4_router_weight.refusals import TopKNotOneError
+from sglang_nvfp4_patches.llama4_router_weight.state import current_state
 from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
-from sglang_nvfp4_patches.router_weight_prescale import TopKNotOneError
+from sglang_nvfp4_patches.simulation.moe_layer import LLAMA4_MOE_PREFIX, fused_moe_layer
 from support.configs import LLAMA4_NVFP4_CT
 from support.sglang_cpu import (
     E4M3_ONE,
@@ -198,7 +202,7 @@ def test_unpatched_sglang_rejects_the_flag(on_sm120: Any) -> None:
     """SGLang's own create_moe_runner (what the hook wraps) leaves the rejection in place."""
     moe = CompressedTensorsLayer(on_sm120, top_k=1)
     scheme_cls = type(moe.scheme)
-    if not patch.rejects_router_weight_on_input(patch.COMPRESSED_TENSORS, scheme_cls):
+    if not rejects_router_weight_on_input(COMPRESSED_TENSORS, scheme_cls):
         pytest.skip("not applicable: this SGLang's scheme does not reject the flag")
     scheme_cls.create_moe_runner.__wrapped__(moe.scheme, moe.layer, moe.runner_config)
     moe.method.process_weights_after_loading(moe.layer)
@@ -209,10 +213,10 @@ def test_unpatched_sglang_rejects_the_flag(on_sm120: Any) -> None:
 
 
 def test_doctor_state_names_the_compressed_tensors_half() -> None:
-    report = patch.current_state()
-    scheme_module = importlib.import_module(patch.COMPRESSED_TENSORS.module)
-    scheme_cls = getattr(scheme_module, patch.COMPRESSED_TENSORS.cls)
-    if patch.rejects_router_weight_on_input(patch.COMPRESSED_TENSORS, scheme_cls):
+    report = current_state()
+    scheme_module = importlib.import_module(COMPRESSED_TENSORS.module)
+    scheme_cls = getattr(scheme_module, COMPRESSED_TENSORS.cls)
+    if rejects_router_weight_on_input(COMPRESSED_TENSORS, scheme_cls):
         assert "compressed-tensors NVFP4 rejection: lifted" in report.reason
     else:
         assert "compressed-tensors NVFP4 rejection: none in this release" in report.reason

@@ -14,10 +14,20 @@ from typing import Any
 import pytest
 import torch
 
-from sglang_nvfp4_patches import flashinfer_cutlass_runner as patch
-from sglang_nvfp4_patches.router_weight_prescale import (
+from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import without_router_weight_on_input
+from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     PreQuantizedActivationsError,
     TopKNotOneError,
+)
+from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
+    CUTLASS_FUSED_FUNC_KEYS,
+    FLASHINFER_A2A,
+    RUNNER_MODULE,
+    STANDARD_DISPATCH,
+    UPSTREAM_PRESCALE,
+    honour_router_weight_on_input,
+    is_patched,
+    prequantized_remedies,
 )
 from support.configs import LLAMA4_NVFP4
 from support.sglang_cpu import (
@@ -121,7 +131,7 @@ def output_weighted_semantics(batch: dict) -> torch.Tensor:
 
 
 def runner_is_upstream() -> bool:
-    return hasattr(importlib.import_module(patch.RUNNER_MODULE), patch.UPSTREAM_PRESCALE)
+    return hasattr(importlib.import_module(RUNNER_MODULE), UPSTREAM_PRESCALE)
 
 
 @pytest.mark.parametrize(
@@ -204,7 +214,7 @@ def test_nvfp4_all_to_all_dispatch_is_refused_naming_its_switch(sglang_moe: Any)
     quant_info = sglang_moe.QuantInfo(
         quant_type="bf16", w13_weight=batch["w13"], w2_weight=batch["w2"]
     )
-    fused_func = FusedOpPool._fused_funcs[patch.FLASHINFER_A2A]
+    fused_func = FusedOpPool._fused_funcs[FLASHINFER_A2A]
     with pytest.raises(PreQuantizedActivationsError) as refused:
         fused_func(dispatch_output, quant_info, runner_config(sglang_moe, 1, on_input=True))
     assert a2a_dispatch_switch() in str(refused.value)
@@ -219,22 +229,22 @@ def test_zero_tokens(sglang_moe: Any) -> None:
 
 
 def test_registry_holds_sglangs_own_functions_where_upstream_has_the_fix() -> None:
-    runner = importlib.import_module(patch.RUNNER_MODULE)
+    runner = importlib.import_module(RUNNER_MODULE)
     from sglang.srt.layers.moe.moe_runner.base import FusedOpPool
 
-    funcs = [FusedOpPool._fused_funcs[key] for key in patch.CUTLASS_FUSED_FUNC_KEYS]
+    funcs = [FusedOpPool._fused_funcs[key] for key in CUTLASS_FUSED_FUNC_KEYS]
     if runner_is_upstream():
         assert funcs[0] is runner.fused_experts_none_to_flashinfer_cutlass
         assert funcs[1] is runner.fused_experts_flashinfer_to_flashinfer_cutlass
     else:
-        assert all(patch.is_patched(f) for f in funcs)
+        assert all(is_patched(f) for f in funcs)
         assert funcs[0].__wrapped__ is runner.fused_experts_none_to_flashinfer_cutlass
 
 
 def test_flag_free_view_reads_every_later_write_to_the_config(sglang_moe: Any) -> None:
     """What FusedMoE writes into the config after building the runner is seen at once."""
     config = runner_config(sglang_moe, 1, on_input=True)
-    view = patch.without_router_weight_on_input(config)
+    view = without_router_weight_on_input(config)
     assert isinstance(view, sglang_moe.MoeRunnerConfig)
     assert not view.apply_router_weight_on_input and config.apply_router_weight_on_input
     config.num_local_experts = 2
@@ -267,8 +277,8 @@ def test_a_dropped_layer_and_its_config_are_collected(sglang_moe: Any) -> None:
 # with the plugin's wrapper on every release, recording what the wrapper hands them.
 
 SGLANGS_OWN = {
-    patch.STANDARD_DISPATCH: "fused_experts_none_to_flashinfer_cutlass",
-    patch.FLASHINFER_A2A: "fused_experts_flashinfer_to_flashinfer_cutlass",
+    STANDARD_DISPATCH: "fused_experts_none_to_flashinfer_cutlass",
+    FLASHINFER_A2A: "fused_experts_flashinfer_to_flashinfer_cutlass",
 }
 
 
@@ -289,12 +299,12 @@ def plugin_wrapped(sglang_moe: Any, monkeypatch: pytest.MonkeyPatch) -> dict[Any
     """The registry holds the plugin's wrapper around SGLang's own functions, on any release."""
     from sglang.srt.layers.moe.moe_runner.base import FusedOpPool
 
-    runner = importlib.import_module(patch.RUNNER_MODULE)
-    remedies = patch.prequantized_remedies()
+    runner = importlib.import_module(RUNNER_MODULE)
+    remedies = prequantized_remedies()
     handed = {}
     for key, name in SGLANGS_OWN.items():
         handed[key] = Handed(getattr(runner, name))
-        wrapper = patch.honour_router_weight_on_input(handed[key], remedies[key])
+        wrapper = honour_router_weight_on_input(handed[key], remedies[key])
         monkeypatch.setitem(FusedOpPool._fused_funcs, key, wrapper)
     return handed
 
@@ -310,7 +320,7 @@ def test_plugin_wrapper_prescales_top1_before_sglangs_function(
     torch.testing.assert_close(out, llama4_semantics(batch), rtol=tolerance, atol=tolerance)
     # SGLang's function gets the scaled input, unit float32 scales and no flag: its own
     # pre-scale (0.5.21+) has nothing left to do, so the result above is the plugin's.
-    ((dispatched, flag),) = plugin_wrapped[patch.STANDARD_DISPATCH].calls
+    ((dispatched, flag),) = plugin_wrapped[STANDARD_DISPATCH].calls
     scaled = batch["x"] * batch["weights"].to(dtype)
     assert flag is False
     assert torch.equal(dispatched.hidden_states, scaled)
@@ -329,7 +339,7 @@ def test_plugin_wrapper_hands_float32_final_scales(
     batch = make_batch(sglang_moe, tokens=7, top_k=2, dtype=torch.bfloat16, seed=4)
     batch["weights"] = batch["weights"].to(weights_dtype)
     out = run(sglang_moe, batch, runner_config(sglang_moe, 2, on_input=False))
-    ((dispatched, flag),) = plugin_wrapped[patch.STANDARD_DISPATCH].calls
+    ((dispatched, flag),) = plugin_wrapped[STANDARD_DISPATCH].calls
     weights = dispatched.topk_output.topk_weights
     assert flag is False and weights.dtype == torch.float32
     assert torch.equal(weights, batch["weights"].float())
@@ -346,14 +356,14 @@ def test_plugin_wrapper_refuses_top2_with_its_own_message(
     with pytest.raises(TopKNotOneError, match=r"topk_weights of shape \(4, 2\)") as refused:
         run(sglang_moe, batch, runner_config(sglang_moe, 2, on_input=True))
     assert "top-1" in str(refused.value) and "--moe-runner-backend" in str(refused.value)
-    assert plugin_wrapped[patch.STANDARD_DISPATCH].calls == [] and sglang_moe.kernel.calls == []
+    assert plugin_wrapped[STANDARD_DISPATCH].calls == [] and sglang_moe.kernel.calls == []
 
 
 @pytest.mark.parametrize(
     ("key", "switch"),
     [
-        (patch.STANDARD_DISPATCH, "--disable-flashinfer-cutlass-moe-fp4-allgather"),
-        (patch.FLASHINFER_A2A, None),  # per release: a2a_dispatch_switch()
+        (STANDARD_DISPATCH, "--disable-flashinfer-cutlass-moe-fp4-allgather"),
+        (FLASHINFER_A2A, None),  # per release: a2a_dispatch_switch()
     ],
     ids=["fp4-allgather", "a2a-nvfp4-dispatch"],
 )

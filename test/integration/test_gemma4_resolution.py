@@ -18,17 +18,19 @@ from types import SimpleNamespace
 
 import pytest
 
-from sglang_nvfp4_patches import server_args_gemma4_default as gemma4
-from sglang_nvfp4_patches.gemma4_attention_rule import (
+from sglang_nvfp4_patches.gemma4_attention import facts as rule_state
+from sglang_nvfp4_patches.gemma4_attention import state as gemma4
+from sglang_nvfp4_patches.gemma4_attention.layout import find_layout
+from sglang_nvfp4_patches.gemma4_attention.method_layout import adjustments_hook
+from sglang_nvfp4_patches.gemma4_attention.rule import (
     Gemma4Action,
     Gemma4Decision,
     Gemma4Facts,
     Gemma4Mode,
     kv_cache_is_fp8,
 )
-from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
-from sglang_nvfp4_patches.server_args_gemma4_default import facts as rule_state
-from sglang_nvfp4_patches.sglang_resolution import resolve
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
+from sglang_nvfp4_patches.simulation.server_args import resolve
 from support.configs import (
     ALL_BUNDLED,
     GEMMA4_BF16_MOE,
@@ -195,13 +197,13 @@ def backend_the_patch_sets(enable_moe_block: object) -> str | None:
         _resolved_overrides=[],
         get_model_config=lambda: model_config,
     )
-    layout = gemma4._layout()
-    from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+    layout = find_layout()
+    from sglang_nvfp4_patches.simulation.gpus import simulated_gpu
 
     with simulated_gpu(GPU_PROFILES["sm100"]):
         if hasattr(layout, "provider"):
             return layout.provider(record, model_config.hf_config).get("attention_backend")
-        gemma4.method_layout.adjustments_hook(lambda server_args: None, record)
+        adjustments_hook(lambda server_args: None, record)
         return record.attention_backend
 
 
@@ -232,7 +234,8 @@ def test_explain_resolution_matches_direct_resolution(mode: Gemma4Mode) -> None:
 def built_and_resolved(gpu: str, *, rule_sees_it: bool, **flags: str):
     """A ServerArgs record as a launcher builds it; ``rule_sees_it=False`` is a record resolved
     before SGLang loaded plugins (the rule suspended), as a pickled copy reaches the scheduler."""
-    from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
+    from sglang_nvfp4_patches.simulation.gpus import simulated_gpu
+    from sglang_nvfp4_patches.simulation.server_args import resolved_server_args
 
     def build():
         with simulated_gpu(GPU_PROFILES[gpu]):
@@ -240,14 +243,14 @@ def built_and_resolved(gpu: str, *, rule_sees_it: bool, **flags: str):
 
     if rule_sees_it:
         return pickle.loads(pickle.dumps(build()))
-    with gemma4.suspended():
+    with rule_state.suspended():
         return pickle.loads(pickle.dumps(build()))
 
 
 def bypass_check(record: object, caplog: pytest.LogCaptureFixture) -> tuple[bool, list[str]]:
     """What the scheduler-side check says about ``record`` on a simulated SM100."""
-    from sglang_nvfp4_patches.server_args_gemma4_default import launch_paths
-    from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+    from sglang_nvfp4_patches.gemma4_attention import launch_paths
+    from sglang_nvfp4_patches.simulation.gpus import simulated_gpu
 
     caplog.clear()
     with (
@@ -263,7 +266,7 @@ def test_scheduler_warns_once_about_a_record_resolved_before_plugins(
 ) -> None:
     """The scheduler process loads plugins before it builds its ``Scheduler``; a record the
     rule never saw gets one WARNING there, wherever the rule would have acted."""
-    from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+    from sglang_nvfp4_patches.simulation.gpus import simulated_gpu
 
     bypassed = built_and_resolved("sm100", rule_sees_it=False)
     # 0.5.12.x/0.5.13.x default this config to triton themselves: nothing was bypassed there.

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from sglang_nvfp4_patches import flashinfer_cutlass_runner as patch
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import MODELOPT
 from support.configs import LLAMA4_NVFP4
 from support.sglang_cpu import (
     install_cpu_cutlass_kernel,
@@ -46,7 +46,7 @@ def nvfp4_layer() -> torch.nn.Module:
 def llama4_moe_method(monkeypatch: pytest.MonkeyPatch) -> Any:
     kernel = install_cpu_cutlass_kernel(monkeypatch)
     with scheduler_on("sm120", LLAMA4_NVFP4, monkeypatch, quantization="modelopt_fp4"):
-        modelopt = importlib.import_module(patch.MODELOPT.module)
+        modelopt = importlib.import_module(MODELOPT.module)
 
         quant_config = modelopt.ModelOptFp4Config.from_config(
             {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": []}}

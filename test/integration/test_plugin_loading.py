@@ -54,7 +54,7 @@ def test_entry_point_is_installed_where_sglang_looks() -> None:
 @pytest.mark.release_matrix
 def test_fresh_process_gets_every_hook_from_load_plugins() -> None:
     """Unforced: the Gemma 4 rule is wired only where its root cause is live."""
-    from sglang_nvfp4_patches.server_args_gemma4_default import root_cause
+    from sglang_nvfp4_patches.gemma4_attention import backend_source as root_cause
 
     state, stderr = probe(SGLANG_NVFP4_PATCHES_FORCE="")
     live = root_cause.kv_scale_verdict().bug_live
@@ -151,11 +151,11 @@ def test_release_outside_the_range_is_warned_about_and_left_alone(
 ) -> None:
     """The same installer ``register`` uses, told it runs on an unsupported release."""
     from sglang_nvfp4_patches import plugin
-    from sglang_nvfp4_patches import server_args_gemma4_default as gemma4
+    from sglang_nvfp4_patches.gemma4_attention.layout import find_layout
 
-    layout = gemma4._layout()
+    layout = find_layout()
     before = layout.installed()
-    from sglang_nvfp4_patches.server_args_gemma4_default import root_cause
+    from sglang_nvfp4_patches.gemma4_attention import backend_source as root_cause
 
     with caplog.at_level("WARNING", logger="sglang_nvfp4_patches"):
         reports = plugin.install_all("0.5.24")

@@ -21,7 +21,7 @@ import pytest
 import ray
 
 import sglang_nvfp4_patches
-from sglang_nvfp4_patches.flashinfer_cutlass_runner import ray_scheduler_actors as ray_actors
+from sglang_nvfp4_patches.llama4_router_weight import ray_scheduler_actors as ray_actors
 from support.forkserver import run_python
 from support.sglang_cpu import runner_module_present
 

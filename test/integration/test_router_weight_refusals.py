@@ -20,12 +20,16 @@ from typing import Any
 
 import pytest
 
-from sglang_nvfp4_patches import flashinfer_cutlass_runner as patch
-from sglang_nvfp4_patches.moe_layer_probe import LLAMA4_MOE_PREFIX, fused_moe_layer
-from sglang_nvfp4_patches.router_weight_prescale import (
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
+    COMPRESSED_TENSORS,
+    MODELOPT,
+    rejects_router_weight_on_input,
+)
+from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     RouterWeightOnInputError,
     TopKNotOneError,
 )
+from sglang_nvfp4_patches.simulation.moe_layer import LLAMA4_MOE_PREFIX, fused_moe_layer
 from support.configs import LLAMA4_NVFP4, LLAMA4_NVFP4_CT, edited_copy
 from support.sglang_cpu import (
     a2a_dispatch_switch,
@@ -43,7 +47,7 @@ TOP_K_REMEDY = "top-k must be 1 on this runner; use another MoE runner backend"
 
 def modelopt_layer() -> tuple[Any, Any, Any]:
     """A Llama 4 MoE layer, its ModelOpt NVFP4 method (the layer's own) and runner config."""
-    modelopt = importlib.import_module(patch.MODELOPT.module)
+    modelopt = importlib.import_module(MODELOPT.module)
     quant_config = modelopt.ModelOptFp4Config.from_config(
         {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": []}}
     )
@@ -63,7 +67,7 @@ def compressed_tensors_layer() -> tuple[Any, Any, Any]:
     quant_config = CompressedTensorsConfig.from_config(config["quantization_config"])
     layer = fused_moe_layer(EXPERTS, INTERMEDIATE)
     layer.quant_method = quant_config.get_quant_method(layer, prefix=LLAMA4_MOE_PREFIX)
-    if not patch.rejects_router_weight_on_input(patch.COMPRESSED_TENSORS, type(layer.scheme)):
+    if not rejects_router_weight_on_input(COMPRESSED_TENSORS, type(layer.scheme)):
         pytest.skip(  # 0.5.15.post1: the scheme has no CUTLASS branch, so nothing to lift
             "not applicable: this SGLang's compressed-tensors NVFP4 MoE scheme does not "
             "reject the flag"
@@ -118,7 +122,7 @@ def test_fp4_allgather_is_refused_at_build_naming_its_switch(
 def test_nvfp4_all_to_all_dispatch_is_refused_at_build_naming_its_switch(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    modelopt = importlib.import_module(patch.MODELOPT.module)
+    modelopt = importlib.import_module(MODELOPT.module)
     if not hasattr(modelopt, "_use_nvfp4_dispatch"):
         # Before 0.5.20 the module reads SGLANG_MOE_NVFP4_DISPATCH once, at import, after
         # resolution turned it on for the FlashInfer all-to-all (a server imports it later).

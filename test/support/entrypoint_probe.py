@@ -23,8 +23,7 @@ import runpy
 import sys
 from typing import Any, NoReturn
 
-from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
-from sglang_nvfp4_patches.sglang_resolution import simulated_gpu
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
 from sglang_nvfp4_patches.status import sglang_version
 
 
@@ -34,7 +33,7 @@ def report_and_exit(server_args: Any) -> NoReturn:
         attention = server_args.resolved_dict()["attention_backend"]
     else:
         attention = server_args.attention_backend
-    from sglang_nvfp4_patches.server_args_gemma4_default.launch_paths import (
+    from sglang_nvfp4_patches.gemma4_attention.launch_paths import (
         warn_if_rule_bypassed,
     )
 

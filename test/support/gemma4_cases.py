@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_nvfp4_patches import server_args_gemma4_default as gemma4
-from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
-from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
+from sglang_nvfp4_patches.gemma4_attention.facts import suspended
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
+from sglang_nvfp4_patches.simulation.server_args import resolved_server_args
 
 PLAIN = (str, int, float, bool, type(None), list, tuple, dict)
 
@@ -27,5 +27,5 @@ def resolved(model_dir: Path, gpu: str, patched: bool = True, **flags: str) -> d
 
     if patched:
         return run()
-    with gemma4.suspended():
+    with suspended():
         return run()

@@ -29,8 +29,8 @@ class _Collect(logging.Handler):
 
 
 def resolved_attention(model: str, gpu: str, flags: dict[str, Any]) -> str | None:
-    from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
-    from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
+    from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
+    from sglang_nvfp4_patches.simulation.server_args import resolved_server_args
 
     with simulated_gpu(GPU_PROFILES[gpu]):
         server_args = resolved_server_args(Path(model), **flags)
@@ -55,8 +55,8 @@ def main() -> None:
         m for m in ("flashinfer", BACKEND_MODULE) if m in sys.modules and m not in already
     )
 
+    from sglang_nvfp4_patches.gemma4_attention.facts import current_mode
     from sglang_nvfp4_patches.plugin import reports
-    from sglang_nvfp4_patches.server_args_gemma4_default.facts import current_mode
     from sglang_nvfp4_patches.status import sglang_version
 
     load_messages, collect.messages = collect.messages, []

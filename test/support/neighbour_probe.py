@@ -31,7 +31,7 @@ def still_rejects(module: str) -> bool:
     its package: importing would defeat the imported-while-loading case)."""
     import sglang
 
-    from sglang_nvfp4_patches.flashinfer_cutlass_runner.method_lift import asserts_flag_away
+    from sglang_nvfp4_patches.llama4_router_weight.method_lift import asserts_flag_away
 
     relative = Path(*module.split(".")[1:]).with_suffix(".py")
     (path,) = [
@@ -43,12 +43,14 @@ def still_rejects(module: str) -> bool:
 def our_targets(scheduler: bool) -> dict[str, str]:
     """Every target our plugin hooks on this release (as this process is configured), with
     the name of our hook on it; read off SGLang by feature before plugins load."""
-    from sglang_nvfp4_patches import flashinfer_cutlass_runner as router
-    from sglang_nvfp4_patches.server_args_gemma4_default import root_cause
+    from sglang_nvfp4_patches.gemma4_attention import backend_source as root_cause
+    from sglang_nvfp4_patches.llama4_router_weight.method_lift import METHOD_HALVES
+    from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE
+    from sglang_nvfp4_patches.llama4_router_weight.state import module_exists
 
     targets: dict[str, str] = {}
-    if router.module_exists(router.RUNNER_MODULE):
-        for half in router.METHOD_HALVES:
+    if module_exists(RUNNER_MODULE):
+        for half in METHOD_HALVES:
             if still_rejects(half.module):
                 targets[half.target] = "create_moe_runner_hook"
     forced = "gemma4-attention" in os.environ.get("SGLANG_NVFP4_PATCHES_FORCE", "")
@@ -63,8 +65,8 @@ def our_targets(scheduler: bool) -> dict[str, str]:
 
 
 def our_hook(name: str) -> object:
-    from sglang_nvfp4_patches.flashinfer_cutlass_runner import method_lift
-    from sglang_nvfp4_patches.server_args_gemma4_default import launch_paths, method_layout
+    from sglang_nvfp4_patches.gemma4_attention import launch_paths, method_layout
+    from sglang_nvfp4_patches.llama4_router_weight import method_lift
 
     for module in (method_lift, launch_paths, method_layout):
         if hasattr(module, name):
@@ -78,8 +80,8 @@ def call_once(target: str) -> None:
     from sglang_nvfp4_patches.sglang_hooks import bound_at
 
     if target == ADJUSTMENTS:  # a real ServerArgs: its __post_init__ calls the method once
-        from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
-        from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
+        from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
+        from sglang_nvfp4_patches.simulation.server_args import resolved_server_args
 
         examples = Path(__file__).resolve().parents[2] / "python/sglang_nvfp4_patches"
         with simulated_gpu(GPU_PROFILES["sm100"]):

@@ -24,7 +24,7 @@ def refusal_of(fused_func: Callable[..., Any]) -> str:
     from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
     from sglang.srt.layers.moe.topk import StandardTopKOutput
 
-    from sglang_nvfp4_patches.moe_layer_probe import llama4_runner_config
+    from sglang_nvfp4_patches.simulation.moe_layer import llama4_runner_config
 
     topk = StandardTopKOutput(
         topk_weights=torch.ones(2, 2),
@@ -62,13 +62,15 @@ def main() -> None:
 
         register()
 
-    from sglang_nvfp4_patches import flashinfer_cutlass_runner
-    from sglang_nvfp4_patches import server_args_gemma4_default as gemma4
-    from sglang_nvfp4_patches.gemma4_attention_rule import GEMMA4_ARCHITECTURES
+    from sglang_nvfp4_patches.gemma4_attention.layout import find_layout
+    from sglang_nvfp4_patches.gemma4_attention.rule import GEMMA4_ARCHITECTURES
+    from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE
+    from sglang_nvfp4_patches.llama4_router_weight.state import module_exists
+    from sglang_nvfp4_patches.status import PATCHED_MARK, PatchUnavailable, sglang_version
 
     try:
-        layout = gemma4._layout()
-    except gemma4.PatchUnavailable:  # the --without case: nothing to count
+        layout = find_layout()
+    except PatchUnavailable:  # the --without case: nothing to count
         layout = None
     if layout is None:
         counts, last = dict.fromkeys(GEMMA4_ARCHITECTURES, 0), False
@@ -82,17 +84,13 @@ def main() -> None:
     else:  # the ServerArgs method hook: SGLang's HookRegistry wraps it once
         counts = {a: int(layout.installed()) for a in GEMMA4_ARCHITECTURES}
         last = layout.installed()
-    from sglang_nvfp4_patches.status import PATCHED_MARK, sglang_version
-
     state = {
         "sglang": sglang_version(),
         "gemma4_provider_count": counts,
         "gemma4_provider_last": last,
     }
     # What SGLang does when it builds a MoE layer: import the runner and ModelOpt modules.
-    state["runner_module"] = flashinfer_cutlass_runner.module_exists(
-        flashinfer_cutlass_runner.RUNNER_MODULE
-    )
+    state["runner_module"] = module_exists(RUNNER_MODULE)
     if not state["runner_module"]:  # 0.5.14 and older
         print("STATE " + json.dumps(state))
         return

@@ -29,13 +29,14 @@ class PluginStateInActor:
         import importlib
 
         import sglang_nvfp4_patches
-        from sglang_nvfp4_patches import flashinfer_cutlass_runner, plugin
+        from sglang_nvfp4_patches import plugin
+        from sglang_nvfp4_patches.llama4_router_weight.state import current_state
 
         hooked = {}
         for module_name, cls_name in NVFP4_MOE_METHODS.items():
             method_cls = getattr(importlib.import_module(module_name), cls_name)
             hooked[cls_name] = hasattr(method_cls.__dict__["create_moe_runner"], "__wrapped__")
-        report = flashinfer_cutlass_runner.current_state()  # doctor's reader; loads nothing
+        report = current_state()  # doctor's reader; loads nothing
         return {
             "package": sglang_nvfp4_patches.__file__,
             "registered": {name: r.state.value for name, r in plugin.reports().items()},
@@ -54,7 +55,7 @@ def main() -> None:
     import ray
 
     import sglang_nvfp4_patches
-    from sglang_nvfp4_patches.flashinfer_cutlass_runner import ray_scheduler_actors as ray_actors
+    from sglang_nvfp4_patches.llama4_router_weight import ray_scheduler_actors as ray_actors
 
     ray.init(address=args.address, runtime_env=json.loads(args.runtime_env), log_to_driver=False)
     actor = ray.remote(PluginStateInActor).options(num_cpus=0).remote()

@@ -18,17 +18,14 @@ from typing import Any
 
 import torch
 
-from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES
-from sglang_nvfp4_patches.moe_layer_probe import (
-    initialize_moe_config,
-    publish_for_scheduler,
-)
-from sglang_nvfp4_patches.moe_layer_probe import (
-    llama4_runner_config as release_llama4_runner_config,
-)
 from sglang_nvfp4_patches.reference.cutlass_moe_contract import cutlass_fused_moe_reference
 from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
-from sglang_nvfp4_patches.sglang_resolution import resolved_server_args, simulated_gpu
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
+from sglang_nvfp4_patches.simulation.moe_layer import initialize_moe_config, publish_for_scheduler
+from sglang_nvfp4_patches.simulation.moe_layer import (
+    llama4_runner_config as release_llama4_runner_config,
+)
+from sglang_nvfp4_patches.simulation.server_args import resolved_server_args
 
 RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
 E4M3_ONE = 0x38  # 1.0 as a float8_e4m3fn byte
@@ -153,7 +150,7 @@ def llama4_runner_config(
 
 
 def runner_module_present() -> bool:
-    from sglang_nvfp4_patches.flashinfer_cutlass_runner import module_exists
+    from sglang_nvfp4_patches.llama4_router_weight.state import module_exists
 
     return module_exists(RUNNER_MODULE)
 

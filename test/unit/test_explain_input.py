@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sglang_nvfp4_patches.explain import patch_outcome
-from sglang_nvfp4_patches.explain_input import architecture, config_problem
+from sglang_nvfp4_patches.explain.input import architecture, config_problem
+from sglang_nvfp4_patches.explain.run import patch_outcome
 from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from sglang_nvfp4_patches.gemma4_attention_rule import (
+from sglang_nvfp4_patches.gemma4_attention.rule import (
     GEMMA4_ARCHITECTURES,
     Gemma4Action,
     Gemma4Facts,

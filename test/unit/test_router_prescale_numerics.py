@@ -15,12 +15,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from sglang_nvfp4_patches.llama4_router_weight.prescale import prescale_router_weight_on_input
 from sglang_nvfp4_patches.reference.cutlass_moe_contract import (
     ActivationQuantizer,
     cutlass_fused_moe_reference,
 )
 from sglang_nvfp4_patches.reference.nvfp4 import global_scale_for, nvfp4_activation_quantizer
-from sglang_nvfp4_patches.router_weight_prescale import prescale_router_weight_on_input
 
 HIDDEN = 5120
 EXPERTS = 4

@@ -11,15 +11,17 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sglang_nvfp4_patches.reference.cutlass_moe_contract import cutlass_fused_moe_reference
-from sglang_nvfp4_patches.router_weight_prescale import (
-    PreQuantizedActivationsError,
-    RouterWeightOnInputError,
-    TopKNotOneError,
+from sglang_nvfp4_patches.llama4_router_weight.prescale import (
     as_float32_final_scales,
     prescale_router_weight_on_input,
     unit_final_scales,
 )
+from sglang_nvfp4_patches.llama4_router_weight.refusals import (
+    PreQuantizedActivationsError,
+    RouterWeightOnInputError,
+    TopKNotOneError,
+)
+from sglang_nvfp4_patches.reference.cutlass_moe_contract import cutlass_fused_moe_reference
 
 ACT_DTYPES = [torch.bfloat16, torch.float16, torch.float32]
 WEIGHT_DTYPES = [torch.bfloat16, torch.float32]

@@ -6,12 +6,12 @@ import dataclasses
 
 import pytest
 
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.refusals import UnverifiedWrapperError
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.rule import LayerFacts, refusal_for
-from sglang_nvfp4_patches.router_weight_prescale import (
+from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     PreQuantizedActivationsError,
     TopKNotOneError,
+    UnverifiedWrapperError,
 )
+from sglang_nvfp4_patches.llama4_router_weight.rule import LayerFacts, refusal_for
 
 LIFTABLE = LayerFacts(
     method="ModelOptNvFp4FusedMoEMethod",

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sglang_nvfp4_patches.gemma4_attention_rule import (
+from sglang_nvfp4_patches.gemma4_attention import facts as shared
+from sglang_nvfp4_patches.gemma4_attention.rule import (
     GEMMA4_ARCHITECTURES,
     SAFE_BACKEND,
     Gemma4Facts,
 )
-from sglang_nvfp4_patches.server_args_gemma4_default import facts as shared
 from sglang_nvfp4_patches.status import PATCHED_MARK
 
 OVERRIDES_MODULE = "sglang.srt.arg_groups.overrides"

@@ -25,10 +25,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from sglang_nvfp4_patches.llama4_router_weight import NAME
 from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT
 from sglang_nvfp4_patches.status import sglang_version
 
-PATCH_NAME = "llama4-router-weight"
 ACTOR_FILE = Path("srt", "ray", "scheduler_actor.py")
 RAY_ENGINE_MODULE = "sglang.srt.ray.engine"
 SETUP_HOOK = "sglang.srt.plugins.load_plugins"
@@ -100,7 +100,7 @@ def runtime_env_from_job_config(job_config_json: str) -> dict[str, Any]:
 def warning_text(case: RayJob, hook: object = None) -> str:
     detail = case.value if case is not RayJob.OTHER_HOOK else f"{case.value} (it is {hook!r})"
     return (
-        f"[{PATCH_NAME}] --use-ray: {detail}, so SGLang {sglang_version()}'s Ray scheduler "
+        f"[{NAME}] --use-ray: {detail}, so SGLang {sglang_version()}'s Ray scheduler "
         "actors (sglang.srt.ray.scheduler_actor.SchedulerActor), which do not load plugins "
         "themselves, build the model without this plugin: a Llama 4 NVFP4 model on the "
         f"FlashInfer CUTLASS MoE runner is still rejected there at warm-up. To fix, {RECIPE}."

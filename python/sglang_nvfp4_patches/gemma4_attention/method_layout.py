@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sglang_nvfp4_patches.gemma4_attention_rule import SAFE_BACKEND
-from sglang_nvfp4_patches.server_args_gemma4_default import facts as shared
+from sglang_nvfp4_patches.gemma4_attention import facts as shared
+from sglang_nvfp4_patches.gemma4_attention.rule import SAFE_BACKEND
 from sglang_nvfp4_patches.sglang_hooks import hook_count, install_hook
 
 SERVER_ARGS_MODULE = "sglang.srt.server_args"

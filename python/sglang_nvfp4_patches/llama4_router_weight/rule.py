@@ -1,4 +1,5 @@
-"""When may Llama 4's router weight go through the CUTLASS runner's pre-scale? (pure)
+"""When may Llama 4's router weight go through the CUTLASS runner's pre-scale? (pure: no
+SGLang, no torch)
 
 Decided once per MoE layer, when it is built, from what SGLang has already fixed by then:
 who holds the method, how many experts each token is routed to, and whether the
@@ -11,14 +12,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.refusals import (
+from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     FP4_ALLGATHER_REMEDY,
+    RouterWeightOnInputError,
     nvfp4_dispatch_remedy,
     prequantized_refusal,
     top_k_refusal,
     wrapper_refusal,
 )
-from sglang_nvfp4_patches.router_weight_prescale import RouterWeightOnInputError
+
+# The models that build their MoE with apply_router_weight_on_input=True.
+LLAMA4_ARCHITECTURES = frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"})
 
 
 @dataclass(frozen=True)

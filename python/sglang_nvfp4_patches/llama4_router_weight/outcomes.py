@@ -11,9 +11,9 @@ import threading
 from collections.abc import Callable
 from types import ModuleType
 
+from sglang_nvfp4_patches.llama4_router_weight import NAME
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
-PATCH_NAME = "llama4-router-weight"
 logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
 
 _lock = threading.Lock()
@@ -24,11 +24,11 @@ ModulePatcher = Callable[[ModuleType], None]
 
 def record(part: str, state: PatchState, reason: str) -> None:
     with _lock:
-        _outcomes[part] = PatchReport(PATCH_NAME, state, reason)
+        _outcomes[part] = PatchReport(NAME, state, reason)
     if state is PatchState.FAILED:
         logger.error(
             "[%s] could not patch %s on SGLang %s: %s. SGLang is left unchanged there.",
-            PATCH_NAME,
+            NAME,
             part,
             sglang_version(),
             reason,

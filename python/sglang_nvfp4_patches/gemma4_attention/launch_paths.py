@@ -14,7 +14,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from sglang_nvfp4_patches.gemma4_attention_rule import (
+from sglang_nvfp4_patches.gemma4_attention import NAME
+from sglang_nvfp4_patches.gemma4_attention import facts as shared
+from sglang_nvfp4_patches.gemma4_attention.rule import (
     AFFECTED_BACKEND,
     Gemma4Action,
     Gemma4Facts,
@@ -23,7 +25,6 @@ from sglang_nvfp4_patches.gemma4_attention_rule import (
     ways_out,
     why_triton,
 )
-from sglang_nvfp4_patches.server_args_gemma4_default import facts as shared
 from sglang_nvfp4_patches.sglang_hooks import install_hook
 
 SCHEDULER_MODULE = "sglang.srt.managers.scheduler"
@@ -69,7 +70,7 @@ def warn_if_rule_bypassed(record: Any) -> bool:
         "or bench_one_batch_server), so the rule did not run and the server uses %s, %s. "
         "Start it with `sglang serve` or sglang.Engine(**kwargs), call "
         "sglang.srt.plugins.load_plugins() before building ServerArgs, or pass %s.",
-        shared.PATCH_NAME,
+        NAME,
         record.model_path,
         AFFECTED_BACKEND,
         why_triton(mode),
@@ -84,7 +85,7 @@ def scheduler_init_hook(original: Callable[..., Any], scheduler: Any, *args: Any
         try:
             warn_if_rule_bypassed(server_args)
         except Exception as error:  # a diagnostic must never stop the scheduler
-            shared.logger.debug("[%s] bypass check skipped: %s", shared.PATCH_NAME, error)
+            shared.logger.debug("[%s] bypass check skipped: %s", NAME, error)
     return original(scheduler, *args, **kw)
 
 

@@ -1,4 +1,5 @@
-"""Which MoE runner SGLang builds for a compressed-tensors NVFP4 MoE layer (CPU only).
+"""A MoE layer built the way a scheduler builds it, on CPU: the published config, SGLang's
+``FusedMoE`` placement and ``MoeRunnerConfig``, and the runner a compressed-tensors scheme picks.
 
 Server-args resolution leaves the MoE runner at ``auto`` for compressed-tensors checkpoints:
 the runner is picked when the quantization scheme builds the layer. So ``explain`` asks the
@@ -18,12 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sglang_nvfp4_patches.gpu_profiles import GpuProfile
-from sglang_nvfp4_patches.sglang_resolution import (
-    _quiet_sglang,
-    resolved_server_args,
-    simulated_gpu,
-)
+from sglang_nvfp4_patches.simulation.gpus import GpuProfile, device_capability, simulated_gpu
+from sglang_nvfp4_patches.simulation.server_args import quiet_sglang, resolved_server_args
 
 # Llama 4's first MoE layer, as SGLang names it when it loads the checkpoint.
 LLAMA4_MOE_PREFIX = "language_model.model.layers.0.feed_forward.experts"
@@ -39,6 +36,17 @@ def publish_for_scheduler(server_args: Any) -> None:
         set_global_server_args_for_scheduler(server_args)
         return
     publish(server_args, role="scheduler")
+
+
+@contextlib.contextmanager
+def published_scheduler_config(profile: GpuProfile, model_dir: Path, **flags: Any) -> Iterator[Any]:
+    """What a scheduler does first, on ``profile``'s simulated GPU: resolve the ServerArgs for
+    ``model_dir`` (``flags`` as a user gives them), publish it, seed the MoE settings."""
+    with simulated_gpu(profile):
+        server_args = resolved_server_args(model_dir, **flags)
+        publish_for_scheduler(server_args)
+        initialize_moe_config(server_args)
+        yield server_args
 
 
 def initialize_moe_config(server_args: Any) -> None:
@@ -100,19 +108,6 @@ def fused_moe_layer(num_experts: int, intermediate_size: int) -> Any:
     return layer
 
 
-@contextlib.contextmanager
-def device_capability(profile: GpuProfile) -> Iterator[None]:
-    """SGLang's compressed-tensors config asks torch for the capability directly."""
-    import torch
-
-    original = torch.cuda.get_device_capability
-    torch.cuda.get_device_capability = lambda *_: profile.capability
-    try:
-        yield
-    finally:
-        torch.cuda.get_device_capability = original
-
-
 def compressed_tensors_moe_runner(
     model_dir: Path,
     profile: GpuProfile,
@@ -132,14 +127,19 @@ def compressed_tensors_moe_runner(
     text_config = config.get("text_config", config)
     experts = int(text_config.get("num_local_experts", 1))
     intermediate = int(text_config.get("intermediate_size", 1))
-    with _quiet_sglang(), simulated_gpu(profile), device_capability(profile):
+    if attention_backend is not None:
+        flags["attention_backend"] = attention_backend
+    if quantization is not None:
+        flags["quantization"] = quantization
+    with (
+        quiet_sglang(),
+        device_capability(profile),
+        published_scheduler_config(profile, model_dir, **flags),
+    ):
         from sglang.srt.layers.quantization.compressed_tensors.compressed_tensors import (
             CompressedTensorsConfig,
         )
 
-        server_args = resolved_server_args(model_dir, attention_backend, quantization, **flags)
-        publish_for_scheduler(server_args)
-        initialize_moe_config(server_args)
         layer = fused_moe_layer(experts, intermediate)
         try:
             method = CompressedTensorsConfig.from_config(quant_config).get_quant_method(

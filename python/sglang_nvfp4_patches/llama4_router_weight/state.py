@@ -1,16 +1,12 @@
-"""Patch ``llama4-router-weight``: the FlashInfer CUTLASS MoE runner and the NVFP4 MoE methods.
+"""Install ``llama4-router-weight``'s parts when SGLang imports their modules, and read back
+what SGLang holds.
 
-Llama 4 builds its MoE with ``apply_router_weight_on_input=True``; the CUTLASS kernel only
-scales expert outputs. For top-1 routing, multiplying each token's activations by its router
-weight before quantization and handing the kernel unit float32 scales is exact. Three places
-reject the flag on this path, each probed and patched on its own, when SGLang imports the
-module that holds it (:mod:`sglang_nvfp4_patches.post_import`):
-
-* the runner's fused functions (:mod:`.runner_registry`; upstream from 0.5.21);
-* ``ModelOptNvFp4FusedMoEMethod`` and ``CompressedTensorsW4A4Nvfp4MoE``
-  (:mod:`.method_lift`; still rejecting in 0.5.23), where each layer is also checked when
-  it is built (:mod:`.rule`, :mod:`.layer_facts`) and refused with the switch that fixes it
-  (:mod:`.refusals`).
+Three places reject the flag on this path, each probed and patched on its own when SGLang
+imports the module that holds it (:mod:`sglang_nvfp4_patches.post_import`): the runner's
+fused functions (:mod:`.runner_registry`; upstream from 0.5.21), and
+``ModelOptNvFp4FusedMoEMethod`` and ``CompressedTensorsW4A4Nvfp4MoE`` (:mod:`.method_lift`;
+still rejecting in 0.5.23). Under ``--use-ray`` the actors need the Ray job to load plugins
+(:mod:`.ray_scheduler_actors`).
 """
 
 from __future__ import annotations
@@ -18,32 +14,21 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from sglang_nvfp4_patches.flashinfer_cutlass_runner import outcomes
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.flag_free_view import (
-    without_router_weight_on_input,
-)
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.method_lift import (
-    COMPRESSED_TENSORS,
+from sglang_nvfp4_patches.llama4_router_weight import NAME, outcomes
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
     METHOD_HALVES,
-    MODELOPT,
     MethodHalf,
     is_lifted,
     method_patcher,
     rejects_router_weight_on_input,
 )
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.outcomes import PATCH_NAME
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.runner_registry import (
+from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     CUTLASS_FUSED_FUNC_KEYS,
-    FLASHINFER_A2A,
-    REGISTRY_MODULE,
     RUNNER_MODULE,
-    STANDARD_DISPATCH,
     UPSTREAM_PRESCALE,
     fused_func_registry,
-    honour_router_weight_on_input,
     is_patched,
     patch_runner_module,
-    prequantized_remedies,
 )
 from sglang_nvfp4_patches.status import (
     PatchReport,
@@ -52,28 +37,7 @@ from sglang_nvfp4_patches.status import (
     outside_supported_range,
 )
 
-__all__ = [
-    "COMPRESSED_TENSORS",
-    "CUTLASS_FUSED_FUNC_KEYS",
-    "FLASHINFER_A2A",
-    "METHOD_HALVES",
-    "MODELOPT",
-    "PATCH_NAME",
-    "REGISTRY_MODULE",
-    "RUNNER_MODULE",
-    "STANDARD_DISPATCH",
-    "UPSTREAM_PRESCALE",
-    "current_state",
-    "honour_router_weight_on_input",
-    "install",
-    "is_patched",
-    "module_exists",
-    "out_of_range_report",
-    "prequantized_remedies",
-    "rejects_router_weight_on_input",
-    "summarize",
-    "without_router_weight_on_input",
-]
+CUTLASS_RUNNER = "flashinfer_cutlass"  # the MoE runner backend this patch acts on
 
 
 def module_exists(name: str) -> bool:
@@ -90,7 +54,7 @@ def module_exists(name: str) -> bool:
 
 def _not_applicable() -> PatchReport:
     return PatchReport(
-        PATCH_NAME,
+        NAME,
         PatchState.NOT_APPLICABLE,
         f"this SGLang has no FlashInfer CUTLASS MoE runner module ({RUNNER_MODULE})",
     )
@@ -98,7 +62,7 @@ def _not_applicable() -> PatchReport:
 
 def install() -> PatchReport:
     """Arrange for every part to be patched when SGLang imports its module."""
-    from sglang_nvfp4_patches.flashinfer_cutlass_runner import ray_scheduler_actors
+    from sglang_nvfp4_patches.llama4_router_weight import ray_scheduler_actors
     from sglang_nvfp4_patches.post_import import when_imported
 
     if not module_exists(RUNNER_MODULE):
@@ -126,7 +90,7 @@ def _method_note(half: MethodHalf) -> tuple[str, str | None]:
 
 def current_state() -> PatchReport:
     """What the installed SGLang holds now: imports the modules and looks at the objects."""
-    from sglang_nvfp4_patches.flashinfer_cutlass_runner import ray_scheduler_actors
+    from sglang_nvfp4_patches.llama4_router_weight import ray_scheduler_actors
 
     if not module_exists(RUNNER_MODULE):
         return _not_applicable()
@@ -135,14 +99,14 @@ def current_state() -> PatchReport:
         registry = fused_func_registry()
         method_notes = [_method_note(half) for half in METHOD_HALVES]
     except (ImportError, AttributeError, PatchUnavailable) as error:
-        return PatchReport(PATCH_NAME, PatchState.FAILED, f"cannot inspect: {error}")
+        return PatchReport(NAME, PatchState.FAILED, f"cannot inspect: {error}")
     runner_upstream = hasattr(runner, UPSTREAM_PRESCALE)
     runner_patched = all(is_patched(registry.get(key)) for key in CUTLASS_FUSED_FUNC_KEYS)
     problems = [problem for _, problem in method_notes if problem]
     if not (runner_upstream or runner_patched):
         problems.insert(0, "CUTLASS fused functions still reject apply_router_weight_on_input")
     if problems:
-        return PatchReport(PATCH_NAME, PatchState.FAILED, "; ".join(problems))
+        return PatchReport(NAME, PatchState.FAILED, "; ".join(problems))
     notes = ["runner pre-scale: " + ("upstream" if runner_upstream else "patched")]
     notes += [note for note, _ in method_notes]
     nothing_to_patch = runner_upstream and all(n.endswith(NO_REJECTION) for n in notes[1:])
@@ -150,11 +114,11 @@ def current_state() -> PatchReport:
     if ray_note:
         notes.append(ray_note)
     state = PatchState.ALREADY_UPSTREAM if nothing_to_patch else PatchState.APPLIED
-    return PatchReport(PATCH_NAME, state, "; ".join(notes))
+    return PatchReport(NAME, state, "; ".join(notes))
 
 
 def out_of_range_report() -> PatchReport:
-    return outside_supported_range(PATCH_NAME)
+    return outside_supported_range(NAME)
 
 
 def summarize() -> PatchReport:
@@ -162,7 +126,7 @@ def summarize() -> PatchReport:
     parts = outcomes.recorded()
     if not parts:
         return PatchReport(
-            PATCH_NAME, PatchState.APPLIED, "pending: patched when SGLang loads a MoE layer"
+            NAME, PatchState.APPLIED, "pending: patched when SGLang loads a MoE layer"
         )
     failed = [
         f"{part}: {report.reason}"
@@ -170,9 +134,19 @@ def summarize() -> PatchReport:
         if report.state is PatchState.FAILED
     ]
     if failed:
-        return PatchReport(PATCH_NAME, PatchState.FAILED, "; ".join(failed))
+        return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
     states = {report.state for report in parts.values()}
     reason = "; ".join(report.reason for report in parts.values())
     if states == {PatchState.ALREADY_UPSTREAM} and len(parts) == 1 + len(METHOD_HALVES):
-        return PatchReport(PATCH_NAME, PatchState.ALREADY_UPSTREAM, reason)
-    return PatchReport(PATCH_NAME, PatchState.APPLIED, reason)
+        return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, reason)
+    return PatchReport(NAME, PatchState.APPLIED, reason)
+
+
+def explain_note(moe_runner: str | None) -> str:
+    """One line for ``explain``'s Llama 4 rows, given the MoE runner the row ends on."""
+    if moe_runner == CUTLASS_RUNNER:
+        return (
+            f"{NAME}: the CUTLASS runner pre-scales the top-1 router weight "
+            "(apply_router_weight_on_input)"
+        )
+    return f"{NAME} acts only on the {CUTLASS_RUNNER} MoE runner"

@@ -1,4 +1,5 @@
-"""``explain``: what SGLang picks for a checkpoint on a GPU, unpatched vs patched (CPU only)."""
+"""Run ``explain``: the user's server flags read by SGLang's own parser, then SGLang's own
+resolution per model x GPU on the CPU simulation, unpatched and patched."""
 
 from __future__ import annotations
 
@@ -9,95 +10,28 @@ import json
 import sys
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from sglang_nvfp4_patches import plugin, server_args_gemma4_default
+from sglang_nvfp4_patches import plugin
 from sglang_nvfp4_patches.errors import UsageError
-from sglang_nvfp4_patches.explain_input import architecture, config_problem, read_model_config
-from sglang_nvfp4_patches.flashinfer_cutlass_runner import PATCH_NAME as ROUTER_PATCH
-from sglang_nvfp4_patches.gemma4_attention_rule import GEMMA4_ARCHITECTURES
-from sglang_nvfp4_patches.gpu_profiles import GPU_PROFILES, GpuProfile
-from sglang_nvfp4_patches.moe_layer_probe import compressed_tensors_moe_runner
-from sglang_nvfp4_patches.sglang_resolution import ResolvedBackends, resolve
+from sglang_nvfp4_patches.explain.input import architecture, config_problem, read_model_config
+from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
+from sglang_nvfp4_patches.patches import PATCHES
+from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS, EXAMPLES_DIR
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
+from sglang_nvfp4_patches.simulation.moe_layer import compressed_tensors_moe_runner
+from sglang_nvfp4_patches.simulation.server_args import resolve
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
-EXAMPLES_DIR = Path(__file__).parent / "example_configs"
-# Bundled stand-in configs and the checkpoint each represents.
-BUNDLED_MODELS: dict[str, str] = {
-    "gemma-4-26b-a4b-nvfp4": "nvidia/Gemma-4-26B-A4B-NVFP4",
-    "gemma-4-26b-a4b-it": "google/gemma-4-26B-A4B-it",
-    "gemma-4-31b-it-nvfp4": "nvidia/Gemma-4-31B-IT-NVFP4",
-    "llama-4-scout-17b-16e-nvfp4": "nvidia/Llama-4-Scout-17B-16E-Instruct-FP4",
-    "llama-4-scout-17b-16e-nvfp4-compressed-tensors": (
-        "RedHatAI/Llama-4-Scout-17B-16E-Instruct-NVFP4"
-    ),
-}
-LLAMA4_ARCHITECTURES = frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"})
-# Which rows a switched-off patch concerns, for the note.
-PATCH_ARCHITECTURES: dict[str, frozenset[str]] = {
-    server_args_gemma4_default.PATCH_NAME: GEMMA4_ARCHITECTURES,
-    ROUTER_PATCH: LLAMA4_ARCHITECTURES,
-}
 
-
-@dataclass(frozen=True)
-class ExplainRow:
-    model: str
-    gpu: GpuProfile
-    unpatched: ResolvedBackends
-    patched: ResolvedBackends | None
-    architecture: str | None
-    attention_backend_given: bool = False
-    # "name is off (reason)" for each disabled patch that concerns this architecture.
-    disabled_notes: tuple[str, ...] = ()
-    # What SGLang's compressed-tensors scheme builds for the MoE layer (resolution says auto).
-    moe_layer_runner: str | None = None
-
-    @property
-    def final(self) -> ResolvedBackends:
-        return self.patched if self.patched is not None else self.unpatched
-
-    @property
-    def decided_by(self) -> str:
-        """The patch whose declaration changed SGLang's answer, ``user`` when the user's
-        ``--attention-backend`` decided, else ``sglang``."""
-        if self.patched is not None and self.patched != self.unpatched:
-            return server_args_gemma4_default.PATCH_NAME
-        return "user" if self.attention_backend_given else "sglang"
-
-    @property
-    def note(self) -> str:
-        return "; ".join(note for note in (*self.disabled_notes, self._patch_note) if note)
-
-    @property
-    def _patch_note(self) -> str:
-        if self.architecture in GEMMA4_ARCHITECTURES:
-            return server_args_gemma4_default.root_cause_note()
-        if self.architecture in LLAMA4_ARCHITECTURES:
-            runner = self.moe_layer_runner or self.final.moe_runner_backend
-            if runner == "flashinfer_cutlass":
-                return (
-                    f"{ROUTER_PATCH}: the CUTLASS runner pre-scales the top-1 router weight "
-                    "(apply_router_weight_on_input)"
-                )
-            return f"{ROUTER_PATCH} acts only on the flashinfer_cutlass MoE runner"
-        return ""
-
-    def as_json(self) -> dict[str, object]:
-        return {
-            "model": self.model,
-            "gpu": self.gpu.name,
-            "attention_backend": self.final.attention_backend,
-            "moe_runner_backend": self.final.moe_runner_backend,
-            "decided_by": self.decided_by,
-            "unpatched_attention_backend": self.unpatched.attention_backend,
-            "unpatched_moe_runner_backend": self.unpatched.moe_runner_backend,
-            "patched": self.patched is not None,
-            "moe_layer_runner": self.moe_layer_runner,
-            "note": self.note,
-        }
+@contextlib.contextmanager
+def patches_suspended() -> Iterator[None]:
+    """SGLang's own answer in a process where the patches are live."""
+    with contextlib.ExitStack() as stack:
+        for patch in PATCHES:
+            stack.enter_context(patch.suspended())
+        yield
 
 
 def explain_one(
@@ -113,14 +47,15 @@ def explain_one(
     config = read_model_config(model_dir)
     arch = architecture(config)
     with sglang_reading(model_dir, config):
-        with server_args_gemma4_default.suspended():
+        with patches_suspended():
             unpatched = resolve(model_dir, gpu, **flags)
         patched = resolve(model_dir, gpu, **flags) if with_patches else None
         layer_runner = compressed_tensors_moe_runner(model_dir, gpu, **flags)
+    concerned = {patch.name for patch in PATCHES if arch in patch.architectures}
     notes = tuple(
         f"{name} is off ({report.reason})"
         for name, report in (disabled or {}).items()
-        if arch in PATCH_ARCHITECTURES.get(name, frozenset())
+        if name in concerned
     )
     return ExplainRow(
         model, gpu, unpatched, patched, arch, "attention_backend" in flags, notes, layer_runner
@@ -194,47 +129,6 @@ def patch_outcome(reports: Mapping[str, PatchReport]) -> tuple[bool, list[str]]:
         f"{label}: no patch is applied ({why or 'SGLang did not load the plugin; see doctor'});"
         " showing SGLang's own answer"
     ]
-
-
-def _format_pair(before: str | None, after: str | None, with_patches: bool) -> str:
-    if not with_patches or before == after:
-        return str(before)
-    return f"{before} -> {after}"
-
-
-def format_table(rows: list[ExplainRow], with_patches: bool) -> str:
-    header = (
-        "model",
-        "GPU",
-        "attention (unpatched -> patched)" if with_patches else "attention",
-        "MoE runner (unpatched -> patched)" if with_patches else "MoE runner",
-        "decided by",
-    )
-    lines = [header]
-    for row in rows:
-        final = row.final
-        lines.append(
-            (
-                row.model,
-                row.gpu.name,
-                _format_pair(
-                    row.unpatched.attention_backend, final.attention_backend, with_patches
-                ),
-                _format_pair(
-                    row.unpatched.moe_runner_backend, final.moe_runner_backend, with_patches
-                )
-                + (f" (layer: {row.moe_layer_runner})" if row.moe_layer_runner else ""),
-                row.decided_by,
-            )
-        )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    text = [
-        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
-        for line in lines
-    ]
-    text.insert(1, "  ".join("-" * width for width in widths))
-    notes = sorted({row.note for row in rows if row.note})
-    return "\n".join(text + [""] + [f"note: {note}" for note in notes]).rstrip() + "\n"
 
 
 def _plugin_reports() -> dict[str, PatchReport]:

@@ -14,8 +14,8 @@ import logging
 import sys
 from typing import Any
 
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.rule import LayerFacts
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.runner_registry import has_dispatch_type_flag
+from sglang_nvfp4_patches.llama4_router_weight.rule import LayerFacts
+from sglang_nvfp4_patches.llama4_router_weight.runner_registry import has_dispatch_type_flag
 
 logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
 

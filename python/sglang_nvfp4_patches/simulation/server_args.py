@@ -1,4 +1,4 @@
-"""Run SGLang's own server-args resolution for a config directory on a simulated GPU.
+"""SGLang's own server-args resolution for a config directory on a simulated GPU.
 
 ``explain`` and ``doctor`` must show what SGLang itself would pick, never a copy of its rules,
 so this builds a real ``ServerArgs`` and lets SGLang resolve it with the GPU facts replaced.
@@ -10,15 +10,14 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sglang_nvfp4_patches.errors import UsageError
-from sglang_nvfp4_patches.gpu_profiles import GpuProfile
+from sglang_nvfp4_patches.simulation.gpus import GpuProfile, simulated_gpu
 from sglang_nvfp4_patches.status import sglang_version
 
 _FIELDS = (
@@ -44,8 +43,8 @@ class ServerArgsRejected(UsageError):
 
 
 @contextlib.contextmanager
-def _quiet_sglang() -> Iterator[None]:
-    """SGLang logs and prints a page per resolution; keep the table readable."""
+def quiet_sglang() -> Iterator[None]:
+    """SGLang logs and prints a page per resolution; keep the output readable."""
     sglang_logger = logging.getLogger("sglang")
     previous = sglang_logger.level
     sglang_logger.setLevel(logging.ERROR)
@@ -54,78 +53,6 @@ def _quiet_sglang() -> Iterator[None]:
             yield
     finally:
         sglang_logger.setLevel(previous)
-
-
-# SGLang 0.5.13-0.5.18 ask ``sglang.srt.utils.common`` probes, imported by name into many
-# modules: each binding is replaced for the duration (``is_cuda`` stays false on purpose, so
-# nothing tries to load CUDA libraries; ``device="cuda"`` is passed instead).
-_LEGACY_PROBES: dict[str, str] = {
-    "is_sm90_supported": "is_sm90",
-    "is_sm100_supported": "is_sm100",
-    "is_sm100_or_sm110_supported": "is_sm100_or_sm110",
-    "is_sm110_supported": "is_sm110",
-    "is_sm120_supported": "is_sm120",
-    "is_blackwell_supported": "is_blackwell",
-    "is_blackwell": "is_blackwell",
-    "is_hopper_with_cuda_12_3": "is_hopper_with_cuda_12_3",
-}
-
-
-def _legacy_fakes(profile: GpuProfile) -> dict[str, Callable[..., Any]]:
-    facts = profile.platform_facts()
-    fakes: dict[str, Callable[..., Any]] = {
-        name: (lambda value=facts[fact], *_a, **_k: value) for name, fact in _LEGACY_PROBES.items()
-    }
-    fakes["get_device_capability"] = lambda *_a, **_k: profile.capability
-    fakes["get_device_sm"] = lambda *_a, **_k: facts["device_sm"]
-    return fakes
-
-
-@contextlib.contextmanager
-def _rebound_probes(profile: GpuProfile) -> Iterator[None]:
-    import importlib
-
-    common = importlib.import_module("sglang.srt.utils.common")
-    originals = {
-        name: getattr(common, name) for name in _legacy_fakes(profile) if hasattr(common, name)
-    }
-    fakes = {name: fake for name, fake in _legacy_fakes(profile).items() if name in originals}
-
-    def sglang_modules() -> list[Any]:
-        return [m for name, m in list(sys.modules.items()) if name.startswith("sglang")]
-
-    for module in sglang_modules():
-        for name, original in originals.items():
-            if getattr(module, name, None) is original:
-                setattr(module, name, fakes[name])
-    try:
-        yield
-    finally:
-        # Modules first imported inside the block copied a fake with `from X import Y`:
-        # every module holding one gets the original back, not only those seen on entry.
-        for module in sglang_modules():
-            for name, fake in fakes.items():
-                if getattr(module, name, None) is fake:
-                    setattr(module, name, originals[name])
-
-
-@contextlib.contextmanager
-def simulated_gpu(profile: GpuProfile) -> Iterator[None]:
-    """Make SGLang believe it runs on ``profile``'s GPU.
-
-    0.5.20+ has an official seam, ``runtime_context.override_platform``; older releases
-    get their capability probes rebound instead.
-    """
-    try:
-        from sglang.srt.runtime_context import _PLATFORM_PROBES, _PLATFORM_VALUES, override_platform
-    except ImportError:
-        with _rebound_probes(profile):
-            yield
-        return
-    known = set(_PLATFORM_PROBES) | set(_PLATFORM_VALUES)
-    facts = {k: v for k, v in profile.platform_facts().items() if k in known}
-    with override_platform(**facts):
-        yield
 
 
 def resolved_server_args(
@@ -164,7 +91,7 @@ def resolve(
     """SGLang's resolved backends for ``model_dir`` on ``profile`` (flags as a user gives them;
     ``flags``: further ``ServerArgs`` fields)."""
     try:
-        with _quiet_sglang(), simulated_gpu(profile):
+        with quiet_sglang(), simulated_gpu(profile):
             server_args = resolved_server_args(model_dir, attention_backend, quantization, **flags)
             if hasattr(server_args, "resolved_dict"):
                 resolved = server_args.resolved_dict()

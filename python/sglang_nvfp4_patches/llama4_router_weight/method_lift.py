@@ -18,13 +18,13 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from sglang_nvfp4_patches.flashinfer_cutlass_runner import outcomes
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.flag_free_view import (
+from sglang_nvfp4_patches.llama4_router_weight import outcomes
+from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
     without_router_weight_on_input,
 )
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.layer_facts import layer_facts
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.rule import refusal_for
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.runner_registry import (
+from sglang_nvfp4_patches.llama4_router_weight.layer_facts import layer_facts
+from sglang_nvfp4_patches.llama4_router_weight.rule import refusal_for
+from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     require_flag_free_views,
 )
 from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook

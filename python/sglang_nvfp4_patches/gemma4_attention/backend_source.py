@@ -12,7 +12,7 @@ import gc
 from collections.abc import Iterator
 from pathlib import Path
 
-from sglang_nvfp4_patches.gemma4_attention_rule import Gemma4Mode
+from sglang_nvfp4_patches.gemma4_attention.rule import Gemma4Mode
 from sglang_nvfp4_patches.trtllm_mha_kv_scales import (
     KvScaleHandoff,
     KvScaleVerdict,

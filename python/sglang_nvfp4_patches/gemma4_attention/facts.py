@@ -12,7 +12,8 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from sglang_nvfp4_patches.gemma4_attention_rule import (
+from sglang_nvfp4_patches.gemma4_attention import NAME
+from sglang_nvfp4_patches.gemma4_attention.rule import (
     SM10X_MAJOR,
     Gemma4Action,
     Gemma4Decision,
@@ -24,7 +25,6 @@ from sglang_nvfp4_patches.gemma4_attention_rule import (
     override_hint,
 )
 
-PATCH_NAME = "gemma4-attention"
 logger = logging.getLogger("sglang_nvfp4_patches.gemma4_attention")
 
 # Set by ``install`` once per process; the hooks read it.
@@ -112,7 +112,7 @@ def with_kv_cache(facts: Gemma4Facts, kv_cache_dtype: str | None, model_config: 
             kv_cache_dtype, checkpoint_kv_cache_quant_algo(model_config)
         )
     except Exception as error:  # unreadable: counted as FP8, the checkpoint's default
-        logger.debug("[%s] KV-cache dtype unknown (%s); assuming FP8", PATCH_NAME, error)
+        logger.debug("[%s] KV-cache dtype unknown (%s); assuming FP8", NAME, error)
         fp8 = None
     return dataclasses.replace(facts, kv_cache_fp8=fp8)
 
@@ -159,9 +159,7 @@ def decide_and_log(facts: Gemma4Facts, model_path: str) -> Gemma4Decision:
     mode = _mode or Gemma4Mode.FIXED
     decision = decide_gemma4_attention(facts, mode)
     if decision.action is Gemma4Action.USE_TRITON:
-        logger.info(
-            "[%s] %s: %s; %s.", PATCH_NAME, model_path, decision.reason, override_hint(mode)
-        )
+        logger.info("[%s] %s: %s; %s.", NAME, model_path, decision.reason, override_hint(mode))
     if decision.warning is not None:
-        logger.warning("[%s] %s: %s.", PATCH_NAME, model_path, decision.warning)
+        logger.warning("[%s] %s: %s.", NAME, model_path, decision.warning)
     return decision

@@ -2,7 +2,7 @@
 
 ``sglang/srt/layers/moe/moe_runner/flashinfer_cutlass.py`` registers one fused function per
 dispatch path in ``FusedOpPool``; before 0.5.21 both assert the flag away. Each registry
-entry is wrapped with the top-1 pre-scale (:mod:`router_weight_prescale`), so the runner is
+entry is wrapped with the top-1 pre-scale (:mod:`.prescale`), so the runner is
 the one place the router weight is applied. From 0.5.21 the runner pre-scales itself
 (``_prescale_router_weight_on_input``) and the registry is left alone.
 """
@@ -14,20 +14,20 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from sglang_nvfp4_patches.flashinfer_cutlass_runner import outcomes
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.flag_free_view import (
+from sglang_nvfp4_patches.llama4_router_weight import outcomes
+from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
     without_router_weight_on_input,
 )
-from sglang_nvfp4_patches.flashinfer_cutlass_runner.refusals import (
+from sglang_nvfp4_patches.llama4_router_weight.prescale import (
+    as_float32_final_scales,
+    prescale_router_weight_on_input,
+)
+from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     A2A_DISPATCH_TYPE_FIELD,
     FP4_ALLGATHER_FIELD,
     FP4_ALLGATHER_REMEDY,
-    nvfp4_dispatch_remedy,
-)
-from sglang_nvfp4_patches.router_weight_prescale import (
     GENERIC_PREQUANTIZED_REMEDY,
-    as_float32_final_scales,
-    prescale_router_weight_on_input,
+    nvfp4_dispatch_remedy,
 )
 from sglang_nvfp4_patches.status import PATCHED_MARK, PatchState, PatchUnavailable
 

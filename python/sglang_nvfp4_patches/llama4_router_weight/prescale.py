@@ -1,4 +1,5 @@
-"""Pure tensor transform behind the ``llama4-router-weight`` patch (no SGLang import).
+"""The tensor transform behind ``llama4-router-weight``: top-1 router weight folded into the
+expert input (torch, no SGLang import).
 
 Llama 4 routes with ``apply_router_weight_on_input=True``: the router weight multiplies the
 *input* of the expert. FlashInfer's CUTLASS fused MoE only scales expert *outputs*
@@ -6,44 +7,26 @@ Llama 4 routes with ``apply_router_weight_on_input=True``: the router weight mul
 states are multiplied by its router weight before the kernel quantizes the activations, and
 the kernel is handed unit final scales. Top-k > 1 would need one differently scaled copy of
 the input per expert, and activations that were quantized before dispatch can no longer be
-scaled, so both are refused with a specific error.
+scaled, so both are refused with a specific error (:mod:`.refusals`).
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = [
-    "TOP_K_REMEDY",
-    "PreQuantizedActivationsError",
-    "RouterWeightOnInputError",
-    "TopKNotOneError",
-    "as_float32_final_scales",
-    "prescale_router_weight_on_input",
-    "require_top1",
-    "top_k_message",
-    "unit_final_scales",
-]
-
-# What to do about activations quantized before dispatch when the caller cannot name the
-# switch of the path that quantized them (the shell names it per release).
-GENERIC_PREQUANTIZED_REMEDY = (
-    "Turn off quantize-before-dispatch for this model, or use a MoE runner backend that "
-    "applies router weights on the input."
+from sglang_nvfp4_patches.llama4_router_weight.refusals import (
+    GENERIC_PREQUANTIZED_REMEDY,
+    PreQuantizedActivationsError,
+    RouterWeightOnInputError,
+    TopKNotOneError,
+    top_k_message,
 )
 
-
-class RouterWeightOnInputError(ValueError):
-    """``apply_router_weight_on_input`` cannot be honoured for this FlashInfer CUTLASS call."""
-
-
-class TopKNotOneError(RouterWeightOnInputError):
-    """Router weight on the input with more than one expert per token."""
-
-
-class PreQuantizedActivationsError(RouterWeightOnInputError):
-    """Router weight on the input, but the activations arrive already quantized."""
-
+__all__ = [
+    "as_float32_final_scales",
+    "prescale_router_weight_on_input",
+    "unit_final_scales",
+]
 
 # One float32 ones buffer per device, grown by doubling and handed out as a prefix view, so
 # a steady-state call allocates nothing for the unit scales.
@@ -69,25 +52,6 @@ def unit_final_scales(num_tokens: int, device: torch.device) -> torch.Tensor:
 def as_float32_final_scales(topk_weights: torch.Tensor) -> torch.Tensor:
     """The binding requires float32 ``token_final_scales``; a float32 input is returned as is."""
     return topk_weights.to(torch.float32)
-
-
-TOP_K_REMEDY = "top-k must be 1 on this runner; use another MoE runner backend"
-
-
-def top_k_message(got: str) -> str:
-    """Why top-k > 1 is refused, and what to do (shared by the build- and forward-time checks)."""
-    return (
-        "apply_router_weight_on_input=True (Llama 4) is only exact on the FlashInfer CUTLASS "
-        f"MoE runner with top-1 routing; got {got}. With top-k > 1 every selected expert "
-        "would need its own differently scaled copy of the input, which the kernel cannot "
-        f"take: {TOP_K_REMEDY} (--moe-runner-backend)."
-    )
-
-
-def require_top1(top_k: int | None) -> None:
-    """Refuse a MoE layer built with the flag and ``top_k > 1`` (``None``: not known yet)."""
-    if top_k is not None and top_k != 1:
-        raise TopKNotOneError(top_k_message(f"a MoE layer built with top_k={top_k}"))
 
 
 def prescale_router_weight_on_input(

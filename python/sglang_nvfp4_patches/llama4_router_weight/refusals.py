@@ -1,4 +1,5 @@
-"""Every refusal of ``llama4-router-weight`` and the switch that lifts it (pure, no SGLang).
+"""Every refusal of ``llama4-router-weight``, its exception class and the switch that lifts it
+(pure: no SGLang, no torch).
 
 The CUTLASS kernel scales expert outputs only; the plugin makes Llama 4's input-side router
 weight exact by pre-scaling the activations, which needs top-1 routing, unquantized
@@ -9,13 +10,38 @@ one switch that turns the breaking part off.
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.router_weight_prescale import (
-    GENERIC_PREQUANTIZED_REMEDY,
-    PreQuantizedActivationsError,
-    RouterWeightOnInputError,
-    TopKNotOneError,
-    top_k_message,
+# What to do about activations quantized before dispatch when the caller cannot name the
+# switch of the path that quantized them (the shell names it per release).
+GENERIC_PREQUANTIZED_REMEDY = (
+    "Turn off quantize-before-dispatch for this model, or use a MoE runner backend that "
+    "applies router weights on the input."
 )
+
+
+class RouterWeightOnInputError(ValueError):
+    """``apply_router_weight_on_input`` cannot be honoured for this FlashInfer CUTLASS call."""
+
+
+class TopKNotOneError(RouterWeightOnInputError):
+    """Router weight on the input with more than one expert per token."""
+
+
+class PreQuantizedActivationsError(RouterWeightOnInputError):
+    """Router weight on the input, but the activations arrive already quantized."""
+
+
+TOP_K_REMEDY = "top-k must be 1 on this runner; use another MoE runner backend"
+
+
+def top_k_message(got: str) -> str:
+    """Why top-k > 1 is refused, and what to do (shared by the build- and forward-time checks)."""
+    return (
+        "apply_router_weight_on_input=True (Llama 4) is only exact on the FlashInfer CUTLASS "
+        f"MoE runner with top-1 routing; got {got}. With top-k > 1 every selected expert "
+        "would need its own differently scaled copy of the input, which the kernel cannot "
+        f"take: {TOP_K_REMEDY} (--moe-runner-backend)."
+    )
+
 
 FP4_ALLGATHER_FIELD = "disable_flashinfer_cutlass_moe_fp4_allgather"
 FP4_ALLGATHER_SWITCH = "--" + FP4_ALLGATHER_FIELD.replace("_", "-")

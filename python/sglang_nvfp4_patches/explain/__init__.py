@@ -1,0 +1,7 @@
+"""``explain``: what SGLang picks for a checkpoint on a GPU, unpatched vs patched (CPU only).
+
+* :mod:`.input`: the user's ``--model`` and config checked before SGLang is imported (pure);
+* :mod:`.run`: SGLang's own parser for the server flags, then one resolution per model x GPU
+  on the CPU simulation (:mod:`sglang_nvfp4_patches.simulation`);
+* :mod:`.table`: the rows, their notes, the table and the JSON.
+"""

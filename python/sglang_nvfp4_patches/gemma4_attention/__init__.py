@@ -1,0 +1,33 @@
+"""Patch ``gemma4-attention``: Gemma 4 NVFP4 MoE on SM10X gets ``triton`` attention where this
+SGLang's ``trtllm_mha`` drops the FP8 KV-cache scales (sglang#26518; fixed by sglang#28144).
+
+What it does, where it is wired, how it is tested:
+
+* the rule, pure: :mod:`.rule` (sglang#26791's rule and when it applies);
+* the root cause, pure: :mod:`.root_cause` reads a ``trtllm_mha_backend.py`` source;
+  :mod:`.backend_source` finds this SGLang's copy and says live, fixed or unknown;
+* the seams, one module each: :mod:`.registry_layout` (model-override registries, 0.5.15+),
+  :mod:`.method_layout` (``ServerArgs._handle_model_specific_adjustments``, 0.5.12-0.5.14),
+  :mod:`.launch_paths` (records resolved before plugins load, checked in the scheduler);
+  :mod:`.layout` picks the seam this release has, :mod:`.facts` reads a record's facts;
+* install, state and notes: :mod:`.state`;
+* tests: ``test/unit/test_gemma4_*.py``, ``test/integration/test_gemma4_*.py``.
+"""
+
+from __future__ import annotations
+
+from sglang_nvfp4_patches.gemma4_attention.rule import GEMMA4_ARCHITECTURES
+from sglang_nvfp4_patches.patch import Patch, lazy
+
+NAME = "gemma4-attention"
+_STATE = f"{__name__}.state"
+
+PATCH = Patch(
+    name=NAME,
+    architectures=GEMMA4_ARCHITECTURES,
+    install=lazy(_STATE, "install"),
+    state=lazy(_STATE, "verified_state"),
+    out_of_range=lazy(_STATE, "out_of_range_report"),
+    explain_note=lazy(_STATE, "explain_note"),
+    suspended=lazy(f"{__name__}.facts", "suspended"),
+)

@@ -1,0 +1,128 @@
+"""Install ``gemma4-attention`` where its root cause is live, and read back what SGLang holds.
+
+It follows its root cause, which :mod:`.backend_source` reads off this SGLang's TRT-LLM MHA
+backend at plugin load:
+
+* fixed (0.5.14+): nothing is installed; SGLang's faster ``trtllm_mha`` default stands.
+* live (0.5.12.x, 0.5.13.x, nightlies with sglang#28144 reverted) or forced with
+  ``SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention``: the rule is wired into whichever layout
+  holds the Gemma 4 default (:mod:`.layout`), and the scheduler checks records resolved
+  before plugins loaded (:mod:`.launch_paths`).
+"""
+
+from __future__ import annotations
+
+from sglang_nvfp4_patches.gemma4_attention import NAME, backend_source
+from sglang_nvfp4_patches.gemma4_attention.facts import current_mode, set_mode
+from sglang_nvfp4_patches.gemma4_attention.layout import find_layout
+from sglang_nvfp4_patches.gemma4_attention.rule import (
+    AFFECTED_BACKEND,
+    ROOT_CAUSE_ISSUE,
+    SAFE_BACKEND,
+    Gemma4Mode,
+    fixed_note,
+)
+from sglang_nvfp4_patches.status import PatchReport, PatchState, outside_supported_range
+
+
+def _already_upstream() -> PatchReport:
+    verdict = backend_source.kv_scale_verdict()
+    return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, f"{fixed_note()}: {verdict.evidence}")
+
+
+def install(forced: bool = False) -> PatchReport:
+    """Wire the rule in where its root cause is live (or it is forced); idempotent."""
+    mode = backend_source.mode_for(forced)
+    set_mode(mode)
+    if mode is Gemma4Mode.FIXED:
+        return _already_upstream()
+    layout = find_layout()
+    if not layout.installed():
+        from sglang_nvfp4_patches.gemma4_attention import launch_paths
+        from sglang_nvfp4_patches.post_import import when_imported
+
+        layout.install()
+        when_imported(launch_paths.SCHEDULER_MODULE, launch_paths.hook_scheduler)
+    return current_state()
+
+
+def _rule_summary(mode: Gemma4Mode) -> str:
+    verdict = backend_source.kv_scale_verdict()
+    if mode is Gemma4Mode.FORCED:
+        return (
+            "forced by SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention (here "
+            f"{verdict.evidence}); NVFP4 MoE on SM10X defaults to triton unless an attention "
+            "backend is given"
+        )
+    return (
+        f"{backend_source.verdict_phrase(verdict)} ({ROOT_CAUSE_ISSUE}); NVFP4 MoE with an FP8 KV "
+        "cache on SM10X defaults to triton unless an attention backend is given"
+    )
+
+
+def current_state() -> PatchReport:
+    """What SGLang holds now (not what ``install`` believes it did)."""
+    mode = current_mode()
+    if mode is None or mode is Gemma4Mode.FIXED:
+        if not backend_source.kv_scale_verdict().bug_live:
+            return _already_upstream()
+        return PatchReport(NAME, PatchState.FAILED, "the rule was never installed")
+    layout = find_layout()
+    if layout.installed():
+        return PatchReport(NAME, PatchState.APPLIED, f"{layout.where()}: {_rule_summary(mode)}")
+    return PatchReport(NAME, PatchState.FAILED, f"not installed in the {layout.name}")
+
+
+def explain_note(moe_runner: str | None = None) -> str:
+    """One line for ``explain``'s Gemma 4 rows: the root-cause verdict and what it means here
+    (the MoE runner does not matter to it)."""
+    verdict = backend_source.kv_scale_verdict()
+    mode = current_mode()
+    if mode is Gemma4Mode.FORCED:
+        return (
+            "SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention applies the triton rule (the "
+            f"root-cause probe says {verdict.handoff.value} here)"
+        )
+    if not verdict.bug_live:
+        return fixed_note()
+    return (
+        f"{backend_source.verdict_phrase(verdict)} ({ROOT_CAUSE_ISSUE}); Gemma 4 NVFP4 MoE with an "
+        "FP8 KV cache on SM10X gets triton unless a backend is given"
+    )
+
+
+def out_of_range_report() -> PatchReport:
+    """Outside the supported range nothing is installed; say whether upstream has the fix."""
+    if not backend_source.kv_scale_verdict().bug_live:
+        return _already_upstream()
+    return outside_supported_range(NAME)
+
+
+def verified_state() -> PatchReport:
+    """``doctor``: registered is not enough. Ask SGLang to resolve the bundled NVFP4 MoE config
+    (FP8 KV cache) on a simulated SM100 and check the answer: triton where the rule acts,
+    SGLang's own trtllm_mha where the root cause is fixed upstream."""
+    report = current_state()
+    if report.state is PatchState.APPLIED:
+        expected = SAFE_BACKEND
+    elif report.state is PatchState.ALREADY_UPSTREAM:
+        expected = AFFECTED_BACKEND
+    else:
+        return report
+    from sglang_nvfp4_patches.simulation.bundled import EXAMPLES_DIR
+    from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
+    from sglang_nvfp4_patches.simulation.server_args import resolve
+
+    resolved = resolve(EXAMPLES_DIR / "gemma-4-26b-a4b-nvfp4", GPU_PROFILES["sm100"])
+    if resolved.attention_backend != expected:
+        return PatchReport(
+            report.name,
+            PatchState.FAILED,
+            f"{report.reason}, yet SGLang resolves the bundled NVFP4 MoE config on simulated "
+            f"SM100 to {resolved.attention_backend}, not {expected}",
+        )
+    return PatchReport(
+        report.name,
+        report.state,
+        f"{report.reason} (verified: SGLang resolves it to {expected} on SM100)",
+    )

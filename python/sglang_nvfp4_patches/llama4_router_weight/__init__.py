@@ -1,0 +1,38 @@
+"""Patch ``llama4-router-weight``: Llama 4's router weight on the FlashInfer CUTLASS MoE runner.
+
+Llama 4 builds its MoE with ``apply_router_weight_on_input=True``; the CUTLASS kernel only
+scales expert outputs. For top-1 routing, multiplying each token's activations by its router
+weight before quantization and handing the kernel unit float32 scales is exact; what cannot
+be made exact is refused when the MoE layer is built.
+
+What it does, where it is wired, how it is tested:
+
+* the decision, pure: :mod:`.rule` (per layer: lift or refuse), :mod:`.refusals` (the texts,
+  their exception classes and switches); the tensor transform: :mod:`.prescale` (torch);
+* the seams, one module each: :mod:`.runner_registry` (the runner's fused functions),
+  :mod:`.method_lift` (the NVFP4 MoE methods' ``create_moe_runner``), :mod:`.layer_facts`
+  (what SGLang fixed about a layer when it builds it), :mod:`.flag_free_view` (the config
+  the methods check), :mod:`.ray_scheduler_actors` (``--use-ray``);
+* install, state and notes: :mod:`.state`, with each part's outcome in :mod:`.outcomes`;
+* tests: ``test/unit/test_llama4_*.py``, ``test/integration/test_llama4_*.py``.
+"""
+
+from __future__ import annotations
+
+from sglang_nvfp4_patches.llama4_router_weight.rule import LLAMA4_ARCHITECTURES
+from sglang_nvfp4_patches.patch import Patch, lazy
+
+NAME = "llama4-router-weight"
+_STATE = f"{__name__}.state"
+
+PATCH = Patch(
+    name=NAME,
+    architectures=LLAMA4_ARCHITECTURES,
+    install=lazy(_STATE, "install"),
+    state=lazy(_STATE, "current_state"),
+    out_of_range=lazy(_STATE, "out_of_range_report"),
+    explain_note=lazy(_STATE, "explain_note"),
+    not_forceable_because=(
+        "where SGLang pre-scales the router weight itself, a forced pre-scale would apply it twice"
+    ),
+)

@@ -1,0 +1,47 @@
+"""What a patch is: the one declaration each patch package makes (pure: no SGLang, no torch).
+
+``plugin``, ``doctor``, ``explain`` and ``settings`` iterate over :data:`patches.PATCHES` and
+never name a patch. Each declaration points at its package's SGLang-facing functions by
+module name, so importing it imports neither SGLang nor torch: the function's module is
+imported when the function is first called.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from sglang_nvfp4_patches.status import PatchReport
+
+
+def lazy(module: str, function: str) -> Callable[..., Any]:
+    """``module.function``, imported on the first call."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), function)(*args, **kwargs)
+
+    call.__qualname__ = f"{module}.{function}"
+    return call
+
+
+@dataclass(frozen=True)
+class Patch:
+    name: str  # what users type (SGLANG_NVFP4_PATCHES_DISABLE / _FORCE) and doctor prints
+    architectures: frozenset[str]  # the models it concerns (explain's rows and notes)
+    install: Callable[..., PatchReport]  # ``install()``, or ``install(forced=True)``
+    state: Callable[[], PatchReport]  # doctor: what SGLang holds now, read back
+    out_of_range: Callable[[], PatchReport]  # outside the supported range: is it upstream?
+    # explain: the note for a row of one of its architectures, given the row's MoE runner.
+    explain_note: Callable[[str | None], str]
+    # Inside this block the patch declares nothing (explain's unpatched column).
+    suspended: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+    # Why forcing it is refused; empty for a patch that can be forced.
+    not_forceable_because: str = ""
+
+    @property
+    def forceable(self) -> bool:
+        return not self.not_forceable_because

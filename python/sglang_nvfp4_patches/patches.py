@@ -1,0 +1,12 @@
+"""The patches this plugin has, in the order they are installed and reported (pure)."""
+
+from __future__ import annotations
+
+from sglang_nvfp4_patches import gemma4_attention, llama4_router_weight
+from sglang_nvfp4_patches.patch import Patch
+
+PATCHES: tuple[Patch, ...] = (gemma4_attention.PATCH, llama4_router_weight.PATCH)
+
+
+def patch_names() -> tuple[str, ...]:
+    return tuple(patch.name for patch in PATCHES)

@@ -1,0 +1,144 @@
+"""The GPUs the CPU simulation can stand for, and SGLang made to believe it runs on one.
+
+The profiles are pure (the CLI's ``--gpu`` choices); SGLang is imported only inside the
+context managers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class GpuProfile:
+    name: str
+    label: str
+    capability: tuple[int, int]
+
+    @property
+    def major(self) -> int:
+        return self.capability[0]
+
+    def platform_facts(self) -> dict[str, object]:
+        """Yes/no facts as SGLang derives them from the capability (CUDA >= 12.8 assumed)."""
+        major = self.major
+        return {
+            "is_cuda": True,
+            "is_hip": False,
+            "is_npu": False,
+            "is_xpu": False,
+            "is_musa": False,
+            "is_mps": False,
+            "is_sm90": major == 9,
+            "is_sm100": major == 10,
+            "is_sm100_or_sm110": major in (10, 11),
+            "is_sm110": major == 11,
+            "is_sm120": major == 12,
+            "is_blackwell": major in (10, 11, 12),
+            "is_hopper_with_cuda_12_3": major == 9,
+            "has_amx": False,
+            "has_flashinfer": True,
+            "device_capability": self.capability,
+            "device_sm": major * 10 + self.capability[1],
+        }
+
+
+GPU_PROFILES: dict[str, GpuProfile] = {
+    profile.name: profile
+    for profile in (
+        GpuProfile("sm90", "H100/H200 (SM90)", (9, 0)),
+        GpuProfile("sm100", "B200 (SM100)", (10, 0)),
+        GpuProfile("sm103", "GB300 (SM103)", (10, 3)),
+        GpuProfile("sm120", "RTX PRO 6000 (SM120)", (12, 0)),
+    )
+}
+
+
+# SGLang 0.5.13-0.5.18 ask ``sglang.srt.utils.common`` probes, imported by name into many
+# modules: each binding is replaced for the duration (``is_cuda`` stays false on purpose, so
+# nothing tries to load CUDA libraries; ``device="cuda"`` is passed instead).
+_LEGACY_PROBES: dict[str, str] = {
+    "is_sm90_supported": "is_sm90",
+    "is_sm100_supported": "is_sm100",
+    "is_sm100_or_sm110_supported": "is_sm100_or_sm110",
+    "is_sm110_supported": "is_sm110",
+    "is_sm120_supported": "is_sm120",
+    "is_blackwell_supported": "is_blackwell",
+    "is_blackwell": "is_blackwell",
+    "is_hopper_with_cuda_12_3": "is_hopper_with_cuda_12_3",
+}
+
+
+def _legacy_fakes(profile: GpuProfile) -> dict[str, Callable[..., Any]]:
+    facts = profile.platform_facts()
+    fakes: dict[str, Callable[..., Any]] = {
+        name: (lambda value=facts[fact], *_a, **_k: value) for name, fact in _LEGACY_PROBES.items()
+    }
+    fakes["get_device_capability"] = lambda *_a, **_k: profile.capability
+    fakes["get_device_sm"] = lambda *_a, **_k: facts["device_sm"]
+    return fakes
+
+
+@contextlib.contextmanager
+def _rebound_probes(profile: GpuProfile) -> Iterator[None]:
+    import importlib
+
+    common = importlib.import_module("sglang.srt.utils.common")
+    originals = {
+        name: getattr(common, name) for name in _legacy_fakes(profile) if hasattr(common, name)
+    }
+    fakes = {name: fake for name, fake in _legacy_fakes(profile).items() if name in originals}
+
+    def sglang_modules() -> list[Any]:
+        return [m for name, m in list(sys.modules.items()) if name.startswith("sglang")]
+
+    for module in sglang_modules():
+        for name, original in originals.items():
+            if getattr(module, name, None) is original:
+                setattr(module, name, fakes[name])
+    try:
+        yield
+    finally:
+        # Modules first imported inside the block copied a fake with `from X import Y`:
+        # every module holding one gets the original back, not only those seen on entry.
+        for module in sglang_modules():
+            for name, fake in fakes.items():
+                if getattr(module, name, None) is fake:
+                    setattr(module, name, originals[name])
+
+
+@contextlib.contextmanager
+def simulated_gpu(profile: GpuProfile) -> Iterator[None]:
+    """Make SGLang believe it runs on ``profile``'s GPU.
+
+    0.5.20+ has an official seam, ``runtime_context.override_platform``; older releases
+    get their capability probes rebound instead.
+    """
+    try:
+        from sglang.srt.runtime_context import _PLATFORM_PROBES, _PLATFORM_VALUES, override_platform
+    except ImportError:
+        with _rebound_probes(profile):
+            yield
+        return
+    known = set(_PLATFORM_PROBES) | set(_PLATFORM_VALUES)
+    facts = {k: v for k, v in profile.platform_facts().items() if k in known}
+    with override_platform(**facts):
+        yield
+
+
+@contextlib.contextmanager
+def device_capability(profile: GpuProfile) -> Iterator[None]:
+    """Code that asks torch for the GPU's compute capability gets ``profile``'s (SGLang's
+    compressed-tensors config asks torch directly)."""
+    import torch
+
+    original = torch.cuda.get_device_capability
+    torch.cuda.get_device_capability = lambda *_: profile.capability
+    try:
+        yield
+    finally:
+        torch.cuda.get_device_capability = original
