@@ -1,0 +1,1 @@
+"""Patch ``gemma4-attention``."""
