@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from sglang_nvfp4_patches.gemma4_attention.root_cause import analyse_backend_source
 from sglang_nvfp4_patches.simulation.bundled import EXAMPLES_DIR
-from sglang_nvfp4_patches.trtllm_mha_kv_scales import analyse_backend_source
 from support.backend_edits import EDITS
 from support.bug_window import BACKEND, installed_package_dir, make_bug_window_copy
 from support.forkserver import server

@@ -23,7 +23,7 @@ import pytest
 from packaging.version import Version
 
 from sglang_nvfp4_patches.gemma4_attention import backend_source as root_cause
-from sglang_nvfp4_patches.trtllm_mha_kv_scales import KvScaleHandoff
+from sglang_nvfp4_patches.gemma4_attention.root_cause import KvScaleHandoff
 from support.bug_window import installed_package_dir, make_bug_window_copy
 from support.configs import GEMMA4_BF16_MOE, GEMMA4_NVFP4_MOE
 from support.forkserver import server

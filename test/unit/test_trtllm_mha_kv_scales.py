@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from sglang_nvfp4_patches.trtllm_mha_kv_scales import (
+from sglang_nvfp4_patches.gemma4_attention.root_cause import (
     KvScaleHandoff,
     KvScaleVerdict,
     analyse_backend_source,

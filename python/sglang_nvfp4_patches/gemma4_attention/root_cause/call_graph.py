@@ -1,0 +1,47 @@
+"""Which functions the walk starts from: read off the source text, not walked."""
+
+from __future__ import annotations
+
+import re
+
+from sglang_nvfp4_patches.gemma4_attention.root_cause.heuristics import SINK_PREFIX
+from sglang_nvfp4_patches.gemma4_attention.root_cause.values import Function
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
+_CALLED = re.compile(r"(?<!def )(?<![\w])([A-Za-z_]\w*)\s*\(")
+_REFERENCED = re.compile(r"(?<![\w])([A-Za-z_]\w*)\b(?!\s*\()")
+
+
+def roots(functions: dict[str, list[Function]], lines: list[str]) -> list[str]:
+    """Every function holding a sink, and every function calling those, transitively, in
+    name order, less the private helpers walked only from their callers (:func:`caller_only`).
+    Who calls whom is read off the text (cheap; a name in a comment only adds a root)."""
+    names = set(functions)
+    words: dict[str, set[str]] = {}
+    for name, defs in functions.items():
+        for fn in defs:
+            text = "\n".join(lines[fn.lineno - 1 : fn.end_lineno])
+            words.setdefault(name, set()).update(_WORD.findall(text))
+    found_roots = {
+        name
+        for name, found in words.items()
+        if any(w.startswith(SINK_PREFIX) and w not in names for w in found)
+    }
+    changed = True
+    while changed:
+        changed = False
+        for name, found in words.items():
+            if name not in found_roots and found & found_roots:
+                found_roots.add(name)
+                changed = True
+    return sorted(found_roots - caller_only(names, "\n".join(lines)))
+
+
+def caller_only(names: set[str], text: str) -> set[str]:
+    """A private helper that this module calls (and never hands on) runs only in the
+    contexts of its callers: with their arguments, and not at all from code off the FP8
+    path. Anything else may be called from outside, with parameters that are unknown."""
+    called = set(_CALLED.findall(text)) & names
+    passed = set(_REFERENCED.findall(text)) & names  # a helper handed on (partial, ...)
+    private = {n for n in names if n.startswith("_") and not n.endswith("__")}
+    return private & called - passed
