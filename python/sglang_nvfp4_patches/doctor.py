@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable
 
 from sglang_nvfp4_patches import flashinfer_cutlass_runner, plugin, server_args_gemma4_default
+from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK
 from sglang_nvfp4_patches.gemma4_attention_rule import AFFECTED_BACKEND, SAFE_BACKEND
 from sglang_nvfp4_patches.settings import (
     DISABLE_ENV,
@@ -150,4 +151,4 @@ def run_doctor(args: argparse.Namespace) -> int:
     )
     patches: dict[str, dict[str, str]] = result["patches"]  # type: ignore[assignment]
     failed = any(report["status"] == PatchState.FAILED.value for report in patches.values())
-    return 1 if failed else 0
+    return EXIT_FAILED if failed else EXIT_OK

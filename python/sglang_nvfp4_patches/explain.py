@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from sglang_nvfp4_patches import plugin, server_args_gemma4_default
-from sglang_nvfp4_patches.errors import UsageError
+from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, UsageError
 from sglang_nvfp4_patches.explain_input import architecture, config_problem, read_model_config
 from sglang_nvfp4_patches.flashinfer_cutlass_runner import PATCH_NAME as ROUTER_PATCH
 from sglang_nvfp4_patches.gemma4_attention_rule import GEMMA4_ARCHITECTURES
@@ -267,4 +267,5 @@ def run_explain(args: argparse.Namespace) -> int:
             print(json.dumps(row.as_json()))
     else:
         print(format_table(rows, with_patches), end="")
-    return 1 if any(report.state is PatchState.FAILED for report in reports.values()) else 0
+    failed = any(report.state is PatchState.FAILED for report in reports.values())
+    return EXIT_FAILED if failed else EXIT_OK
