@@ -15,17 +15,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sglang_nvfp4_patches import __version__
-from sglang_nvfp4_patches.accuracy.cli import (
+from sglang_nvfp4_patches.accuracy.cli import add_accuracy_parser, attach_command_line_values
+from sglang_nvfp4_patches.errors import (
+    EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
-    add_accuracy_parser,
-    attach_command_line_values,
+    UsageError,
 )
-from sglang_nvfp4_patches.errors import UsageError
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
-
-# What a shell reports for a process ended by SIGPIPE: the reader (``| head``) left early.
-EXIT_BROKEN_PIPE = 141
 
 
 def _run_explain(args: argparse.Namespace) -> int:
@@ -113,8 +110,8 @@ def _run(argv: Sequence[str] | None) -> int:
     warnings.filterwarnings("ignore", category=UserWarning, module=r"sglang\.")
     try:
         return int(args.func(args))
-    except UsageError as error:
-        print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
+    except UsageError as error:  # every command's bad input, accuracy's included
+        print(f"error: {error.cli_message()}", file=sys.stderr)
         return EXIT_USAGE
 
 

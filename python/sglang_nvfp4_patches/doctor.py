@@ -8,6 +8,7 @@ import json
 import os
 
 from sglang_nvfp4_patches import plugin
+from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK
 from sglang_nvfp4_patches.patch import Patch
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.settings import (
@@ -117,4 +118,4 @@ def run_doctor(args: argparse.Namespace) -> int:
     )
     patches: dict[str, dict[str, str]] = result["patches"]  # type: ignore[assignment]
     failed = any(report["status"] == PatchState.FAILED.value for report in patches.values())
-    return 1 if failed else 0
+    return EXIT_FAILED if failed else EXIT_OK

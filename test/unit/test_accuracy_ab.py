@@ -18,7 +18,7 @@ import pytest
 from accuracy_support import PYTHON_DIR
 from accuracy_support.dataset_writer import WrittenQuestion, write_dataset
 from accuracy_support.fake_server import fake_model_is_right
-from sglang_nvfp4_patches.accuracy.cli import main
+from sglang_nvfp4_patches.cli import main
 
 SIZES = {"anatomy": 30, "virology": 30}
 A_ARGS = "--attention-backend triton"
@@ -43,7 +43,7 @@ def setup(tmp_path: Path) -> Iterator[tuple[Path, Path, dict[str, WrittenQuestio
 
 def _command(data: Path, key: Path, out: Path, *extra: str, launcher: str = "") -> list[str]:
     return [
-        *(sys.executable, "-m", "sglang_nvfp4_patches.accuracy", "ab"),
+        *(sys.executable, "-m", "sglang_nvfp4_patches", "accuracy", "ab"),
         *("--model-path", str(key), "--data", str(data), "--out-dir", str(out)),
         *("--a-args", A_ARGS, "--b-args", B_ARGS),
         *("--launcher", f"{sys.executable} -m accuracy_support.fake_server {launcher}"),
@@ -290,7 +290,7 @@ def test_bad_ab_arguments_exit_2(
     argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as info:
-        main(["ab", "--model-path", "m", "--data", "d", *argv])
+        main(["accuracy", "ab", "--model-path", "m", "--data", "d", *argv])
     assert info.value.code == 2
     assert fragment in capsys.readouterr().err
 
@@ -301,6 +301,9 @@ def test_launcher_that_cannot_run_is_bad_input(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     data, key, _ = setup
-    argv = ["ab", "--model-path", str(key), "--data", str(data), "--out-dir", str(tmp_path)]
+    argv = [
+        *("accuracy", "ab", "--model-path", str(key), "--data", str(data)),
+        *("--out-dir", str(tmp_path)),
+    ]
     assert main([*argv, "--launcher", str(tmp_path / "no-such-launcher")]) == 2
     assert "cannot run the server command" in capsys.readouterr().err

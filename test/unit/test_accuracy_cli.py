@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 from accuracy_support import PYTHON_DIR
+from sglang_nvfp4_patches import accuracy
 from sglang_nvfp4_patches.accuracy.cli import add_accuracy_parser
+from sglang_nvfp4_patches.cli import main
+from sglang_nvfp4_patches.errors import EXIT_USAGE, UsageError
 
 _PROBE = """
 import json, sys
@@ -119,3 +122,24 @@ def test_a_single_server_flag_is_taken_as_typed(typed: list[str], expected: tupl
     for parser in (_parent(), build_parser()):
         args = parser.parse_args(attach_command_line_values(argv))
         assert (args.a_args, args.b_args) == (("--enable-x",), expected)
+
+
+@pytest.mark.parametrize("name", sorted(set(accuracy.__all__) - {"ServerError"}))
+def test_every_accuracy_input_error_is_a_usage_error(name: str) -> None:
+    assert issubclass(getattr(accuracy, name), UsageError)
+    assert not issubclass(accuracy.ServerError, UsageError)  # ab's exit 3, with the log tail
+
+
+def test_the_top_level_cli_prints_accuracy_errors_verbatim(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Accuracy messages quote paths and library errors as they are (whitespace kept), while
+    other UsageErrors (SGLang's multi-line refusals) are collapsed onto one line."""
+    bad = tmp_path / "two  spaces" / "run.json"
+    bad.parent.mkdir()
+    bad.write_text("not json", encoding="utf-8")
+    assert main(["accuracy", "compare", str(bad), str(bad)]) == EXIT_USAGE
+    assert capsys.readouterr().err == (
+        f"error: {bad}: not readable JSON (Expecting value: line 1 column 1 (char 0))\n"
+    )
+    assert UsageError("sglang serve:\n  bad  flag").cli_message() == "sglang serve: bad flag"

@@ -10,12 +10,12 @@ from scipy import stats
 
 from accuracy_support.dataset_writer import write_dataset, wrong_letter
 from accuracy_support.fake_server import FakeServer, Script
-from sglang_nvfp4_patches.accuracy.cli import main
 from sglang_nvfp4_patches.accuracy.compare import (
     chi2_sf_1dof,
     exact_binomial_p,
     mcnemar,
 )
+from sglang_nvfp4_patches.cli import main
 
 TABLES = [
     (0, 0),
@@ -95,7 +95,7 @@ def _pairs(path_a: Path, path_b: Path, cells: dict[tuple[bool, bool], int], subj
 
 
 def _compare_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
-    assert main(["compare", *argv, "--json"]) == 0
+    assert main(["accuracy", "compare", *argv, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -161,7 +161,7 @@ def test_mismatched_question_sets_are_reported(
     assert result["per_subject"]["y"]["n"] == 1
     assert result["incomplete"] == [files[1]]
 
-    assert main(["compare", *files]) == 0
+    assert main(["accuracy", "compare", *files]) == 0
     text = capsys.readouterr().out
     assert "1 id(s) only in A, 2 only in B; comparing the 4 shared question(s)" in text
     assert f"NOTE: {files[1]} is an incomplete run" in text
@@ -172,7 +172,7 @@ def test_per_subject_deltas_in_text(tmp_path: Path, capsys: pytest.CaptureFixtur
     b = {"alg/0": True, "alg/1": False, "alg/2": False, "alg/3": True, "bio/0": True, "bio/1": True}
     _write_run(tmp_path / "a.json", a)
     _write_run(tmp_path / "b.json", b)
-    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    assert main(["accuracy", "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
     text = capsys.readouterr().out
     rows = {
         line.split()[0]: line.split()[1:]
@@ -205,7 +205,7 @@ def test_bad_run_file_is_exit_2(
     if content is not None:
         bad.write_text(content, encoding="utf-8")
     good = _write_run(tmp_path / "good.json", {"x/0": True})
-    assert main(["compare", str(good), str(bad)]) == 2
+    assert main(["accuracy", "compare", str(good), str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {bad}: ") and fragment in err
     assert "Traceback" not in err
@@ -215,17 +215,18 @@ def test_duplicate_ids_rejected(tmp_path: Path, capsys: pytest.CaptureFixture[st
     record = {"id": "x/0", "subject": "x", "answer": "A", "prediction": "A", "correct": True}
     dup = tmp_path / "dup.json"
     dup.write_text(json.dumps({"records": [record, record]}), encoding="utf-8")
-    assert main(["compare", str(dup), str(dup)]) == 2
+    assert main(["accuracy", "compare", str(dup), str(dup)]) == 2
     assert "duplicate record id 'x/0'" in capsys.readouterr().err
 
 
 def test_no_shared_ids_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _write_run(tmp_path / "a.json", {"x/0": True})
     _write_run(tmp_path / "b.json", {"y/0": True})
-    assert main(["compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 2
+    assert main(["accuracy", "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 2
     assert "share no question ids" in capsys.readouterr().err
     _write_run(tmp_path / "empty.json", {})
-    assert main(["compare", str(tmp_path / "empty.json"), str(tmp_path / "empty.json")]) == 2
+    empty = str(tmp_path / "empty.json")
+    assert main(["accuracy", "compare", empty, empty]) == 2
     assert "share no question ids" in capsys.readouterr().err
 
 
@@ -243,7 +244,7 @@ def test_compare_two_real_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
     for name, every in (("a", 5), ("b", 3)):
         with FakeServer(Script(replies=replies(every))) as srv:
-            argv = ["run", "--base-url", srv.url, "--data", str(data), "--no-progress"]
+            argv = ["accuracy", "run", "--base-url", srv.url, "--data", str(data), "--no-progress"]
             assert main([*argv, "--out", str(tmp_path / f"{name}.json")]) == 0
     capsys.readouterr()
     result = _compare_json(capsys, str(tmp_path / "a.json"), str(tmp_path / "b.json"))

@@ -8,10 +8,10 @@ import pytest
 
 import accuracy_support  # noqa: F401  (makes the package importable)
 from accuracy_support.dataset_writer import write_dataset
-from sglang_nvfp4_patches.accuracy.cli import main
 from sglang_nvfp4_patches.accuracy.dataset import load_eval_items, read_mmlu_csv
 from sglang_nvfp4_patches.accuracy.errors import DatasetError
 from sglang_nvfp4_patches.accuracy.scoring import parse_prediction
+from sglang_nvfp4_patches.cli import main
 
 
 def _write(path: Path, text: str) -> Path:
@@ -143,7 +143,10 @@ def test_cli_reports_malformed_data_with_exit_2(
     # Nothing listens on the URL: the data error must come before any request.
     out = tmp_path / "x.json"
     code = main(
-        ["run", "--base-url", "http://127.0.0.1:9", "--data", str(tmp_path), "--out", str(out)]
+        [
+            *("accuracy", "run", "--base-url", "http://127.0.0.1:9"),
+            *("--data", str(tmp_path), "--out", str(out)),
+        ]
     )
     err = capsys.readouterr().err
     assert code == 2 and not out.exists()

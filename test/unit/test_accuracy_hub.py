@@ -15,9 +15,9 @@ import pytest
 from accuracy_support import PYTHON_DIR
 from accuracy_support.dataset_writer import WrittenQuestion, write_dataset
 from accuracy_support.fake_server import FakeServer, Script
-from sglang_nvfp4_patches.accuracy.cli import main
 from sglang_nvfp4_patches.accuracy.errors import DatasetError
 from sglang_nvfp4_patches.accuracy.hub import questions_by_subject
+from sglang_nvfp4_patches.cli import main
 
 SIZES = {"anatomy": 7, "astronomy": 4, "virology": 5}
 
@@ -43,7 +43,7 @@ def _write_hub(root: Path, sizes: dict[str, int], env: dict[str, str]) -> None:
 
 
 def _run_cli(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "sglang_nvfp4_patches.accuracy", *argv]
+    command = [sys.executable, "-m", "sglang_nvfp4_patches", "accuracy", *argv]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -65,7 +65,8 @@ def test_run_from_the_hub_layout_asks_the_csv_questions_with_the_same_ids(
     replies = {qid: f" {q.answer}" for qid, q in written.items()}
     with FakeServer(Script(replies=replies)) as server:
         argv = ("run", "--base-url", server.url, "--no-progress", "--shots", "3")
-        assert main([*argv, "--data", str(csv_dir), "--out", str(tmp_path / "csv.json")]) == 0
+        csv_run = ["accuracy", *argv, "--data", str(csv_dir), "--out", str(tmp_path / "csv.json")]
+        assert main(csv_run) == 0
         capsys.readouterr()
         csv_prompts = dict(server.prompts)
         result = _run_cli(env, *argv, "--data", str(hub_dir), "--out", str(tmp_path / "hub.json"))
@@ -81,7 +82,8 @@ def test_run_from_the_hub_layout_asks_the_csv_questions_with_the_same_ids(
     # Every question got the very prompt the csv layout gives it (dev shots included).
     assert hub_prompts == csv_prompts and len(hub_prompts) == len(written)
 
-    assert main(["compare", "--json", str(tmp_path / "csv.json"), str(tmp_path / "hub.json")]) == 0
+    runs = [str(tmp_path / "csv.json"), str(tmp_path / "hub.json")]
+    assert main(["accuracy", "compare", "--json", *runs]) == 0
     compared = json.loads(capsys.readouterr().out)
     assert (compared["n"], compared["only_in_a"], compared["only_in_b"]) == (len(written), 0, 0)
 

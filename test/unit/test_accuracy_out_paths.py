@@ -8,7 +8,7 @@ import pytest
 
 from accuracy_support.dataset_writer import write_dataset
 from accuracy_support.fake_server import FakeServer, Script
-from sglang_nvfp4_patches.accuracy.cli import main
+from sglang_nvfp4_patches.cli import main
 
 
 @pytest.mark.parametrize("where", ["under-file", "directory", "not-writable"])
@@ -26,7 +26,10 @@ def test_an_unusable_out_is_one_line_and_no_question_is_asked(
     }[where]
     with FakeServer(Script(replies={})) as server:
         code = main(
-            ["run", "--base-url", server.url, "--data", str(tmp_path / "mmlu"), "--out", str(out)]
+            [
+                *("accuracy", "run", "--base-url", server.url),
+                *("--data", str(tmp_path / "mmlu"), "--out", str(out)),
+            ]
         )
         calls = sum(server.calls.values())
     captured = capsys.readouterr()

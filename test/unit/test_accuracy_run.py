@@ -21,7 +21,7 @@ from accuracy_support.dataset_writer import (
     wrong_letter,
 )
 from accuracy_support.fake_server import FakeServer, Script
-from sglang_nvfp4_patches.accuracy.cli import main
+from sglang_nvfp4_patches.cli import main
 
 SIZES = {"abstract_algebra": 12, "anatomy": 9, "world_religions": 7}
 
@@ -67,7 +67,7 @@ def started() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 def _run(server: FakeServer, data: Path, out: Path, *extra: str) -> int:
-    argv = ["run", "--base-url", server.url, "--data", str(data), "--out", str(out)]
+    argv = ["accuracy", "run", "--base-url", server.url, "--data", str(data), "--out", str(out)]
     return main([*argv, "--parallel", "4", "--backoff", "0.01", "--no-progress", *extra])
 
 
@@ -249,7 +249,8 @@ def test_unreachable_server_stops_early(
         url = srv.url  # the port is closed once the server stops
     code = main(
         [
-            *("run", "--base-url", url, "--data", str(root), "--out", str(tmp_path / "r.json")),
+            *("accuracy", "run", "--base-url", url),
+            *("--data", str(root), "--out", str(tmp_path / "r.json")),
             *("--parallel", "2", "--max-retries", "1", "--backoff", "0", "--no-progress"),
         ]
     )
@@ -313,7 +314,7 @@ def test_resume_after_kill_loses_and_repeats_nothing(
     with FakeServer(Script(replies=replies, delay_s=0.02)) as srv:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *sys.path])}
         cmd = [
-            *(sys.executable, "-m", "sglang_nvfp4_patches.accuracy", "run"),
+            *(sys.executable, "-m", "sglang_nvfp4_patches", "accuracy", "run"),
             *("--base-url", srv.url, "--data", str(root), "--out", str(out)),
             *("--parallel", "2", "--no-progress"),
         ]

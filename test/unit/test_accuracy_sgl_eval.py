@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from sglang_nvfp4_patches.accuracy.cli import main
+from sglang_nvfp4_patches.cli import main
 
 BENCH = "gsm8k"
 
@@ -76,7 +76,7 @@ def hand_count(a: dict, b: dict, alpha: float = 0.05) -> tuple[int, int, float, 
 
 
 def compare(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
-    code = main(["compare", *map(str, argv)])
+    code = main(["accuracy", "compare", *map(str, argv)])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 

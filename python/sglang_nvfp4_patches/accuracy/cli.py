@@ -1,8 +1,9 @@
 """Command line for ``accuracy run``, ``accuracy ab`` and ``accuracy compare``.
 
-User errors (bad data files, unreadable run files, mismatched resume) print one
-``error: ...`` line and exit 2; failed questions (``run``) or a significantly worse B
-(``ab``) exit 1; a server ``ab`` started that did not come up exits 3; Ctrl-C exits 130.
+User errors (bad data files, unreadable run files, mismatched resume) are UsageErrors: the
+top-level CLI prints one ``error: ...`` line and exits 2. Failed questions (``run``) or a
+significantly worse B (``ab``) exit 1; a server ``ab`` started that did not come up exits 3;
+Ctrl-C exits 130. The codes are named in :mod:`sglang_nvfp4_patches.errors`.
 """
 
 from __future__ import annotations
@@ -18,15 +19,18 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from sglang_nvfp4_patches.accuracy.errors import AccuracyError, ServerError
+from sglang_nvfp4_patches.accuracy.errors import ServerError
+from sglang_nvfp4_patches.errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SERVER,
+    UsageError,
+)
 
 if TYPE_CHECKING:
     from sglang_nvfp4_patches.accuracy.compare import Comparison
     from sglang_nvfp4_patches.accuracy.run import RunConfig
-
-EXIT_USAGE = 2
-EXIT_SERVER = 3
-EXIT_INTERRUPTED = 130
 
 
 def _number(kind: type, minimum: float, inclusive: bool) -> Callable[[str], float]:
@@ -85,8 +89,8 @@ def attach_command_line_values(argv: Sequence[str]) -> list[str]:
 
 
 def add_accuracy_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``accuracy {run,ab,compare}`` to a parent CLI; ``args.func(args)`` returns the exit
-    code."""
+    """Add ``accuracy {run,ab,compare}`` to the top-level CLI; ``args.func(args)`` returns the
+    exit code, and bad input raises a UsageError for that CLI to print."""
     parser = subparsers.add_parser(
         "accuracy",
         help="MMLU-format accuracy A/B check against a running SGLang server",
@@ -328,9 +332,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config = _run_config(args, args.base_url, args.out, api=Api(args.api), model=args.model)
         ensure_output_file(args.out, "--out")  # before the data is read or a question asked
         outcome = run_accuracy(config)
-    except AccuracyError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except KeyboardInterrupt:
         print(
             f"interrupted; answers already received are kept in {partial_path(args.out)}; "
@@ -367,9 +368,9 @@ def _cmd_ab(args: argparse.Namespace) -> int:
         )
         with _sigterm_as_interrupt():
             comparison = run_ab(config, status.say, status.tick)
-    except AccuracyError as exc:
-        status.say(f"error: {exc}")
-        return EXIT_USAGE
+    except UsageError:
+        status.end_line()  # the top-level CLI prints the error line; it starts a clean line
+        raise
     except ServerError as exc:
         tail = log_tail(exc.log)
         status.say(f"error: {exc}")
@@ -384,7 +385,7 @@ def _cmd_ab(args: argparse.Namespace) -> int:
         )
         return EXIT_INTERRUPTED
     _print_comparison(comparison, args.json)
-    return 1 if comparison.b_is_worse else 0
+    return EXIT_FAILED if comparison.b_is_worse else EXIT_OK
 
 
 @contextlib.contextmanager
@@ -414,10 +415,15 @@ class _StatusLines:
         self._open = False  # a progress line without its newline is on screen
 
     def say(self, line: str) -> None:
-        if self._open:  # the status line replaces the progress line
-            self._stream.write("\r\x1b[K")
-            self._open = False
+        self.end_line()  # the status line replaces the progress line
         print(line, file=self._stream, flush=True)
+
+    def end_line(self) -> None:
+        """Erase the progress line, if one is on screen."""
+        if self._open:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+            self._open = False
 
     def tick(self, text: str) -> None:
         if self._tty:
@@ -431,12 +437,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.report import format_comparison, repeats_note
     from sglang_nvfp4_patches.accuracy.sgl_eval import paired_runs
 
-    try:
-        pairs = paired_runs(args.run_a, args.run_b, allow_partial=args.allow_partial)
-        comparisons = [compare_runs(a, b, alpha=args.alpha) for a, b in pairs]
-    except AccuracyError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    pairs = paired_runs(args.run_a, args.run_b, allow_partial=args.allow_partial)
+    comparisons = [compare_runs(a, b, alpha=args.alpha) for a, b in pairs]
     if len(comparisons) == 1:
         _print_comparison(comparisons[0], args.json)
     elif args.json:
@@ -444,7 +446,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     else:
         print("\n\n".join(format_comparison(c) for c in comparisons))
         print(f"\n{repeats_note(len(comparisons), args.alpha)}")
-    return 0
+    return EXIT_OK
 
 
 def _print_comparison(comparison: Comparison, as_json: bool) -> None:
@@ -454,14 +456,3 @@ def _print_comparison(comparison: Comparison, as_json: bool) -> None:
         print(json.dumps(comparison.to_json(), indent=2))
     else:
         print(format_comparison(comparison))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Standalone entry: ``python -m sglang_nvfp4_patches.accuracy {run,ab,compare} ...``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m sglang_nvfp4_patches.accuracy",
-        description="MMLU-format accuracy A/B check against a running SGLang server.",
-    )
-    _add_commands(parser)
-    args = parser.parse_args(attach_command_line_values(sys.argv[1:] if argv is None else argv))
-    return args.func(args)

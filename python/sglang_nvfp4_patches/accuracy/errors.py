@@ -1,13 +1,21 @@
-"""Exceptions of the accuracy tool; each one is a user-facing problem the CLI reports as
+"""Exceptions of the accuracy tool. Each :class:`AccuracyError` is a
+:class:`~sglang_nvfp4_patches.errors.UsageError`: the top-level CLI reports it as
 ``error: <message>`` with exit code 2 instead of a traceback."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from sglang_nvfp4_patches.errors import UsageError
 
-class AccuracyError(Exception):
+
+class AccuracyError(UsageError):
     """Base class: a problem with the user's input that the user can fix."""
+
+    def cli_message(self) -> str:
+        """The message exactly as worded: it quotes paths and the text of library errors
+        (csv, JSON, ``datasets``) verbatim, so whitespace in them is kept."""
+        return str(self)
 
 
 class DatasetError(AccuracyError):
@@ -32,7 +40,7 @@ class ConfigError(AccuracyError):
 
 class ServerError(Exception):
     """A server ``accuracy ab`` started did not come up or did not answer (exit 3); its log
-    is kept at ``log``."""
+    is kept at ``log``. Not a UsageError: ``ab`` prints it with the log's last lines."""
 
     def __init__(self, message: str, log: Path) -> None:
         super().__init__(message)

@@ -39,6 +39,7 @@ from sglang_nvfp4_patches.accuracy.store import (
     partial_path,
     write_json_atomic,
 )
+from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 # This many failed questions in a row (no success in between) means the server is down or
 # rejects every request; asking the remaining thousands would only multiply the same error.
@@ -114,8 +115,8 @@ class RunOutcome:
     @property
     def exit_code(self) -> int:
         if self.interrupted:
-            return 130
-        return 1 if self.failures or self.not_attempted else 0
+            return EXIT_INTERRUPTED
+        return EXIT_FAILED if self.failures or self.not_attempted else EXIT_OK
 
 
 class _Progress(Protocol):
@@ -208,7 +209,7 @@ def run_accuracy(config: RunConfig, items: Sequence[EvalItem] | None = None) -> 
     records = [done[item.id] for item in items if item.id in done]
     outcome.run = _run_document(config, items, records, outcome, started, wall)
     write_json_atomic(config.out, outcome.run)
-    if outcome.exit_code == 0:
+    if outcome.exit_code == EXIT_OK:
         writer.remove()
     return outcome
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from sglang_nvfp4_patches import plugin
-from sglang_nvfp4_patches.errors import UsageError
+from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, UsageError
 from sglang_nvfp4_patches.explain.input import architecture, config_problem, read_model_config
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
 from sglang_nvfp4_patches.patches import PATCHES
@@ -161,4 +161,5 @@ def run_explain(args: argparse.Namespace) -> int:
             print(json.dumps(row.as_json()))
     else:
         print(format_table(rows, with_patches), end="")
-    return 1 if any(report.state is PatchState.FAILED for report in reports.values()) else 0
+    failed = any(report.state is PatchState.FAILED for report in reports.values())
+    return EXIT_FAILED if failed else EXIT_OK
