@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from support.release import installed_sglang
+from sglang_nvfp4_patches.status import sglang_version
 
 RELEASE_ENV = "SGLANG_NVFP4_TEST_RELEASE"
 
@@ -32,15 +32,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "release_matrix: runs against every supported SGLang release in CI"
     )
     expected = config.getoption("--sglang-release")
-    if expected and installed_sglang() != expected:
+    if expected and sglang_version() != expected:
         raise pytest.UsageError(
-            f"--sglang-release {expected} requested but SGLang {installed_sglang()} is "
+            f"--sglang-release {expected} requested but SGLang {sglang_version()} is "
             f"imported; run `scripts/test_release.sh {expected}` to overlay that release"
         )
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    return f"SGLang release under test: {installed_sglang()}"
+    return f"SGLang release under test: {sglang_version()}"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -48,4 +48,4 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     outcome = yield
     report = outcome.get_result()
     if report.failed:
-        report.sections.append(("SGLang release", f"failed on SGLang {installed_sglang()}"))
+        report.sections.append(("SGLang release", f"failed on SGLang {sglang_version()}"))

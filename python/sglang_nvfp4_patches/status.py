@@ -1,4 +1,4 @@
-"""Patch states as ``doctor`` reports them, and the installed SGLang's version."""
+"""Patch states as ``doctor`` reports them, and the installed SGLang's version (pure)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The root-cause probe on hand-edited copies of the installed ``trtllm_mha_backend.py``
-(``support/backend_edits.py``), in the real file's surroundings: three edits drop the FP8
+(``support/edited_sglang.py``), in the real file's surroundings: three edits drop the FP8
 V scale behind a helper, a module constant or a call-site override; one adds a constant
 ``bmm2_scale`` only where the KV cache is not FP8; one takes the V scale from another
 module's object, which the probe cannot follow. ``explain --gpu sm100`` then runs in a
-process whose SGLang keeps its backend in the copy (``support/edited_backend_cli.py``).
+process whose SGLang keeps its backend in the copy (``support/edited_sglang.py``).
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ import pytest
 
 from sglang_nvfp4_patches.gemma4_attention.root_cause import analyse_backend_source
 from sglang_nvfp4_patches.simulation.bundled import EXAMPLES_DIR
-from support.backend_edits import EDITS
-from support.bug_window import BACKEND, installed_package_dir, make_bug_window_copy
+from support import edited_sglang
+from support.edited_sglang import BACKEND, EDITS, installed_package_dir, make_bug_window_copy
 from support.forkserver import server
 
-CLI = Path(__file__).resolve().parents[1] / "support" / "edited_backend_cli.py"
+CLI = Path(edited_sglang.__file__)
 # where a live verdict quotes the line that decided it
 NAMED_LINE = {
     "dropped": r"is a constant: `(?P<text>[^`]+)` l\.(?P<line>\d+)",

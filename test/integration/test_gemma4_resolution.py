@@ -31,6 +31,7 @@ from sglang_nvfp4_patches.gemma4_attention.rule import (
 )
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
 from sglang_nvfp4_patches.simulation.server_args import resolve
+from sglang_nvfp4_patches.status import sglang_version
 from support.configs import (
     ALL_BUNDLED,
     GEMMA4_BF16_MOE,
@@ -40,7 +41,7 @@ from support.configs import (
     edited_copy,
 )
 from support.gemma4_cases import resolved
-from support.release import NO_CPU_SCHEDULER_RELEASE, installed_sglang
+from support.release import NO_CPU_SCHEDULER_RELEASE
 
 pytestmark = pytest.mark.release_matrix
 
@@ -285,9 +286,9 @@ def test_scheduler_warns_once_about_a_record_resolved_before_plugins(
     try:
         import sglang.srt.managers.scheduler as scheduler_module
     except ImportError as error:  # 0.5.12.post1 needs its own sgl_kernel build for this
-        if installed_sglang() != NO_CPU_SCHEDULER_RELEASE:
+        if sglang_version() != NO_CPU_SCHEDULER_RELEASE:
             raise
-        pytest.skip(f"SGLang {installed_sglang()}'s scheduler does not import on CPU: {error}")
+        pytest.skip(f"SGLang {sglang_version()}'s scheduler does not import on CPU: {error}")
     scheduler_cls = scheduler_module.Scheduler
     assert any(
         getattr(cell.cell_contents, "__name__", "") == "scheduler_init_hook"

@@ -1,8 +1,8 @@
 """The rule follows its root cause, end to end in fresh processes that load the plugin the way
-SGLang does (``support/gemma4_rule_probe.py``); only the environment differs:
+SGLang does (``support/scripts/gemma4_rule_probe.py``); only the environment differs:
 
 * ``bug window``: this release as a nightly from May-June 2026 looked, sglang#28144's V-scale
-  handoff reverted in a copy of its ``trtllm_mha_backend.py`` (``support/bug_window.py``);
+  handoff reverted in a copy of its ``trtllm_mha_backend.py`` (``support/edited_sglang.py``);
   on 0.5.12.x/0.5.13.x the release itself, whose code still drops the scale.
 * ``forced``: ``SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention`` on this release as installed.
 
@@ -24,14 +24,15 @@ from packaging.version import Version
 
 from sglang_nvfp4_patches.gemma4_attention import backend_source as root_cause
 from sglang_nvfp4_patches.gemma4_attention.root_cause import KvScaleHandoff
-from support.bug_window import installed_package_dir, make_bug_window_copy
+from sglang_nvfp4_patches.status import sglang_version
+from support import SCRIPTS
 from support.configs import GEMMA4_BF16_MOE, GEMMA4_NVFP4_MOE
+from support.edited_sglang import installed_package_dir, make_bug_window_copy
 from support.forkserver import server
 from support.gemma4_cases import resolved
-from support.release import installed_sglang
 
 pytestmark = pytest.mark.release_matrix
-PROBE = Path(__file__).resolve().parents[1] / "support" / "gemma4_rule_probe.py"
+PROBE = SCRIPTS / "gemma4_rule_probe.py"
 FIXED_IN = Version("0.5.14")  # sglang#28144 cherry-picked to 0.5.14 (sglang#29245)
 
 
@@ -151,7 +152,7 @@ def answers(result: dict) -> tuple[list[str], list[list[str]]]:
 def test_probe_answers_per_release() -> None:
     """0.5.12.x/0.5.13.x drop the V scale; 0.5.14+ carry sglang#28144."""
     verdict = root_cause.kv_scale_verdict()
-    live = Version(installed_sglang()) < FIXED_IN
+    live = Version(sglang_version()) < FIXED_IN
     assert verdict.handoff is (KvScaleHandoff.DROPPED if live else KvScaleHandoff.APPLIED)
     assert root_cause.backend_source_path() == (
         installed_package_dir() / "srt" / "layers" / "attention" / "trtllm_mha_backend.py"
@@ -160,7 +161,7 @@ def test_probe_answers_per_release() -> None:
 
 def test_bug_window_build_gets_the_rule_without_force(scenarios: dict, own: list[str]) -> None:
     _, result = scenarios["bug window"]
-    assert result["sglang"] == installed_sglang()  # same version string, reverted code
+    assert result["sglang"] == sglang_version()  # same version string, reverted code
     assert result["mode"] == "live"
     assert result["state"]["status"] == "applied"
     assert "is a constant: `bmm2_scale = 1.0`" in result["state"]["reason"]

@@ -11,16 +11,16 @@ from __future__ import annotations
 import importlib
 import json
 from importlib.metadata import entry_points
-from pathlib import Path
 
 import pytest
 
+from support import SCRIPTS
 from support.forkserver import run_python
 from support.sglang_cpu import RUNNER_MODULE, needs_runner_module
 
 # SGLang's own top-1 pre-scale in its runner (0.5.21+), as the runner module names it.
 UPSTREAM_PRESCALE = "_prescale_router_weight_on_input"
-PROBE = Path(__file__).resolve().parents[1] / "support" / "plugin_state_probe.py"
+PROBE = SCRIPTS / "plugin_state_probe.py"
 GEMMA4_ARCHS = {
     "Gemma4ForConditionalGeneration",
     "Gemma4ForCausalLM",

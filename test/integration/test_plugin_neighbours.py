@@ -5,15 +5,16 @@ whether the targets' modules are imported before or during ``load_plugins()``.""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from sglang_nvfp4_patches.status import sglang_version
+from support import SCRIPTS
 from support.forkserver import run_python
-from support.release import NO_CPU_SCHEDULER_RELEASE, installed_sglang
+from support.release import NO_CPU_SCHEDULER_RELEASE
 
 pytestmark = pytest.mark.release_matrix
-PROBE = Path(__file__).resolve().parents[1] / "support" / "neighbour_probe.py"
+PROBE = SCRIPTS / "neighbour_probe.py"
 
 
 @pytest.mark.parametrize(
@@ -22,7 +23,7 @@ PROBE = Path(__file__).resolve().parents[1] / "support" / "neighbour_probe.py"
 @pytest.mark.parametrize("neighbour", ["first", "last"])
 def test_a_second_plugin_and_ours_are_each_wired_once(neighbour: str, import_first: bool) -> None:
     args = [str(PROBE), "--neighbour", neighbour] + (["--import-first"] if import_first else [])
-    scheduler = installed_sglang() != NO_CPU_SCHEDULER_RELEASE
+    scheduler = sglang_version() != NO_CPU_SCHEDULER_RELEASE
     if not scheduler:
         args.append("--no-scheduler")
     env = {

@@ -269,8 +269,9 @@ def discard() -> None:
 
 
 def used_by(module: object) -> bool:
-    """Whether a test module calls the fork server (binds :func:`server` or :func:`run_python`)."""
-    return any(value is server or value is run_python for value in vars(module).values())
+    """Whether a test module calls the fork server (binds :func:`server`, :func:`run_python`
+    or :func:`run_cli`)."""
+    return any(value in (server, run_python, run_cli) for value in vars(module).values())
 
 
 def run_python(
@@ -279,6 +280,16 @@ def run_python(
     """``subprocess.run([sys.executable, *args], capture_output=True, text=True)``, forked;
     ``env`` sets ``PER_CHILD_VARIABLES`` only."""
     return server().start(args, env).wait(timeout)
+
+
+def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m sglang_nvfp4_patches ARGS`` in a process forked after ``import sglang``."""
+    return run_python(["-m", "sglang_nvfp4_patches", *args], env, timeout=300)
+
+
+def json_lines(stdout: str) -> list[dict[str, Any]]:
+    """The JSON objects a command printed, one per line (``explain --json``)."""
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
 
 
 if __name__ == "__main__":

@@ -1,16 +1,7 @@
-"""The SGLang release the interpreter imports (an overlay on PYTHONPATH wins)."""
+"""Facts about the releases the suite runs on (the release itself is
+``sglang_nvfp4_patches.status.sglang_version()``: an overlay on PYTHONPATH wins)."""
 
 from __future__ import annotations
-
-import importlib.metadata
-
-
-def installed_sglang() -> str:
-    try:
-        return importlib.metadata.version("sglang")
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
 
 # The one release whose scheduler module cannot be imported on this CPU machine: its overlay
 # runs on the primary environment's sgl_kernel, whose common_ops needs libcuda. Anywhere else

@@ -1,4 +1,4 @@
-"""``accuracy compare``: paired comparison of two runs with McNemar's test.
+"""``accuracy compare``: paired comparison of two runs with McNemar's test (pure).
 
 Both runs ask the same questions, so the informative part is the discordant pairs:
 b = A right / B wrong, c = A wrong / B right. Under "no difference" each discordant pair is

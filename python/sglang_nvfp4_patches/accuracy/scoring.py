@@ -1,4 +1,4 @@
-"""Turning generated text into a graded record, and records into accuracies."""
+"""Turning generated text into a graded record, and records into accuracies (pure)."""
 
 from __future__ import annotations
 

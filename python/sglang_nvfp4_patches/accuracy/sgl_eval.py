@@ -1,4 +1,5 @@
-"""Read sgl-eval runs for ``accuracy compare`` (its files only; sgl-eval is not imported).
+"""Read sgl-eval runs for ``accuracy compare`` (pure: its files only; sgl-eval is not
+imported).
 
 sgl-eval (SGLang's accuracy harness) scores one endpoint per run and writes
 ``<out-dir>/sgl_eval_<bench>_<stamp>/`` with ``metrics.json`` (``partial: true`` after

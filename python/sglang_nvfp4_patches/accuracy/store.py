@@ -1,4 +1,5 @@
-"""Crash-safe result storage: an append-only JSONL of answered questions next to RUN.json.
+"""Crash-safe result storage: an append-only JSONL of answered questions next to RUN.json
+(pure).
 
 Each answer is written as one line and flushed to the OS at once, so Ctrl-C, a crash or
 SIGKILL loses nothing that was already answered (the page cache survives the process; an

@@ -1,4 +1,4 @@
-"""Pure decision behind the ``gemma4-attention`` patch (no SGLang import).
+"""The decision behind the ``gemma4-attention`` patch (pure: no SGLang, no torch).
 
 SGLang defaults Gemma 4 to ``trtllm_mha`` on SM10X, 12-18 % faster than ``triton``
 (sglang#25005). For the NVFP4 (``modelopt_fp4``) MoE checkpoint, which runs with an FP8 KV

@@ -1,4 +1,5 @@
-"""A runner config that reads ``apply_router_weight_on_input`` as ``False`` (no SGLang import).
+"""A runner config that reads ``apply_router_weight_on_input`` as ``False`` (pure: no SGLang,
+no torch).
 
 The NVFP4 MoE methods assert the flag away for the CUTLASS runner; the runner (patched, or
 upstream from 0.5.21) honours it. So the method gets this view for its own check while its

@@ -1,8 +1,6 @@
-"""The GPUs the CPU simulation can stand for, and SGLang made to believe it runs on one.
-
-The profiles are pure (the CLI's ``--gpu`` choices); SGLang is imported only inside the
-context managers.
-"""
+"""The GPUs the CPU simulation can stand for, and SGLang made to believe it runs on one (pure
+to import: SGLang and torch are imported only inside the context managers, so the profiles
+serve the CLI's ``--gpu`` choices at once)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +21,7 @@ import ray
 
 import sglang_nvfp4_patches
 from sglang_nvfp4_patches.llama4_router_weight import ray_scheduler_actors as ray_actors
+from support import SCRIPTS
 from support.forkserver import run_python
 from support.sglang_cpu import runner_module_present
 
@@ -31,8 +31,8 @@ pytestmark = pytest.mark.skipif(
     "FlashInfer CUTLASS MoE runner), or it has no Ray scheduler actors that skip plugins",
 )
 
-PROBE = Path(__file__).resolve().parents[1] / "support" / "ray_engine_import_probe.py"
-JOB_PROBE = str(Path(__file__).resolve().parents[1] / "support" / "ray_job_probe.py")
+PROBE = SCRIPTS / "ray_engine_import_probe.py"
+JOB_PROBE = str(SCRIPTS / "ray_job_probe.py")
 # README's recipe; SGLANG_PLUGINS names only our plugin, so the hook loads nothing else.
 ENV_VARS = {"SGLANG_PLUGINS": "nvfp4_patches"}
 HOOKED_ENV = {"worker_process_setup_hook": "sglang.srt.plugins.load_plugins", "env_vars": ENV_VARS}

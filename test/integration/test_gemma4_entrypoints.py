@@ -1,27 +1,27 @@
 """Every way a user starts SGLang gets the rule, on every release (simulated SM100).
 
 Each entry point runs in a fresh process and loads the plugin itself; see
-``support/entrypoint_probe.py``. ``SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention`` puts the rule
-in force on releases where its root cause is fixed, so every entry point is checked on every
-release. The four probes run concurrently, forked from one process that has imported the
+``support/scripts/entrypoint_probe.py``. ``SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention`` puts
+the rule in force on releases where its root cause is fixed, so every entry point is checked
+on every release. The four probes run concurrently, forked from one process that has imported the
 ``sglang`` package and loaded no plugin (``support/forkserver.py``).
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from packaging.version import Version
 
+from sglang_nvfp4_patches.status import sglang_version
+from support import SCRIPTS
 from support.configs import GEMMA4_NVFP4_MOE
 from support.forkserver import server
 from support.gemma4_cases import resolved
-from support.release import installed_sglang
 
 pytestmark = pytest.mark.release_matrix
-PROBE = Path(__file__).resolve().parents[1] / "support" / "entrypoint_probe.py"
+PROBE = SCRIPTS / "entrypoint_probe.py"
 ENTRIES = ("launch_server", "serve", "engine", "engine_prebuilt")
 WARNING_PREFIX = "WARNING:sglang_nvfp4_patches"
 FORCED = {"SGLANG_NVFP4_PATCHES_FORCE": "gemma4-attention"}
@@ -40,9 +40,9 @@ class Started(dict):
         if (
             done.returncode != 0
             and NO_CPU_KERNELS in done.stderr
-            and installed_sglang() == NO_CPU_KERNELS_RELEASE
+            and sglang_version() == NO_CPU_KERNELS_RELEASE
         ):
-            pytest.skip(f"SGLang {installed_sglang()}'s {entry} does not import on CPU here")
+            pytest.skip(f"SGLang {sglang_version()}'s {entry} does not import on CPU here")
         assert done.returncode == 0, f"{entry}: {done.stderr[-3000:]}"
         (line,) = [x for x in done.stdout.splitlines() if x.startswith("STATE ")]
         return json.loads(line[len("STATE ") :]), done.stderr
@@ -60,7 +60,7 @@ def started() -> Started:
 @pytest.mark.parametrize("entry", ["launch_server", "serve", "engine"])
 def test_entry_point_resolves_triton(started: dict, entry: str) -> None:
     state, stderr = started[entry]
-    assert state["sglang"] == installed_sglang()
+    assert state["sglang"] == sglang_version()
     assert state["attention_backend"] == "triton"
     assert [line for line in stderr.splitlines() if line.startswith(WARNING_PREFIX)] == []
 
@@ -73,7 +73,7 @@ def test_engine_with_server_args_built_before_plugins(started: dict) -> None:
     warnings = [line for line in stderr.splitlines() if line.startswith(WARNING_PREFIX)]
     # 0.5.12.x/0.5.13.x default this config to triton on their own: nothing was bypassed.
     own = resolved(GEMMA4_NVFP4_MOE, "sm100", patched=False)["attention_backend"]
-    if Version(installed_sglang()) >= Version("0.5.20") or own == "triton":
+    if Version(sglang_version()) >= Version("0.5.20") or own == "triton":
         assert state["attention_backend"] == "triton"
         assert warnings == []
     else:

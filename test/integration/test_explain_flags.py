@@ -23,8 +23,8 @@ import pytest
 
 from sglang_nvfp4_patches import cli
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
+from sglang_nvfp4_patches.status import sglang_version
 from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
-from support.release import installed_sglang
 
 
 def explain_here(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, list[str]]:
@@ -43,7 +43,7 @@ def test_a_flag_value_sglang_does_not_offer_is_one_error_line_in_its_words(
     code, out, err = explain_here(capsys, "--model", str(GEMMA4_NVFP4_MOE), flag, "bogus")
     assert code == 2 and out == ""
     assert len(err) == 1, err
-    release = installed_sglang()
+    release = sglang_version()
     assert err[0].startswith(
         f"error: sglang serve (SGLang {release}): argument {flag}: invalid choice: 'bogus'"
     )
@@ -54,8 +54,7 @@ def test_an_unknown_flag_is_refused_by_sglangs_parser(capsys: pytest.CaptureFixt
     code, out, err = explain_here(capsys, "--model", str(LLAMA4_NVFP4), "--no-such-flag", "3")
     assert (code, out) == (2, "")
     assert err == [
-        f"error: sglang serve (SGLang {installed_sglang()}): unrecognized arguments: "
-        "--no-such-flag 3"
+        f"error: sglang serve (SGLang {sglang_version()}): unrecognized arguments: --no-such-flag 3"
     ]
 
 
@@ -127,7 +126,7 @@ def test_a_config_sglang_cannot_read_is_one_line_naming_the_field(
     code, out, err = explain_here(capsys, "--model", str(tmp_path))
     assert (code, out) == (2, ""), err
     assert len(err) == 1, err
-    assert err[0].startswith(f"error: SGLang {installed_sglang()} cannot read {tmp_path}/config")
+    assert err[0].startswith(f"error: SGLang {sglang_version()} cannot read {tmp_path}/config")
     assert f'field "{field}" ({holds})' in err[0] and "SGLang reads it as `" in err[0]
 
 
@@ -141,7 +140,7 @@ def test_arguments_sglang_refuses_are_one_error_line(
     code, out, err = explain_here(capsys, "--model", str(unknown))
     assert code == 2 and out == ""
     assert len(err) == 1 and err[0].startswith(
-        f"error: SGLang {installed_sglang()} refuses these server arguments for {unknown}"
+        f"error: SGLang {sglang_version()} refuses these server arguments for {unknown}"
     )
     assert "no-such-model" in err[0]
 

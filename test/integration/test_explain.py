@@ -1,29 +1,19 @@
-"""`explain` and `doctor` as a user runs them: fresh processes, real SGLang, simulated GPU."""
+"""`explain` as a user runs it: fresh processes, real SGLang, simulated GPU."""
 
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 from packaging.version import Version
 
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS
+from sglang_nvfp4_patches.status import sglang_version
 from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4_CT
-from support.forkserver import run_python
-from support.release import installed_sglang
-from support.sglang_cpu import runner_module_present
+from support.forkserver import json_lines
+from support.forkserver import run_cli as cli
 
 NVFP4_MOE = "nvidia/Gemma-4-26B-A4B-NVFP4"
-
-
-def cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``python -m sglang_nvfp4_patches ARGS`` in a process forked after ``import sglang``."""
-    return run_python(["-m", "sglang_nvfp4_patches", *args], env, timeout=300)
-
-
-def json_lines(stdout: str) -> list[dict]:
-    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +68,7 @@ def test_explain_table_is_readable() -> None:
     nvfp4_moe = [line for line in lines if line.startswith(NVFP4_MOE)]
     assert len(nvfp4_moe) == 1
     # 0.5.14+: SGLang's trtllm_mha stands; 0.5.12.x/0.5.13.x pick triton themselves.
-    fixed = Version(installed_sglang()) >= Version("0.5.14")
+    fixed = Version(sglang_version()) >= Version("0.5.14")
     assert nvfp4_moe[0].split()[2] == ("trtllm_mha" if fixed else "triton")
     assert nvfp4_moe[0].rstrip().endswith("sglang")
     notes = [line for line in lines if line.startswith("note: ")]
@@ -104,61 +94,6 @@ def test_explain_rejects_a_directory_without_config(tmp_path) -> None:
     done = cli("explain", "--model", str(tmp_path), "--gpu", "sm100")
     assert done.returncode == 2
     assert "config.json" in done.stderr and "Traceback" not in done.stderr
-
-
-@pytest.mark.release_matrix
-def test_doctor_reports_what_sglang_holds() -> None:
-    done = cli("doctor", "--json")
-    assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout)
-    assert result["sglang"] == installed_sglang()
-    assert result["torch"] and result["flashinfer"]
-    assert result["gpu"] == "none"
-    assert set(result["patches"]) == {"gemma4-attention", "llama4-router-weight"}
-    gemma4 = result["patches"]["gemma4-attention"]
-    if Version(installed_sglang()) >= Version("0.5.14"):  # sglang#28144 shipped
-        assert gemma4["status"] == "already upstream"
-        assert "sglang#28144" in gemma4["reason"]
-        assert "verified: SGLang resolves it to trtllm_mha on SM100" in gemma4["reason"]
-    else:
-        assert gemma4["status"] == "applied"
-        assert "bmm2_scale" in gemma4["reason"] and "is a constant" in gemma4["reason"]
-        assert "verified: SGLang resolves it to triton on SM100" in gemma4["reason"]
-    router = result["patches"]["llama4-router-weight"]
-    if runner_module_present():
-        # 0.5.22+ pre-scale in the runner, but every release up to 0.5.23 still has the
-        # ModelOpt NVFP4 rejection, so something is always applied.
-        assert router["status"] == "applied"
-        upstream = Version(installed_sglang()) >= Version("0.5.22")
-        assert ("runner pre-scale: upstream" in router["reason"]) is upstream
-    else:
-        assert router["status"] == "not applicable"
-        assert "no FlashInfer CUTLASS MoE runner" in router["reason"]
-    for report in result["patches"].values():
-        assert report["reason"]
-
-
-def test_doctor_says_applied_and_forced_under_force() -> None:
-    done = cli("doctor", "--json", SGLANG_NVFP4_PATCHES_FORCE="gemma4-attention")
-    assert done.returncode == 0, done.stderr[-3000:]
-    gemma4 = json.loads(done.stdout)["patches"]["gemma4-attention"]
-    assert gemma4["status"] == "applied"
-    assert "forced by SGLANG_NVFP4_PATCHES_FORCE" in gemma4["reason"]
-    assert "verified: SGLang resolves it to triton on SM100" in gemma4["reason"]
-    misspelt = cli("doctor", "--json", SGLANG_NVFP4_PATCHES_FORCE="gemma4-atention")
-    assert misspelt.returncode == 0, misspelt.stderr[-3000:]
-    gemma4 = json.loads(misspelt.stdout)["patches"]["gemma4-attention"]
-    assert gemma4["status"] == "already upstream"  # nothing forced: the probe's answer stands
-    assert "gemma4-atention" in gemma4["reason"] and "Nothing is forced" in gemma4["reason"]
-
-
-def test_doctor_shows_disabled_and_fails_on_a_bad_setting() -> None:
-    disabled = cli("doctor", "--json", SGLANG_NVFP4_PATCHES_DISABLE="gemma4-attention")
-    assert disabled.returncode == 0, disabled.stderr[-3000:]
-    assert json.loads(disabled.stdout)["patches"]["gemma4-attention"]["status"] == "disabled"
-    broken = cli("doctor", SGLANG_NVFP4_PATCHES_DISABLE="gemma-attention")
-    assert broken.returncode == 1
-    assert "failed" in broken.stdout and "gemma-attention" in broken.stdout
 
 
 def test_an_invalid_disable_setting_says_nothing_is_patched() -> None:

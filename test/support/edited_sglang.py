@@ -1,0 +1,177 @@
+"""An edited copy of the SGLang under test: the same code and version string with one file,
+``trtllm_mha_backend.py``, rewritten. The edits are how a nightly or vendor build could look:
+
+* :func:`revert_scale_handoff`: the May-June 2026 bug window, sglang#28144's FP8 KV-cache
+  V-scale handoff reverted (``bmm2_scale = 1.0`` again);
+* :data:`EDITS`: hand edits the root-cause probe must see through: three drop the FP8 V scale
+  behind a call it must follow, one adds a constant ``bmm2_scale`` only where the KV cache is
+  not FP8, and one takes the V scale from another module's object (unknown).
+
+:func:`make_bug_window_copy` builds the copy: real directories only along the path to the
+edited file, one symbolic link for every other file or directory (a few dozen links, made in
+milliseconds); put it first on ``PYTHONPATH`` and the interpreter imports it, dist-info
+included. Run as a script, ``edited_sglang.py COPY_DIR ARGS...`` is
+``python -m sglang_nvfp4_patches ARGS`` in a process whose SGLang keeps its TRT-LLM MHA
+backend in the copy: the copy's ``sglang`` goes first on ``sglang.__path__``, so
+``sglang.srt.__path__`` (a namespace path computed from it), the very list the probe
+searches, starts with the copy's ``srt`` as it would with the copy first on ``PYTHONPATH``;
+submodules not yet imported then load from the copy. This lets a child of the fork server
+(SGLang already imported) stand in for a fresh interpreter with the copy on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import re
+import runpy
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+BACKEND = Path("srt", "layers", "attention", "trtllm_mha_backend.py")
+# sglang#28144: `bmm1_scale, bmm2_scale = self._get_bmm_scales(layer, q_scale)`; later
+# releases also compute `bmm2_scale = v_scale` on their NVFP4-KV path.
+_HELPER_CALL_UNPACKED = re.compile(
+    r"^(?P<indent>[ \t]*)bmm1_scale, bmm2_scale = (?P<call>self\._get_bmm_scales\(.*\))[ \t]*$",
+    re.MULTILINE,
+)
+_V_SCALE = re.compile(r"^(?P<indent>[ \t]*)bmm2_scale = v_scale[ \t]*$", re.MULTILINE)
+
+
+def revert_scale_handoff(source: str) -> tuple[str, int]:
+    """The backend source with every V-scale handoff replaced by the constant 1.0."""
+    source, helper_calls = _HELPER_CALL_UNPACKED.subn(
+        r"\g<indent>bmm1_scale = \g<call>[0]\n\g<indent>bmm2_scale = 1.0", source
+    )
+    source, v_scales = _V_SCALE.subn(r"\g<indent>bmm2_scale = 1.0", source)
+    return source, helper_calls + v_scales
+
+
+def installed_package_dir() -> Path:
+    spec = importlib.util.find_spec("sglang")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("SGLang is not importable")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _link_all_but_the_path(source: Path, target: Path, path: Path) -> None:
+    """Mirror ``source`` in ``target`` with one symbolic link per entry, except the
+    directories along ``path``, which are made for real so its last file can be replaced."""
+    target.mkdir(parents=True)
+    for entry in source.iterdir():
+        if len(path.parts) > 1 and entry.name == path.parts[0]:
+            _link_all_but_the_path(entry, target / entry.name, Path(*path.parts[1:]))
+        else:
+            (target / entry.name).symlink_to(entry)
+
+
+def make_bug_window_copy(
+    target: Path, edit: Callable[[str], tuple[str, int]] = revert_scale_handoff
+) -> Path:
+    """Build the copy under ``target`` and return the directory to put on PYTHONPATH.
+
+    ``edit`` rewrites the backend source and says how many places it changed (none is an
+    error: the edit no longer fits this release)."""
+    package = installed_package_dir()
+    version = importlib.metadata.version("sglang")
+    (dist_info,) = package.parent.glob(f"sglang-{version}.dist-info")
+    _link_all_but_the_path(package, target / "sglang", BACKEND)
+    shutil.copytree(dist_info, target / dist_info.name, copy_function=os.symlink)
+    edited = target / "sglang" / BACKEND
+    changed, count = edit((package / BACKEND).read_text(encoding="utf-8"))
+    if count == 0:
+        raise RuntimeError(f"{edit.__name__} found nothing to edit in {package / BACKEND}")
+    edited.unlink()
+    edited.write_text(changed, encoding="utf-8")
+    return target
+
+
+# sglang#28144's helper ends `return q_scale * k_scale * layer.scaling, v_scale`.
+_HELPER_RETURN = re.compile(r"^(?P<head>[ \t]*return [^\n]*scaling), v_scale[ \t]*$", re.M)
+_V_SCALE_READ = re.compile(
+    r"^(?P<indent>[ \t]*)v_scale = self\._get_scalar_scale\([^\n]*\)[ \t]*$", re.M
+)
+_HELPER_CALL = re.compile(
+    r"^(?P<indent>[ \t]*)bmm1_scale, bmm2_scale = self\._get_bmm_scales\([^\n]*\)[ \t]*\n", re.M
+)
+_FIRST_DEFINITION = re.compile(r"^(?=@|class |def )", re.M)  # after the imports
+_DECODE = re.compile(r"^    def forward_decode\(", re.M)
+
+BF16_ONLY_METHOD = '''    def forward_decode_bf16_kv(self, q, layer, forward_batch):
+        """A BF16 KV cache only: its values need no descale."""
+        if self.data_type == torch.float8_e4m3fn:
+            raise ValueError("forward_decode_bf16_kv needs a BF16 KV cache")
+        k_cache, v_cache = self.token_to_kv_pool.get_kv_buffer(layer.layer_id)
+        return flashinfer.decode.trtllm_batch_decode_with_kv_cache(
+            query=q,
+            kv_cache=(k_cache, v_cache),
+            workspace_buffer=self.workspace_buffer,
+            block_tables=self.forward_metadata.page_table,
+            seq_lens=self.forward_metadata.cache_seqlens_int32,
+            max_seq_len=self.max_context_len,
+            bmm1_scale=layer.scaling,
+            bmm2_scale=1.0,
+        )
+
+'''
+
+
+def helper_returns_unit_bmm2(source: str) -> tuple[str, int]:
+    """The FP8 branch of the BMM-scale helper returns ``1.0`` for bmm2."""
+    return _HELPER_RETURN.subn(r"\g<head>, 1.0", source)
+
+
+def v_scale_is_a_module_constant(source: str) -> tuple[str, int]:
+    """The V scale is replaced by ``_UNIT_SCALE``, a module-level ``1.0``."""
+    edited, count = _V_SCALE_READ.subn(r"\g<indent>v_scale = _UNIT_SCALE", source)
+    if count:
+        edited, _ = _FIRST_DEFINITION.subn("_UNIT_SCALE = 1.0\n\n\n", edited, count=1)
+    return edited, count
+
+
+def call_sites_override_bmm2(source: str) -> tuple[str, int]:
+    """Each call site overrides the helper's bmm2 with ``float(1)``."""
+    return _HELPER_CALL.subn(r"\g<0>\g<indent>bmm2_scale = float(1)\n", source)
+
+
+def v_scale_from_another_module(source: str) -> tuple[str, int]:
+    """The V scale comes from a method of another module's object: nothing to follow."""
+    return _V_SCALE_READ.subn(
+        r"\g<indent>v_scale = self.kv_cache_quant_method.scale_for(layer)", source
+    )
+
+
+def adds_a_bf16_only_method(source: str) -> tuple[str, int]:
+    """A new method passes ``bmm2_scale=1.0``, and refuses an FP8 KV cache first."""
+    return _DECODE.subn(BF16_ONLY_METHOD + "    def forward_decode(", source, count=1)
+
+
+# name -> (edit, what the probe must say, what explain --gpu sm100 then picks and who decided)
+EDITS = {
+    "helper returns 1.0": (helper_returns_unit_bmm2, "dropped", "triton", "gemma4-attention"),
+    "module constant": (v_scale_is_a_module_constant, "dropped", "triton", "gemma4-attention"),
+    "call-site float(1)": (call_sites_override_bmm2, "dropped", "triton", "gemma4-attention"),
+    "BF16-only method": (adds_a_bf16_only_method, "applied", "trtllm_mha", "sglang"),
+    "V scale from elsewhere": (
+        v_scale_from_another_module,
+        "unknown",
+        "triton",
+        "gemma4-attention",
+    ),
+}
+
+
+def run_cli_on_copy(copy: str, arguments: list[str]) -> None:
+    """``python -m sglang_nvfp4_patches ARGUMENTS`` with the copy's SGLang first."""
+    import sglang
+
+    sglang.__path__.insert(0, str(Path(copy) / "sglang"))
+    sys.argv = ["sglang_nvfp4_patches", *arguments]
+    runpy.run_module("sglang_nvfp4_patches", run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    run_cli_on_copy(sys.argv[1], sys.argv[2:])
