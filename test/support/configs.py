@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "python/sglang_nvfp4_patches/example_configs"
+from sglang_nvfp4_patches.simulation.bundled import EXAMPLES_DIR
+
+EXAMPLES = EXAMPLES_DIR
 GEMMA4_NVFP4_MOE = EXAMPLES / "gemma-4-26b-a4b-nvfp4"
 GEMMA4_BF16_MOE = EXAMPLES / "gemma-4-26b-a4b-it"
 GEMMA4_NVFP4_DENSE = EXAMPLES / "gemma-4-31b-it-nvfp4"

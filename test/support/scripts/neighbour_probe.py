@@ -80,12 +80,12 @@ def call_once(target: str) -> None:
     from sglang_nvfp4_patches.sglang_hooks import bound_at
 
     if target == ADJUSTMENTS:  # a real ServerArgs: its __post_init__ calls the method once
+        from sglang_nvfp4_patches.simulation.bundled import EXAMPLES_DIR
         from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
         from sglang_nvfp4_patches.simulation.server_args import resolved_server_args
 
-        examples = Path(__file__).resolve().parents[2] / "python/sglang_nvfp4_patches"
         with simulated_gpu(GPU_PROFILES["sm100"]):
-            resolved_server_args(examples / "example_configs/gemma-4-26b-a4b-nvfp4")
+            resolved_server_args(EXAMPLES_DIR / "gemma-4-26b-a4b-nvfp4")
         return
     receiver = object.__new__(pkgutil.resolve_name(target.rsplit(".", 1)[0]))
     with contextlib.suppress(Exception):
