@@ -3,7 +3,9 @@
 ``plugin``, ``doctor``, ``explain`` and ``settings`` iterate over :data:`patches.PATCHES` and
 never name a patch. Each declaration points at its package's SGLang-facing functions by
 module name, so importing it imports neither SGLang nor torch: the function's module is
-imported when the function is first called.
+imported when the function is first called. :func:`declare` finds them under one convention:
+``install``, ``current_state``, ``out_of_range_report`` and ``explain_note`` in the package's
+``state`` module.
 """
 
 from __future__ import annotations
@@ -45,3 +47,31 @@ class Patch:
     @property
     def forceable(self) -> bool:
         return not self.not_forceable_because
+
+
+def declare(
+    package: str,
+    *,
+    name: str,
+    architectures: frozenset[str],
+    state: str = "state.current_state",
+    suspended: str | None = None,
+    not_forceable_because: str = "",
+) -> Patch:
+    """The :class:`Patch` of ``package``, whose functions follow the convention (module doc);
+    ``state`` and ``suspended`` name others as ``module.function`` inside the package."""
+
+    def seam(dotted: str) -> Callable[..., Any]:
+        module, function = dotted.rsplit(".", 1)
+        return lazy(f"{package}.{module}", function)
+
+    return Patch(
+        name=name,
+        architectures=architectures,
+        install=seam("state.install"),
+        state=seam(state),
+        out_of_range=seam("state.out_of_range_report"),
+        explain_note=seam("state.explain_note"),
+        suspended=seam(suspended) if suspended else contextlib.nullcontext,
+        not_forceable_because=not_forceable_because,
+    )

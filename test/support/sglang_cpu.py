@@ -20,12 +20,11 @@ import torch
 
 from sglang_nvfp4_patches.reference.cutlass_moe_contract import cutlass_fused_moe_reference
 from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
-from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
-from sglang_nvfp4_patches.simulation.moe_layer import initialize_moe_config, publish_for_scheduler
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
 from sglang_nvfp4_patches.simulation.moe_layer import (
     llama4_runner_config as release_llama4_runner_config,
 )
-from sglang_nvfp4_patches.simulation.server_args import resolved_server_args
+from sglang_nvfp4_patches.simulation.moe_layer import published_scheduler_config
 
 RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
 E4M3_ONE = 0x38  # 1.0 as a float8_e4m3fn byte
@@ -169,17 +168,10 @@ def needs_runner_module() -> Any:
 @contextlib.contextmanager
 def scheduler_on(gpu: str, model_dir: Path, monkeypatch: Any, **flags: Any) -> Iterator[Any]:
     """A resolved ServerArgs published as this process's scheduler config, on a simulated GPU."""
-    with _published(gpu, model_dir, flags) as server_args, _single_rank_tp_group(monkeypatch):
-        yield server_args
-
-
-@contextlib.contextmanager
-def _published(gpu: str, model_dir: Path, flags: dict[str, Any]) -> Iterator[Any]:
-    """What a scheduler does first: publish the resolved ServerArgs, seed the MoE settings."""
-    with simulated_gpu(GPU_PROFILES[gpu]):
-        server_args = resolved_server_args(model_dir, **flags)
-        publish_for_scheduler(server_args)
-        initialize_moe_config(server_args)
+    with (
+        published_scheduler_config(GPU_PROFILES[gpu], model_dir, **flags) as server_args,
+        _single_rank_tp_group(monkeypatch),
+    ):
         yield server_args
 
 
@@ -225,7 +217,7 @@ def moe_layer_build_on(gpu: str, model_dir: Path, monkeypatch: Any, **flags: Any
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
     simulate_device_capability(gpu, monkeypatch)
-    with _published(gpu, model_dir, flags) as server_args:
+    with published_scheduler_config(GPU_PROFILES[gpu], model_dir, **flags) as server_args:
         start_dp_attention(server_args, monkeypatch)
         with _moe_group_sizes(server_args):
             yield server_args

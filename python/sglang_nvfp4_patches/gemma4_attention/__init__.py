@@ -17,17 +17,13 @@ What it does, where it is wired, how it is tested:
 from __future__ import annotations
 
 from sglang_nvfp4_patches.gemma4_attention.rule import GEMMA4_ARCHITECTURES
-from sglang_nvfp4_patches.patch import Patch, lazy
+from sglang_nvfp4_patches.patch import declare
 
 NAME = "gemma4-attention"
-_STATE = f"{__name__}.state"
-
-PATCH = Patch(
+PATCH = declare(
+    __name__,
     name=NAME,
     architectures=GEMMA4_ARCHITECTURES,
-    install=lazy(_STATE, "install"),
-    state=lazy(_STATE, "verified_state"),
-    out_of_range=lazy(_STATE, "out_of_range_report"),
-    explain_note=lazy(_STATE, "explain_note"),
-    suspended=lazy(f"{__name__}.facts", "suspended"),
+    state="state.verified_state",  # doctor also asks SGLang to resolve the bundled config
+    suspended="facts.suspended",  # explain's unpatched column
 )

@@ -20,18 +20,13 @@ What it does, where it is wired, how it is tested:
 from __future__ import annotations
 
 from sglang_nvfp4_patches.llama4_router_weight.rule import LLAMA4_ARCHITECTURES
-from sglang_nvfp4_patches.patch import Patch, lazy
+from sglang_nvfp4_patches.patch import declare
 
 NAME = "llama4-router-weight"
-_STATE = f"{__name__}.state"
-
-PATCH = Patch(
+PATCH = declare(
+    __name__,
     name=NAME,
     architectures=LLAMA4_ARCHITECTURES,
-    install=lazy(_STATE, "install"),
-    state=lazy(_STATE, "current_state"),
-    out_of_range=lazy(_STATE, "out_of_range_report"),
-    explain_note=lazy(_STATE, "explain_note"),
     not_forceable_because=(
         "where SGLang pre-scales the router weight itself, a forced pre-scale would apply it twice"
     ),
