@@ -8,7 +8,6 @@ process whose SGLang keeps its backend in the copy (``support/edited_sglang.py``
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from sglang_nvfp4_patches.gemma4_attention.root_cause import analyse_backend_sou
 from sglang_nvfp4_patches.simulation.bundled import EXAMPLES_DIR
 from support import edited_sglang
 from support.edited_sglang import BACKEND, EDITS, installed_package_dir, make_bug_window_copy
-from support.forkserver import server
+from support.forkserver import json_lines, server
 
 CLI = Path(edited_sglang.__file__)
 # where a live verdict quotes the line that decided it
@@ -46,7 +45,7 @@ def explained(copies: dict[str, Path]) -> dict[str, dict]:
     for name, child in started.items():
         done = child.wait(600)
         assert done.returncode == 0, done.stderr[-3000:]
-        (rows[name],) = [json.loads(x) for x in done.stdout.splitlines() if x.startswith("{")]
+        (rows[name],) = json_lines(done.stdout)
     return rows
 
 

@@ -27,6 +27,7 @@ from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
 from sglang_nvfp4_patches.llama4_router_weight.refusals import TopKNotOneError
 from sglang_nvfp4_patches.llama4_router_weight.state import current_state
 from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, device_capability
 from sglang_nvfp4_patches.simulation.moe_layer import LLAMA4_MOE_PREFIX, fused_moe_layer
 from support.configs import LLAMA4_NVFP4_CT
 from support.sglang_cpu import (
@@ -36,7 +37,6 @@ from support.sglang_cpu import (
     llama4_runner_config,
     needs_runner_module,
     scheduler_on,
-    simulate_device_capability,
 )
 
 HIDDEN, INTERMEDIATE, EXPERTS, TOKENS = 64, 64, 4, 7
@@ -136,9 +136,11 @@ class CompressedTensorsLayer:
 def on_sm120(monkeypatch: pytest.MonkeyPatch) -> Any:
     """A simulated SM120 scheduler serving the compressed-tensors Llama 4 config."""
     kernel = install_cpu_cutlass_kernel(monkeypatch)
-    simulate_device_capability("sm120", monkeypatch)
     keep_cuda_moves_on_cpu(monkeypatch)
-    with scheduler_on("sm120", LLAMA4_NVFP4_CT, monkeypatch):
+    with (
+        device_capability(GPU_PROFILES["sm120"]),
+        scheduler_on("sm120", LLAMA4_NVFP4_CT, monkeypatch),
+    ):
         yield kernel
 
 

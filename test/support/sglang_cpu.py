@@ -20,7 +20,7 @@ import torch
 
 from sglang_nvfp4_patches.reference.cutlass_moe_contract import cutlass_fused_moe_reference
 from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
-from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, device_capability
 from sglang_nvfp4_patches.simulation.moe_layer import (
     llama4_runner_config as release_llama4_runner_config,
 )
@@ -102,13 +102,6 @@ def install_cpu_cutlass_kernel(monkeypatch: Any) -> RecordingCutlassKernel:
     runner = importlib.import_module(RUNNER_MODULE)
     monkeypatch.setattr(runner, "is_flashinfer_available", lambda: True)
     return kernel
-
-
-def simulate_device_capability(gpu: str, monkeypatch: Any) -> None:
-    """Code that asks torch for the GPU's compute capability gets the simulated one."""
-    monkeypatch.setattr(
-        torch.cuda, "get_device_capability", lambda *_: GPU_PROFILES[gpu].capability
-    )
 
 
 def keep_cuda_moves_on_cpu(monkeypatch: Any) -> None:
@@ -216,8 +209,11 @@ def moe_layer_build_on(gpu: str, model_dir: Path, monkeypatch: Any, **flags: Any
     for name in SET_BY_RESOLUTION:  # recorded as unset, so teardown removes SGLang's value
         monkeypatch.setenv(name, "")
         monkeypatch.delenv(name)
-    simulate_device_capability(gpu, monkeypatch)
-    with published_scheduler_config(GPU_PROFILES[gpu], model_dir, **flags) as server_args:
+    profile = GPU_PROFILES[gpu]
+    with (
+        device_capability(profile),
+        published_scheduler_config(profile, model_dir, **flags) as server_args,
+    ):
         start_dp_attention(server_args, monkeypatch)
         with _moe_group_sizes(server_args):
             yield server_args
