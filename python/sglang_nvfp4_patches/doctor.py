@@ -9,8 +9,8 @@ import os
 
 from sglang_nvfp4_patches import plugin
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK
-from sglang_nvfp4_patches.patch import Patch
 from sglang_nvfp4_patches.patches import PATCHES
+from sglang_nvfp4_patches.release_gate import ReleaseGate, release_gate
 from sglang_nvfp4_patches.settings import (
     DISABLE_ENV,
     InvalidForceError,
@@ -20,7 +20,11 @@ from sglang_nvfp4_patches.settings import (
 )
 from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
-from sglang_nvfp4_patches.supported_releases import is_supported
+from sglang_nvfp4_patches.supported_releases import untested_phrase
+
+# doctor's exit status 1 means one thing: a bug this plugin fixes is live in this SGLang and
+# nothing fixes it (a patch failed, or the release is untested and not opted in).
+UNFIXED = (PatchState.FAILED, PatchState.NOT_PATCHED)
 
 
 def _dist_version(name: str) -> str:
@@ -39,11 +43,11 @@ def _gpu_seen() -> str:
     return f"{torch.cuda.get_device_name(0)} (SM{major}{minor})"
 
 
-def _read_state(patch: Patch) -> PatchReport:
-    try:
-        return patch.state()
-    except Exception as error:  # doctor reports, it never crashes on a broken release
-        return PatchReport(patch.name, PatchState.FAILED, f"cannot read state: {error}")
+def _release_line(gate: ReleaseGate) -> str:
+    if gate.tested:
+        return "tested"
+    action = "patches applied by opt-in" if gate.opted_in else "nothing patched"
+    return f"untested: {untested_phrase(gate.version)}; {action}"
 
 
 def collect() -> dict[str, object]:
@@ -58,12 +62,10 @@ def collect() -> dict[str, object]:
         config_error = None
     except UnknownPatchNameError as error:
         disabled, config_error = frozenset(), str(error)
-    supported = is_supported(sglang_version())
+    gate = release_gate(sglang_version())
     for patch in PATCHES:
         name = patch.name
-        if not supported:
-            report = patch.out_of_range()
-        elif config_error is not None:
+        if config_error is not None:
             report = PatchReport(name, PatchState.FAILED, config_error)
         elif name in disabled:
             report = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
@@ -75,7 +77,7 @@ def collect() -> dict[str, object]:
                 f"{os.environ.get('SGLANG_PLUGINS', '')!r} does not name {PLUGIN_ENTRY_POINT})",
             )
         else:
-            report = _read_state(patch)
+            report = plugin.gated_state(patch, gate)
         patches[name] = report.as_dict()
     try:
         forced_patches()
@@ -86,6 +88,7 @@ def collect() -> dict[str, object]:
                 forceable["reason"] = f"{forceable['reason']} ({error})"
     return {
         "sglang": sglang_version(),
+        "release": _release_line(gate),
         "flashinfer": _dist_version("flashinfer-python"),
         "torch": _dist_version("torch"),
         "gpu": _gpu_seen(),
@@ -96,7 +99,7 @@ def collect() -> dict[str, object]:
 
 def format_text(result: dict[str, object]) -> str:
     lines = [
-        f"SGLang      {result['sglang']}",
+        f"SGLang      {result['sglang']} ({result['release']})",
         f"FlashInfer  {result['flashinfer']}",
         f"torch       {result['torch']}",
         f"GPU         {result['gpu']}",
@@ -117,5 +120,6 @@ def run_doctor(args: argparse.Namespace) -> int:
         end="\n" if args.json else "",
     )
     patches: dict[str, dict[str, str]] = result["patches"]  # type: ignore[assignment]
-    failed = any(report["status"] == PatchState.FAILED.value for report in patches.values())
+    unfixed = {state.value for state in UNFIXED}
+    failed = any(report["status"] in unfixed for report in patches.values())
     return EXIT_FAILED if failed else EXIT_OK

@@ -4,7 +4,7 @@
 never name a patch. Each declaration points at its package's SGLang-facing functions by
 module name, so importing it imports neither SGLang nor torch: the function's module is
 imported when the function is first called. :func:`declare` finds them under one convention:
-``install``, ``current_state``, ``out_of_range_report`` and ``explain_note`` in the package's
+``install``, ``current_state``, ``unpatched_report`` and ``explain_note`` in the package's
 ``state`` module.
 """
 
@@ -34,9 +34,14 @@ def lazy(module: str, function: str) -> Callable[..., Any]:
 class Patch:
     name: str  # what users type (SGLANG_NVFP4_PATCHES_DISABLE / _FORCE) and doctor prints
     architectures: frozenset[str]  # the models it concerns (explain's rows and notes)
-    install: Callable[..., PatchReport]  # ``install()``, or ``install(forced=True)``
+    # ``install()``, ``install(forced=True)``, or ``install(observe=True)``: on an untested
+    # release without the opt-in, only probe (read-only) as SGLang imports the code, and
+    # record where the bug is live.
+    install: Callable[..., PatchReport]
     state: Callable[[], PatchReport]  # doctor: what SGLang holds now, read back
-    out_of_range: Callable[[], PatchReport]  # outside the supported range: is it upstream?
+    # doctor on an untested release without the opt-in: the probes, read-only, with nothing
+    # patched: ``not patched`` (the bug is live here), ``already upstream`` or not applicable.
+    unpatched: Callable[[], PatchReport]
     # explain: the note for a row of one of its architectures, given the row's MoE runner.
     explain_note: Callable[[str | None], str]
     # Inside this block the patch declares nothing (explain's unpatched column).
@@ -70,7 +75,7 @@ def declare(
         architectures=architectures,
         install=seam("state.install"),
         state=seam(state),
-        out_of_range=seam("state.out_of_range_report"),
+        unpatched=seam("state.unpatched_report"),
         explain_note=seam("state.explain_note"),
         suspended=seam(suspended) if suspended else contextlib.nullcontext,
         not_forceable_because=not_forceable_because,

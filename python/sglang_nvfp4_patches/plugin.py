@@ -13,17 +13,20 @@ import functools
 import logging
 from collections.abc import Callable
 
+from sglang_nvfp4_patches.patch import Patch
 from sglang_nvfp4_patches.patches import PATCHES
+from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, ReleaseGate, release_gate
 from sglang_nvfp4_patches.settings import (
     DISABLE_ENV,
     FORCE_ENV,
+    UNTESTED_ENV,
     InvalidForceError,
     UnknownPatchNameError,
     disabled_patches,
     forced_patches,
 )
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
-from sglang_nvfp4_patches.supported_releases import SUPPORTED_RANGE, is_supported
+from sglang_nvfp4_patches.supported_releases import NEWEST_TESTED, OLDEST_SUPPORTED
 
 logger = logging.getLogger("sglang_nvfp4_patches")
 
@@ -55,23 +58,70 @@ def forced_or_nothing() -> frozenset[str]:
         return frozenset()
 
 
-def install_all(version: str) -> dict[str, PatchReport]:
-    """Install every patch that is not disabled and not already upstream; report each."""
-    if not is_supported(version):
+def _announce(gate: ReleaseGate) -> None:
+    """One line per process where the release is untested: what the plugin does about it."""
+    if gate.opt_in_error:
+        logger.error("%s", gate.opt_in_error)
+    if gate.tested:
+        return
+    if gate.opted_in:
         logger.warning(
-            "sglang-nvfp4-patches supports SGLang %s; SGLang %s is outside that range, so "
-            "nothing is patched. Install a supported SGLang or a plugin release for yours.",
-            SUPPORTED_RANGE,
-            version,
+            "sglang-nvfp4-patches was tested on SGLang %s to %s; SGLang %s is untested, and the "
+            "patches are applied by feature because %s=apply is set. Run `%s` on this "
+            "release before serving.",
+            OLDEST_SUPPORTED,
+            NEWEST_TESTED,
+            gate.version,
+            UNTESTED_ENV,
+            VERIFY_COMMAND,
         )
-        # Nothing is installed; each patch only says whether upstream already has its fix.
-        return {patch.name: patch.out_of_range() for patch in PATCHES}
+        return
+    logger.warning(
+        "sglang-nvfp4-patches was tested on SGLang %s to %s; SGLang %s is untested, so nothing "
+        "is patched. The probes still run, read-only, and each bug still live here is named "
+        "as SGLang loads its code. Run `%s`, then set %s=apply to apply the patches.",
+        OLDEST_SUPPORTED,
+        NEWEST_TESTED,
+        gate.version,
+        VERIFY_COMMAND,
+        UNTESTED_ENV,
+    )
+
+
+def _observe(patch: Patch, gate: ReleaseGate) -> PatchReport:
+    """An untested release without the opt-in: the patch's probes only, read-only."""
+    report = _install_one(patch.name, functools.partial(patch.install, observe=True))
+    if report.state is PatchState.NOT_PATCHED and not report.reason.startswith("pending"):
+        report = _with_the_reason(report, gate)
+        logger.warning("[%s] live here: %s.", patch.name, report.reason)
+    return report
+
+
+def _with_the_reason(report: PatchReport, gate: ReleaseGate) -> PatchReport:
+    """A live, unpatched finding, with why it is not patched and how to opt in."""
+    if report.state is not PatchState.NOT_PATCHED:
+        return report
+    return PatchReport(report.name, report.state, f"{report.reason}; {gate.not_patched_because()}")
+
+
+def install_all(version: str) -> dict[str, PatchReport]:
+    """Install every patch that is not disabled and not already upstream; report each.
+    On an untested release without the opt-in, only probe and say what is live."""
+    gate = release_gate(version)
+    _announce(gate)
     try:
         disabled = disabled_patches()
     except UnknownPatchNameError as error:
         logger.error("%s No patch is applied until %s is fixed.", error, DISABLE_ENV)
         return {
             patch.name: PatchReport(patch.name, PatchState.FAILED, f"invalid {DISABLE_ENV}")
+            for patch in PATCHES
+        }
+    if not gate.applies:
+        return {
+            patch.name: PatchReport(patch.name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
+            if patch.name in disabled
+            else _observe(patch, gate)
             for patch in PATCHES
         }
     forced = forced_or_nothing()
@@ -103,6 +153,25 @@ def register() -> None:
         version,
         "; ".join(f"{r.name}: {r.state.value}" for r in _reports.values()),
     )
+
+
+def _read_state(patch: Patch, read: Callable[[], PatchReport]) -> PatchReport:
+    try:
+        return read()
+    except Exception as error:  # doctor reports, it never crashes on a broken release
+        return PatchReport(patch.name, PatchState.FAILED, f"cannot read state: {error}")
+
+
+def gated_state(patch: Patch, gate: ReleaseGate) -> PatchReport:
+    """What ``doctor`` and ``explain`` say of a patch: its state read back from SGLang, said
+    as the release gate makes it true (on an untested release without the opt-in, the
+    probes read-only)."""
+    if not gate.applies:  # nothing is patched: the probes, read-only
+        return _with_the_reason(_read_state(patch, patch.unpatched), gate)
+    report = _read_state(patch, patch.state)
+    if gate.opted_in and report.state is PatchState.APPLIED:
+        return PatchReport(report.name, report.state, f"{report.reason}; {gate.opt_in_note()}")
+    return report
 
 
 def reports() -> dict[str, PatchReport]:

@@ -9,6 +9,8 @@ from sglang_nvfp4_patches.patches import PATCHES, patch_names
 
 DISABLE_ENV = "SGLANG_NVFP4_PATCHES_DISABLE"
 FORCE_ENV = "SGLANG_NVFP4_PATCHES_FORCE"
+UNTESTED_ENV = "SGLANG_NVFP4_PATCHES_UNTESTED"
+UNTESTED_APPLY = "apply"  # the one value that applies the patches on an untested release
 # Only a patch whose rule can be applied where its root cause is fixed can be forced; each
 # other patch says why not (``Patch.not_forceable_because``).
 FORCEABLE_PATCHES: tuple[str, ...] = tuple(patch.name for patch in PATCHES if patch.forceable)
@@ -20,6 +22,10 @@ class UnknownPatchNameError(ValueError):
 
 class InvalidForceError(ValueError):
     """``SGLANG_NVFP4_PATCHES_FORCE`` names a patch that does not exist or cannot be forced."""
+
+
+class InvalidUntestedError(ValueError):
+    """``SGLANG_NVFP4_PATCHES_UNTESTED`` holds something other than ``apply``."""
 
 
 def _names(environ: Mapping[str, str] | None, variable: str) -> tuple[str, set[str]]:
@@ -64,3 +70,16 @@ def forced_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
             f"only {', '.join(FORCEABLE_PATCHES)} can be forced. Nothing is forced."
         )
     return frozenset(names)
+
+
+def untested_opt_in(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``SGLANG_NVFP4_PATCHES_UNTESTED=apply`` asks for the patches on a release
+    outside the tested window. Unset or empty is no; any other value is an error rather than
+    a guess (``1`` or ``yes`` could mean either)."""
+    raw = (os.environ if environ is None else environ).get(UNTESTED_ENV, "")
+    if raw.strip() in ("", UNTESTED_APPLY):
+        return raw.strip() == UNTESTED_APPLY
+    raise InvalidUntestedError(
+        f"{UNTESTED_ENV}={raw!r} is not understood; the only value is {UNTESTED_APPLY!r} "
+        "(unset it to leave an untested SGLang unpatched)"
+    )

@@ -11,6 +11,7 @@ class PatchState(str, enum.Enum):
     APPLIED = "applied"
     ALREADY_UPSTREAM = "already upstream"
     NOT_APPLICABLE = "not applicable"
+    NOT_PATCHED = "not patched"  # the bug is live here; this release is untested, no opt-in
     DISABLED = "disabled"
     FAILED = "failed"
 
@@ -27,14 +28,6 @@ class PatchReport:
 
 # Set on every function this plugin installs, so a probe can tell ours from SGLang's own.
 PATCHED_MARK = "__sglang_nvfp4_patches__"
-
-
-def outside_supported_range(name: str) -> PatchReport:
-    return PatchReport(
-        name,
-        PatchState.NOT_APPLICABLE,
-        f"SGLang {sglang_version()} is outside the supported range; nothing patched",
-    )
 
 
 class PatchUnavailable(RuntimeError):

@@ -28,7 +28,7 @@ import re
 import runpy
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 BACKEND = Path("srt", "layers", "attention", "trtllm_mha_backend.py")
@@ -57,36 +57,64 @@ def installed_package_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _link_all_but_the_path(source: Path, target: Path, path: Path) -> None:
+Edit = Callable[[str], tuple[str, int]]
+
+
+def _link_all_but(source: Path, target: Path, paths: list[Path]) -> None:
     """Mirror ``source`` in ``target`` with one symbolic link per entry, except the
-    directories along ``path``, which are made for real so its last file can be replaced."""
+    directories along ``paths``, which are made for real so their last files can be replaced."""
     target.mkdir(parents=True)
     for entry in source.iterdir():
-        if len(path.parts) > 1 and entry.name == path.parts[0]:
-            _link_all_but_the_path(entry, target / entry.name, Path(*path.parts[1:]))
+        inside = [
+            Path(*p.parts[1:]) for p in paths if len(p.parts) > 1 and p.parts[0] == entry.name
+        ]
+        if inside:
+            _link_all_but(entry, target / entry.name, inside)
         else:
             (target / entry.name).symlink_to(entry)
 
 
-def make_bug_window_copy(
-    target: Path, edit: Callable[[str], tuple[str, int]] = revert_scale_handoff
-) -> Path:
-    """Build the copy under ``target`` and return the directory to put on PYTHONPATH.
+def _copy_dist_info(dist_info: Path, target: Path, version: str | None) -> None:
+    """The dist-info, linked; under another version, its METADATA says that version."""
+    if version is None:
+        shutil.copytree(dist_info, target / dist_info.name, copy_function=os.symlink)
+        return
+    renamed = target / f"sglang-{version}.dist-info"
+    shutil.copytree(dist_info, renamed, copy_function=os.symlink)
+    metadata = renamed / "METADATA"
+    text = metadata.read_text(encoding="utf-8")
+    metadata.unlink()
+    metadata.write_text(re.sub(r"(?m)^Version: .*$", f"Version: {version}", text, count=1))
 
-    ``edit`` rewrites the backend source and says how many places it changed (none is an
-    error: the edit no longer fits this release)."""
+
+def make_edited_copy(
+    target: Path, edits: Mapping[Path, Edit] | None = None, version: str | None = None
+) -> Path:
+    """Build a copy of the installed SGLang under ``target`` and return the directory to put
+    on PYTHONPATH: each file of ``edits`` (a path inside the package) rewritten by its edit,
+    and, with ``version``, the dist-info saying that version (a simulated next release).
+
+    Each edit returns the new source and how many places it changed (none is an error: the
+    edit no longer fits this release)."""
+    edits = dict(edits or {})
     package = installed_package_dir()
-    version = importlib.metadata.version("sglang")
-    (dist_info,) = package.parent.glob(f"sglang-{version}.dist-info")
-    _link_all_but_the_path(package, target / "sglang", BACKEND)
-    shutil.copytree(dist_info, target / dist_info.name, copy_function=os.symlink)
-    edited = target / "sglang" / BACKEND
-    changed, count = edit((package / BACKEND).read_text(encoding="utf-8"))
-    if count == 0:
-        raise RuntimeError(f"{edit.__name__} found nothing to edit in {package / BACKEND}")
-    edited.unlink()
-    edited.write_text(changed, encoding="utf-8")
+    installed = importlib.metadata.version("sglang")
+    (dist_info,) = package.parent.glob(f"sglang-{installed}.dist-info")
+    _link_all_but(package, target / "sglang", list(edits))
+    _copy_dist_info(dist_info, target, version)
+    for path, edit in edits.items():
+        edited = target / "sglang" / path
+        changed, count = edit((package / path).read_text(encoding="utf-8"))
+        if count == 0:
+            raise RuntimeError(f"{edit.__name__} found nothing to edit in {package / path}")
+        edited.unlink()
+        edited.write_text(changed, encoding="utf-8")
     return target
+
+
+def make_bug_window_copy(target: Path, edit: Edit = revert_scale_handoff) -> Path:
+    """A copy whose TRT-LLM MHA backend is rewritten by ``edit`` (the bug window by default)."""
+    return make_edited_copy(target, {BACKEND: edit})
 
 
 # sglang#28144's helper ends `return q_scale * k_scale * layer.scaling, v_scale`.
@@ -168,6 +196,7 @@ def run_cli_on_copy(copy: str, arguments: list[str]) -> None:
     """``python -m sglang_nvfp4_patches ARGUMENTS`` with the copy's SGLang first."""
     import sglang
 
+    sys.path.insert(0, copy)  # the copy's dist-info: the version it says
     sglang.__path__.insert(0, str(Path(copy) / "sglang"))
     sys.argv = ["sglang_nvfp4_patches", *arguments]
     runpy.run_module("sglang_nvfp4_patches", run_name="__main__", alter_sys=True)

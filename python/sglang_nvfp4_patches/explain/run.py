@@ -18,6 +18,7 @@ from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, UsageError
 from sglang_nvfp4_patches.explain.input import architecture, config_problem, read_model_config
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
 from sglang_nvfp4_patches.patches import PATCHES
+from sglang_nvfp4_patches.release_gate import release_gate
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS, EXAMPLES_DIR
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
 from sglang_nvfp4_patches.simulation.moe_layer import compressed_tensors_moe_runner
@@ -53,13 +54,17 @@ def explain_one(
         layer_runner = compressed_tensors_moe_runner(model_dir, gpu, **flags)
     concerned = {patch.name for patch in PATCHES if arch in patch.architectures}
     notes = tuple(
-        f"{name} is off ({report.reason})"
+        (name, f"{name} is {_off_word(report)} ({report.reason})")
         for name, report in (disabled or {}).items()
         if name in concerned
     )
     return ExplainRow(
         model, gpu, unpatched, patched, arch, "attention_backend" in flags, notes, layer_runner
     )
+
+
+def _off_word(report: PatchReport) -> str:
+    return "off" if report.state is PatchState.DISABLED else report.state.value
 
 
 @contextlib.contextmanager
@@ -135,7 +140,13 @@ def _plugin_reports() -> dict[str, PatchReport]:
     from sglang.srt.plugins import load_plugins
 
     load_plugins()  # The plugin is loaded the way SGLang loads it, or not at all.
-    return plugin.reports()
+    reports = plugin.reports()
+    gate = release_gate(sglang_version())
+    if reports and not gate.applies:  # untested, no opt-in: what the probes find, read-only
+        for patch in PATCHES:
+            if reports[patch.name].state is PatchState.NOT_PATCHED:
+                reports[patch.name] = plugin.gated_state(patch, gate)
+    return reports
 
 
 def run_explain(args: argparse.Namespace) -> int:
@@ -143,7 +154,9 @@ def run_explain(args: argparse.Namespace) -> int:
     reports = {} if args.no_patches else _plugin_reports()
     flags = server_flags(getattr(args, "server_flags", ()))
     with_patches, problems = (False, []) if args.no_patches else patch_outcome(reports)
-    disabled = {n: r for n, r in reports.items() if r.state is PatchState.DISABLED}
+    # Patches that do not act here: their notes say so instead of what they would do.
+    inactive = (PatchState.DISABLED, PatchState.NOT_PATCHED)
+    disabled = {n: r for n, r in reports.items() if r.state in inactive}
     if args.model is not None:
         models = [(str(args.model), args.model)]
     else:

@@ -17,8 +17,10 @@ class ExplainRow:
     patched: ResolvedBackends | None
     architecture: str | None
     attention_backend_given: bool = False
-    # "name is off (reason)" for each disabled patch that concerns this architecture.
-    disabled_notes: tuple[str, ...] = ()
+    # (name, "name is off (reason)") for each patch that concerns this architecture and does
+    # not act in this process (disabled, or not patched on an untested release): its note
+    # replaces the patch's own, which would claim what it does where it acts.
+    off_notes: tuple[tuple[str, str], ...] = ()
     # What SGLang's compressed-tensors scheme builds for the MoE layer (resolution says auto).
     moe_layer_runner: str | None = None
 
@@ -39,12 +41,13 @@ class ExplainRow:
     @property
     def note(self) -> str:
         runner = self.moe_layer_runner or self.final.moe_runner_backend
-        patch_notes = [
-            patch.explain_note(runner)
+        off = dict(self.off_notes)
+        notes = [
+            off[patch.name] if patch.name in off else patch.explain_note(runner)
             for patch in PATCHES
             if self.architecture in patch.architectures
         ]
-        return "; ".join(note for note in (*self.disabled_notes, *patch_notes) if note)
+        return "; ".join(note for note in notes if note)
 
     def as_json(self) -> dict[str, object]:
         return {

@@ -22,7 +22,7 @@ from sglang_nvfp4_patches.gemma4_attention.rule import (
     Gemma4Mode,
     fixed_note,
 )
-from sglang_nvfp4_patches.status import PatchReport, PatchState, outside_supported_range
+from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 
 def _already_upstream() -> PatchReport:
@@ -30,8 +30,11 @@ def _already_upstream() -> PatchReport:
     return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, f"{fixed_note()}: {verdict.evidence}")
 
 
-def install(forced: bool = False) -> PatchReport:
-    """Wire the rule in where its root cause is live (or it is forced); idempotent."""
+def install(forced: bool = False, observe: bool = False) -> PatchReport:
+    """Wire the rule in where its root cause is live (or it is forced); idempotent.
+    ``observe``: wire nothing, say whether the root cause is live."""
+    if observe:
+        return unpatched_report()
     mode = backend_source.mode_for(forced)
     set_mode(mode)
     if mode is Gemma4Mode.FIXED:
@@ -91,11 +94,17 @@ def explain_note(moe_runner: str | None = None) -> str:
     )
 
 
-def out_of_range_report() -> PatchReport:
-    """Outside the supported range nothing is installed; say whether upstream has the fix."""
-    if not backend_source.kv_scale_verdict().bug_live:
+def unpatched_report() -> PatchReport:
+    """The root-cause probe, read-only, where nothing is installed."""
+    verdict = backend_source.kv_scale_verdict()
+    if not verdict.bug_live:
         return _already_upstream()
-    return outside_supported_range(NAME)
+    return PatchReport(
+        NAME,
+        PatchState.NOT_PATCHED,
+        f"{backend_source.verdict_phrase(verdict)} ({ROOT_CAUSE_ISSUE}); Gemma 4 NVFP4 MoE with "
+        f"an FP8 KV cache on SM10X keeps {AFFECTED_BACKEND}",
+    )
 
 
 def verified_state() -> PatchReport:

@@ -26,6 +26,7 @@ from sglang_nvfp4_patches.llama4_router_weight.layer_facts import layer_facts
 from sglang_nvfp4_patches.llama4_router_weight.rule import refusal_for
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     require_flag_free_views,
+    runner_problem,
 )
 from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook
 from sglang_nvfp4_patches.status import PatchState, PatchUnavailable
@@ -75,10 +76,24 @@ def runs_on_cutlass(method: Any) -> bool:
     return bool(getattr(method, "enable_flashinfer_cutlass_moe", False))
 
 
+def half_of(method: Any) -> MethodHalf | None:
+    """The method half ``method`` is an instance of (a subclass counts)."""
+    names = {cls.__name__ for cls in type(method).__mro__}
+    return next((half for half in METHOD_HALVES if half.cls in names), None)
+
+
+NOT_HONOURED = (
+    "not lifted: the FlashInfer CUTLASS runner does not honour apply_router_weight_on_input "
+    "here ({problem}); lifting the method's check would weight the expert output instead of "
+    "the input, so SGLang's own check stays"
+)
+
+
 def create_moe_runner_hook(
     original: Callable[..., Any], method: Any, *args: Any, **kwargs: Any
 ) -> Any:
-    """After SGLang builds the runner: refuse this layer, or lift the method's own check."""
+    """After SGLang builds the runner: refuse this layer, or lift the method's own check
+    (only where the runner honours the flag: otherwise SGLang's check stays)."""
     result = original(method, *args, **kwargs)
     config = getattr(method, "moe_runner_config", None)
     if config is not None and config.apply_router_weight_on_input and runs_on_cutlass(method):
@@ -86,6 +101,12 @@ def create_moe_runner_hook(
         refusal = refusal_for(layer_facts(layer, method, config))
         if refusal is not None:
             raise refusal
+        problem = runner_problem()
+        if problem is not None:
+            half = half_of(method)
+            part = half.part if half is not None else type(method).__name__
+            outcomes.record(part, PatchState.FAILED, NOT_HONOURED.format(problem=problem))
+            return result
         method.moe_runner_config = without_router_weight_on_input(config)
     return result
 
@@ -110,8 +131,9 @@ def is_lifted(half: MethodHalf) -> bool:
     return hook_count(bound_at(half.target), create_moe_runner_hook) == 1
 
 
-def method_patcher(half: MethodHalf) -> Callable[[ModuleType], None]:
-    """Import callback for ``half``'s module: hook it where its rejection is still live."""
+def method_patcher(half: MethodHalf, apply: bool = True) -> Callable[[ModuleType], None]:
+    """Import callback for ``half``'s module: hook it where its rejection is still live;
+    with ``apply=False`` only record whether it is."""
 
     def patch_module(module: ModuleType) -> None:
         method_cls = getattr(module, half.cls, None)
@@ -129,6 +151,13 @@ def method_patcher(half: MethodHalf) -> Callable[[ModuleType], None]:
                 half.part,
                 PatchState.ALREADY_UPSTREAM,
                 f"{half.cls}.{half.checked_in} does not reject apply_router_weight_on_input",
+            )
+            return
+        if not apply:
+            outcomes.record(
+                half.part,
+                PatchState.NOT_PATCHED,
+                f"{half.cls}.{half.checked_in} still rejects apply_router_weight_on_input",
             )
             return
         install_hook(half.target, create_moe_runner_hook)

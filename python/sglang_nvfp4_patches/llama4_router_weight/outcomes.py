@@ -12,6 +12,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from sglang_nvfp4_patches.llama4_router_weight import NAME
+from sglang_nvfp4_patches.release_gate import release_gate
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
 logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
@@ -23,8 +24,21 @@ ModulePatcher = Callable[[ModuleType], None]
 
 
 def record(part: str, state: PatchState, reason: str) -> None:
+    """Record ``part``'s outcome; a new failure is one ERROR, a new live-but-unpatched
+    finding one WARNING (the same outcome again, from the next layer, logs nothing)."""
+    report = PatchReport(NAME, state, reason)
     with _lock:
-        _outcomes[part] = PatchReport(NAME, state, reason)
+        if _outcomes.get(part) == report:
+            return
+        _outcomes[part] = report
+    if state is PatchState.NOT_PATCHED:
+        logger.warning(
+            "[%s] live here: %s (%s); %s.",
+            NAME,
+            reason,
+            part,
+            release_gate(sglang_version()).not_patched_because(),
+        )
     if state is PatchState.FAILED:
         logger.error(
             "[%s] could not patch %s on SGLang %s: %s. SGLang is left unchanged there.",

@@ -125,17 +125,45 @@ def require_flag_free_views() -> None:
         raise PatchUnavailable(f"{REGISTRY_MODULE}.MoeRunnerConfig views do not share state")
 
 
-@outcomes.reported_as("runner")
-def patch_runner_module(module: ModuleType) -> None:
-    """Import callback for the runner module: wrap its registry entries unless upstream
-    pre-scales already."""
+STILL_REJECTS = "CUTLASS fused functions still reject apply_router_weight_on_input"
+
+
+def runner_problem() -> str | None:
+    """Why this process's CUTLASS runner does not honour the flag (it neither pre-scales by
+    itself nor carries our pre-scale), or ``None`` where it does."""
+    module = importlib.import_module(RUNNER_MODULE)
     if hasattr(module, UPSTREAM_PRESCALE):
-        outcomes.record(
-            "runner",
-            PatchState.ALREADY_UPSTREAM,
-            f"{RUNNER_MODULE}.{UPSTREAM_PRESCALE} exists: the runner pre-scales top-1 itself",
-        )
-        return
+        return None
+    try:
+        registry = fused_func_registry()
+    except PatchUnavailable as error:
+        return str(error)
+    if all(is_patched(registry.get(key)) for key in CUTLASS_FUSED_FUNC_KEYS):
+        return None
+    return f"its {STILL_REJECTS}"
+
+
+def runner_patcher(apply: bool = True) -> Callable[[ModuleType], None]:
+    """Import callback for the runner module: wrap its registry entries unless upstream
+    pre-scales already; with ``apply=False`` only record whether the rejection is live."""
+
+    @outcomes.reported_as("runner")
+    def patch_runner_module(module: ModuleType) -> None:
+        if hasattr(module, UPSTREAM_PRESCALE):
+            outcomes.record(
+                "runner",
+                PatchState.ALREADY_UPSTREAM,
+                f"{RUNNER_MODULE}.{UPSTREAM_PRESCALE} exists: the runner pre-scales top-1 itself",
+            )
+        elif apply:
+            _wrap_registry()
+        else:
+            outcomes.record("runner", PatchState.NOT_PATCHED, STILL_REJECTS)
+
+    return patch_runner_module
+
+
+def _wrap_registry() -> None:
     try:
         registry = fused_func_registry()
         missing = [key for key in CUTLASS_FUSED_FUNC_KEYS if key not in registry]

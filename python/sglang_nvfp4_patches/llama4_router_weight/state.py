@@ -23,19 +23,13 @@ from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
     rejects_router_weight_on_input,
 )
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
-    CUTLASS_FUSED_FUNC_KEYS,
     RUNNER_MODULE,
+    STILL_REJECTS,
     UPSTREAM_PRESCALE,
-    fused_func_registry,
-    is_patched,
-    patch_runner_module,
+    runner_patcher,
+    runner_problem,
 )
-from sglang_nvfp4_patches.status import (
-    PatchReport,
-    PatchState,
-    PatchUnavailable,
-    outside_supported_range,
-)
+from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable
 
 CUTLASS_RUNNER = "flashinfer_cutlass"  # the MoE runner backend this patch acts on
 
@@ -60,32 +54,46 @@ def _not_applicable() -> PatchReport:
     )
 
 
-def install() -> PatchReport:
-    """Arrange for every part to be patched when SGLang imports its module."""
+def install(observe: bool = False) -> PatchReport:
+    """Arrange for every part to be patched when SGLang imports its module (``observe``:
+    only probed there, read-only, and recorded where the rejection is live)."""
     from sglang_nvfp4_patches.llama4_router_weight import ray_scheduler_actors
     from sglang_nvfp4_patches.post_import import when_imported
 
     if not module_exists(RUNNER_MODULE):
         return _not_applicable()
-    when_imported(RUNNER_MODULE, patch_runner_module)
+    when_imported(RUNNER_MODULE, runner_patcher(apply=not observe))
     for half in METHOD_HALVES:
-        when_imported(half.module, method_patcher(half))
-    ray_scheduler_actors.install()
-    return summarize()
+        when_imported(half.module, method_patcher(half, apply=not observe))
+    if not observe:
+        ray_scheduler_actors.install()
+    return summarize(observe)
 
 
 NO_REJECTION = "none in this release"
 
 
-def _method_note(half: MethodHalf) -> tuple[str, str | None]:
-    """Doctor's note on one method, and the problem if its rejection is still live."""
+def _method_note(half: MethodHalf, runner_honours: bool) -> tuple[str, str | None]:
+    """Doctor's note on one method, and the problem if its rejection is still live (a hook
+    lifts nothing where the runner does not honour the flag)."""
     method_cls = getattr(importlib.import_module(half.module), half.cls)
     if not rejects_router_weight_on_input(half, method_cls):
         return f"{half.label} rejection: {NO_REJECTION}", None
-    if is_lifted(half):
+    if is_lifted(half) and runner_honours:
         return f"{half.label} rejection: lifted", None
     problem = f"{half.cls}.{half.checked_in} still rejects apply_router_weight_on_input"
+    if is_lifted(half):
+        problem += " (not lifted: the runner does not honour the flag)"
     return f"{half.label} rejection: not lifted", problem
+
+
+def _read_parts() -> tuple[bool, str | None, list[tuple[str, str | None]]]:
+    """Whether the runner pre-scales by itself, why it does not honour the flag (``None``:
+    it does), and each method's note and problem."""
+    runner = importlib.import_module(RUNNER_MODULE)
+    problem = runner_problem()
+    notes = [_method_note(half, problem is None) for half in METHOD_HALVES]
+    return hasattr(runner, UPSTREAM_PRESCALE), problem, notes
 
 
 def current_state() -> PatchReport:
@@ -95,16 +103,12 @@ def current_state() -> PatchReport:
     if not module_exists(RUNNER_MODULE):
         return _not_applicable()
     try:
-        runner = importlib.import_module(RUNNER_MODULE)
-        registry = fused_func_registry()
-        method_notes = [_method_note(half) for half in METHOD_HALVES]
+        runner_upstream, runner_trouble, method_notes = _read_parts()
     except (ImportError, AttributeError, PatchUnavailable) as error:
         return PatchReport(NAME, PatchState.FAILED, f"cannot inspect: {error}")
-    runner_upstream = hasattr(runner, UPSTREAM_PRESCALE)
-    runner_patched = all(is_patched(registry.get(key)) for key in CUTLASS_FUSED_FUNC_KEYS)
     problems = [problem for _, problem in method_notes if problem]
-    if not (runner_upstream or runner_patched):
-        problems.insert(0, "CUTLASS fused functions still reject apply_router_weight_on_input")
+    if runner_trouble is not None:
+        problems.insert(0, f"runner: {runner_trouble}")
     if problems:
         return PatchReport(NAME, PatchState.FAILED, "; ".join(problems))
     notes = ["runner pre-scale: " + ("upstream" if runner_upstream else "patched")]
@@ -117,17 +121,31 @@ def current_state() -> PatchReport:
     return PatchReport(NAME, state, "; ".join(notes))
 
 
-def out_of_range_report() -> PatchReport:
-    return outside_supported_range(NAME)
+def unpatched_report() -> PatchReport:
+    """The probes, read-only, where nothing is patched: which rejections are live here."""
+    if not module_exists(RUNNER_MODULE):
+        return _not_applicable()
+    try:
+        runner_upstream, _, method_notes = _read_parts()
+    except (ImportError, AttributeError, PatchUnavailable) as error:
+        return PatchReport(NAME, PatchState.FAILED, f"cannot inspect: {error}")
+    live = [problem for _, problem in method_notes if problem]
+    if not runner_upstream:
+        live.insert(0, STILL_REJECTS)
+    if live:
+        return PatchReport(NAME, PatchState.NOT_PATCHED, "live here: " + "; ".join(live))
+    notes = ["runner pre-scale: upstream", *(note for note, _ in method_notes)]
+    return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, "; ".join(notes))
 
 
-def summarize() -> PatchReport:
-    """One report from the parts (``applied`` if any had to be patched)."""
+def summarize(observe: bool = False) -> PatchReport:
+    """One report from the parts (``applied`` if any had to be patched; ``not patched`` if
+    any is live where nothing is patched)."""
     parts = outcomes.recorded()
     if not parts:
-        return PatchReport(
-            NAME, PatchState.APPLIED, "pending: patched when SGLang loads a MoE layer"
-        )
+        action = "probed" if observe else "patched"
+        state = PatchState.NOT_PATCHED if observe else PatchState.APPLIED
+        return PatchReport(NAME, state, f"pending: {action} when SGLang loads a MoE layer")
     failed = [
         f"{part}: {report.reason}"
         for part, report in parts.items()
@@ -137,6 +155,8 @@ def summarize() -> PatchReport:
         return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
     states = {report.state for report in parts.values()}
     reason = "; ".join(report.reason for report in parts.values())
+    if PatchState.NOT_PATCHED in states:
+        return PatchReport(NAME, PatchState.NOT_PATCHED, reason)
     if states == {PatchState.ALREADY_UPSTREAM} and len(parts) == 1 + len(METHOD_HALVES):
         return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, reason)
     return PatchReport(NAME, PatchState.APPLIED, reason)

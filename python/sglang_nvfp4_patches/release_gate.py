@@ -1,0 +1,54 @@
+"""Whether the patches are applied on this SGLang, and what to say where they are not (pure).
+
+Inside the tested window (:mod:`.supported_releases`) the patches apply as their probes
+decide. Outside it they apply only when the user opts in with
+``SGLANG_NVFP4_PATCHES_UNTESTED=apply``; without it every patch still runs its probes
+read-only, and ``doctor``, ``explain`` and the server log say where a bug is live and
+unpatched, and how to opt in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from sglang_nvfp4_patches.settings import UNTESTED_ENV, InvalidUntestedError, untested_opt_in
+from sglang_nvfp4_patches.supported_releases import is_supported, untested_phrase
+
+VERIFY_COMMAND = "sglang-nvfp4-patches verify"
+
+
+@dataclass(frozen=True)
+class ReleaseGate:
+    version: str
+    tested: bool
+    opted_in: bool
+    opt_in_error: str = ""  # an invalid SGLANG_NVFP4_PATCHES_UNTESTED value, explained
+
+    @property
+    def applies(self) -> bool:
+        """Whether the patches are applied (by feature, exactly as on a tested release)."""
+        return self.tested or self.opted_in
+
+    def not_patched_because(self) -> str:
+        """Why a live bug is left unpatched here, and how to opt in."""
+        why = f"not patched because {untested_phrase(self.version)}"
+        if self.opt_in_error:
+            return f"{why} and {self.opt_in_error}"
+        return (
+            f"{why}; run `{VERIFY_COMMAND}`, then set {UNTESTED_ENV}=apply to apply it as on a "
+            "tested release"
+        )
+
+    def opt_in_note(self) -> str:
+        """What ``doctor`` adds to a patch applied outside the window."""
+        return f"applied on untested SGLang {self.version} by opt-in ({UNTESTED_ENV}=apply)"
+
+
+def release_gate(version: str, environ: Mapping[str, str] | None = None) -> ReleaseGate:
+    tested = is_supported(version)
+    try:
+        opted_in = untested_opt_in(environ)
+    except InvalidUntestedError as error:
+        return ReleaseGate(version, tested, False, str(error))
+    return ReleaseGate(version, tested, opted_in and not tested)
