@@ -1,4 +1,4 @@
-"""``python -m sglang_nvfp4_patches {explain,doctor,accuracy}``.
+"""``python -m sglang_nvfp4_patches {explain,doctor,verify,accuracy}``.
 
 The whole command line is defined here without importing torch or SGLang: ``--version``,
 ``--help``, argument errors and ``accuracy`` start at once, and a bad ``--model`` fails before
@@ -39,6 +39,26 @@ def _run_doctor(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.doctor import run_doctor
 
     return run_doctor(args)
+
+
+def _run_verify(args: argparse.Namespace) -> int:
+    from sglang_nvfp4_patches.verify.run import run_verify
+
+    return run_verify(args)
+
+
+def _add_verify_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "verify",
+        help="check each patch's contract against this SGLang on CPU (no GPU, no download)",
+        description=(
+            "Runs each patch's contract through the installed SGLang's real code on a "
+            "simulated GPU, in fresh processes with every patch switched on (also on an "
+            "untested release). One line per check; exit 0 only when every check holds."
+        ),
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object per check")
+    parser.set_defaults(func=_run_verify)
 
 
 def _add_explain_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -87,12 +107,13 @@ def program_name() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=program_name(),
-        description="SGLang plugin for NVFP4 on Blackwell: explain, doctor, accuracy A/B.",
+        description="SGLang plugin for NVFP4 on Blackwell: explain, doctor, verify, accuracy A/B.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_explain_parser(subparsers)
     _add_doctor_parser(subparsers)
+    _add_verify_parser(subparsers)
     add_accuracy_parser(subparsers)
     return parser
 

@@ -6,14 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sglang_nvfp4_patches.simulation.bundled import EXAMPLES_DIR
+from sglang_nvfp4_patches.simulation.bundled import (
+    EXAMPLES_DIR,
+    GEMMA4_NVFP4_MOE,
+    LLAMA4_NVFP4,
+    LLAMA4_NVFP4_CT,
+)
 
 EXAMPLES = EXAMPLES_DIR
-GEMMA4_NVFP4_MOE = EXAMPLES / "gemma-4-26b-a4b-nvfp4"
 GEMMA4_BF16_MOE = EXAMPLES / "gemma-4-26b-a4b-it"
 GEMMA4_NVFP4_DENSE = EXAMPLES / "gemma-4-31b-it-nvfp4"
-LLAMA4_NVFP4 = EXAMPLES / "llama-4-scout-17b-16e-nvfp4"
-LLAMA4_NVFP4_CT = EXAMPLES / "llama-4-scout-17b-16e-nvfp4-compressed-tensors"
 ALL_BUNDLED = (GEMMA4_NVFP4_MOE, GEMMA4_BF16_MOE, GEMMA4_NVFP4_DENSE, LLAMA4_NVFP4)
 
 _MISSING = object()

@@ -15,3 +15,6 @@ BUNDLED_MODELS: dict[str, str] = {
         "RedHatAI/Llama-4-Scout-17B-16E-Instruct-NVFP4"
     ),
 }
+GEMMA4_NVFP4_MOE = EXAMPLES_DIR / "gemma-4-26b-a4b-nvfp4"
+LLAMA4_NVFP4 = EXAMPLES_DIR / "llama-4-scout-17b-16e-nvfp4"
+LLAMA4_NVFP4_CT = EXAMPLES_DIR / "llama-4-scout-17b-16e-nvfp4-compressed-tensors"

@@ -1,0 +1,115 @@
+"""FlashInfer's ``cutlass_fused_moe`` on CPU: our reference of its contract, recording what
+it was given (the only GPU kernel the Llama 4 checks replace).
+
+NVFP4 expert weights are decoded exactly where every scale is one (global scales, alphas,
+and one E4M3 1.0 per block of 16 weights); the kernel's own activation quantization is
+taken as exact (its numerics: ``docs/numerics.md``). Other quantized weights are not
+decoded: the call returns zeros, for checks that only inspect what the kernel was given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from sglang_nvfp4_patches.reference.cutlass_moe_contract import cutlass_fused_moe_reference
+from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
+from sglang_nvfp4_patches.simulation.patching import attribute
+
+RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
+E4M3_ONE = 0x38  # 1.0 as a float8_e4m3fn byte
+
+
+def decode_e2m1(packed: torch.Tensor) -> torch.Tensor:
+    """Packed FP4 (two E2M1 codes per byte, low nibble first) to float32 values."""
+    codes = packed.contiguous().view(torch.uint8)
+    nibbles = torch.stack([codes & 0xF, codes >> 4], dim=-1).flatten(-2)
+    magnitude = torch.tensor(E2M1_GRID)[(nibbles & 7).long()]
+    return torch.where(nibbles >= 8, -magnitude, magnitude)
+
+
+def random_fp4(shape: tuple[int, ...], generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """Values on the E2M1 grid and their packed bytes (low nibble first)."""
+    codes = torch.randint(0, 16, shape, generator=generator, dtype=torch.uint8)
+    magnitude = torch.tensor(E2M1_GRID)[(codes & 7).long()]
+    values = torch.where(codes >= 8, -magnitude, magnitude)
+    packed = codes[..., 0::2] | (codes[..., 1::2] << 4)
+    return values, packed
+
+
+def _unit_scaled(quant_scales: list[torch.Tensor], fc1: torch.Tensor, fc2: torch.Tensor) -> bool:
+    """NVFP4 quant scales that are all one: global scales, alphas, and one E4M3 1.0 per block
+    of 16 weights (the swizzled layout pads with zero bytes)."""
+    if not all(bool(torch.all(quant_scales[i] == 1)) for i in (0, 2, 3, 5)):
+        return False
+    for weights, block_scales in ((fc1, quant_scales[1]), (fc2, quant_scales[4])):
+        scale_bytes = block_scales.contiguous().view(torch.uint8)
+        blocks = weights.contiguous().view(torch.uint8).numel() * 2 // 16
+        ones = int((scale_bytes == E4M3_ONE).sum())
+        if ones != blocks or ones + int((scale_bytes == 0).sum()) != scale_bytes.numel():
+            return False
+    return True
+
+
+@dataclass
+class RecordingCutlassKernel:
+    """Stands in for ``flashinfer.fused_moe.cutlass_fused_moe`` on CPU."""
+
+    calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def __call__(self, **kwargs: Any) -> list[torch.Tensor]:
+        self.calls.append(
+            {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in kwargs.items()}
+        )
+        output = kwargs.get("output")
+        quant_scales = kwargs.get("quant_scales")
+        fc1, fc2 = kwargs["fc1_expert_weights"], kwargs["fc2_expert_weights"]
+        if quant_scales is not None or kwargs.get("input_sf") is not None:
+            if kwargs.get("input_sf") is not None or not _unit_scaled(quant_scales, fc1, fc2):
+                result = torch.zeros_like(output) if output is not None else None
+                return self._returned(result, output)
+            fc1, fc2 = decode_e2m1(fc1), decode_e2m1(fc2)
+        result = cutlass_fused_moe_reference(
+            kwargs["input"],
+            kwargs["token_selected_experts"],
+            kwargs["token_final_scales"],
+            fc1,
+            fc2,
+            kwargs["output_dtype"],
+        )
+        return self._returned(result, output)
+
+    @staticmethod
+    def _returned(result: torch.Tensor | None, output: torch.Tensor | None) -> list[Any]:
+        if output is not None:
+            output.copy_(result)
+            result = output
+        return [result]
+
+
+@contextlib.contextmanager
+def cpu_cutlass_kernel() -> Iterator[RecordingCutlassKernel]:
+    """The stand-in in place of FlashInfer's kernel (and its availability check) inside
+    the block."""
+    import flashinfer.fused_moe
+
+    kernel = RecordingCutlassKernel()
+    runner = importlib.import_module(RUNNER_MODULE)
+    with (
+        attribute(flashinfer.fused_moe, "cutlass_fused_moe", kernel),
+        attribute(runner, "is_flashinfer_available", lambda: True),
+    ):
+        yield kernel
+
+
+@contextlib.contextmanager
+def cuda_moves_stay_on_cpu() -> Iterator[None]:
+    """``tensor.cuda()`` returns the CPU tensor inside the block (0.5.18's NVFP4 block-scale
+    swizzle moves its result to the GPU explicitly)."""
+    with attribute(torch.Tensor, "cuda", lambda tensor, *_args, **_kwargs: tensor):
+        yield

@@ -1,0 +1,173 @@
+"""Llama 4 NVFP4 MoE layers built the way ``FusedMoE`` builds them, through SGLang's real
+quantization methods, with weights a CPU can decode exactly (random FP4 codes, every scale 1).
+
+* :func:`modelopt_layer`: ``ModelOptFp4Config`` / ``ModelOptNvFp4FusedMoEMethod``, with
+  the weights as its post-processing leaves them (the swizzle needs a GPU);
+* :func:`compressed_tensors_layer`: SGLang's ``CompressedTensorsConfig`` parses the bundled
+  llm-compressor stand-in config, picks ``CompressedTensorsW4A4Nvfp4MoE`` and creates,
+  fills and post-processes its weights itself.
+
+Both keep the float weights chosen (``w13`` as ``[up; gate]``, ``w2``) so a check can compute
+what Llama 4 means, ``expert(x * w)``, independently of the layer (:func:`llama4_expected`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4_CT
+from sglang_nvfp4_patches.simulation.cutlass_kernel import E4M3_ONE, random_fp4
+from sglang_nvfp4_patches.simulation.moe_layer import (
+    LLAMA4_MOE_PREFIX,
+    fused_moe_layer,
+    llama4_runner_config,
+)
+
+MODELOPT_MODULE = "sglang.srt.layers.quantization.modelopt_quant"
+HIDDEN, INTERMEDIATE, EXPERTS = 64, 64, 4
+
+
+@dataclass
+class Llama4Layer:
+    """One MoE layer: SGLang's layer, its quantization method, its runner config and the
+    float weights it holds."""
+
+    layer: Any
+    method: Any
+    runner_config: Any
+    w13: torch.Tensor  # [experts, 2 * intermediate, hidden], rows [up; gate]
+    w2: torch.Tensor  # [experts, hidden, intermediate]
+
+    def build(self) -> None:
+        """``FusedMoE``'s call once the layer's weights exist."""
+        self.method.create_moe_runner(self.layer, self.runner_config)
+
+    @property
+    def holder(self) -> Any:
+        """The object whose ``moe_runner_config`` the NVFP4 check reads (the scheme, for
+        compressed-tensors)."""
+        return getattr(self.layer, "scheme", None) or self.method
+
+    def apply(self, x: torch.Tensor, weights: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
+        from sglang.srt.layers.moe.topk import StandardTopKOutput
+
+        topk = StandardTopKOutput(topk_weights=weights, topk_ids=ids, router_logits=None)
+        dispatch = StandardDispatchOutput(
+            hidden_states=x, hidden_states_scale=None, topk_output=topk
+        )
+        return self.method.apply(self.layer, dispatch).hidden_states
+
+
+def _unit_scaled_weights(seed: int) -> tuple[torch.Tensor, ...]:
+    generator = torch.Generator().manual_seed(seed)
+    w13, w13_packed = random_fp4((EXPERTS, 2 * INTERMEDIATE, HIDDEN), generator)
+    w2, w2_packed = random_fp4((EXPERTS, HIDDEN, INTERMEDIATE), generator)
+    return w13, w13_packed, w2, w2_packed
+
+
+def modelopt_layer(top_k: int | None = 1, on_input: bool = True, seed: int = 0) -> Llama4Layer:
+    """A ModelOpt NVFP4 Llama 4 MoE layer (call inside a simulated scheduler)."""
+    modelopt = importlib.import_module(MODELOPT_MODULE)
+    quant_config = modelopt.ModelOptFp4Config.from_config(
+        {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": []}}
+    )
+    layer = fused_moe_layer(EXPERTS, INTERMEDIATE)
+    layer.quant_method = modelopt.ModelOptNvFp4FusedMoEMethod(quant_config)
+    w13, w13_packed, w2, w2_packed = _unit_scaled_weights(seed)
+    layer.w13_weight, layer.w2_weight = w13_packed, w2_packed
+    one = torch.uint8
+    layer.w13_blockscale_swizzled = torch.full(
+        (EXPERTS, 2 * INTERMEDIATE, HIDDEN // 16), E4M3_ONE, dtype=one
+    )
+    layer.w2_blockscale_swizzled = torch.full(
+        (EXPERTS, HIDDEN, INTERMEDIATE // 16), E4M3_ONE, dtype=one
+    )
+    for name in ("w13_input_scale_quant", "g1_alphas", "w2_input_scale_quant", "g2_alphas"):
+        setattr(layer, name, torch.ones(EXPERTS))
+    layer._cutlass_swiglu_params = (None, None, None)
+    layer._mega_moe_nvfp4 = False
+    config = llama4_runner_config(
+        EXPERTS, HIDDEN, INTERMEDIATE, top_k=top_k, on_input=on_input, layer=layer
+    )
+    return Llama4Layer(layer, layer.quant_method, config, w13, w2)
+
+
+def compressed_tensors_layer(top_k: int | None = 1, seed: int = 0) -> Llama4Layer:
+    """A compressed-tensors NVFP4 Llama 4 MoE layer with its weights created by the scheme
+    and filled as the weight loader would (call inside a simulated scheduler)."""
+    from sglang.srt.layers.quantization.compressed_tensors.compressed_tensors import (
+        CompressedTensorsConfig,
+    )
+
+    config = json.loads((LLAMA4_NVFP4_CT / "config.json").read_text())
+    quant_config = CompressedTensorsConfig.from_config(config["quantization_config"])
+    layer = fused_moe_layer(EXPERTS, INTERMEDIATE)
+    layer.quant_method = quant_config.get_quant_method(layer, prefix=LLAMA4_MOE_PREFIX)
+    layer.scheme.create_weights(
+        layer=layer,
+        num_experts=EXPERTS,
+        hidden_size=HIDDEN,
+        intermediate_size_per_partition=INTERMEDIATE,
+        params_dtype=torch.bfloat16,
+        weight_loader=lambda *_args, **_kwargs: None,
+    )
+    w13, w13_packed, w2, w2_packed = _unit_scaled_weights(seed)
+    with torch.no_grad():
+        layer.w13_weight_packed.copy_(w13_packed)
+        layer.w2_weight_packed.copy_(w2_packed)
+        for name in ("w13_weight_scale", "w2_weight_scale"):
+            getattr(layer, name).view(torch.uint8).fill_(E4M3_ONE)
+        for name, param in layer.named_parameters():
+            if name.endswith("global_scale"):
+                param.fill_(1.0)
+    runner_config = llama4_runner_config(EXPERTS, HIDDEN, INTERMEDIATE, top_k=top_k, layer=layer)
+    return Llama4Layer(layer, layer.quant_method, runner_config, w13, w2)
+
+
+def runs_on_flashinfer_cutlass(moe: Llama4Layer) -> bool:
+    backend = getattr(getattr(moe.holder, "runner", None), "runner_backend", None)
+    return backend is not None and bool(backend.is_flashinfer_cutlass())
+
+
+def batch(
+    tokens: int, top_k: int, dtype: torch.dtype, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Hidden states, router weights in (0.1, 1) and distinct expert ids per token."""
+    generator = torch.Generator().manual_seed(100 + seed)
+    x = torch.randn(tokens, HIDDEN, generator=generator).to(dtype)
+    weights = torch.rand(tokens, top_k, generator=generator) * 0.9 + 0.1
+    ids = torch.stack(
+        [torch.randperm(EXPERTS, generator=generator)[:top_k] for _ in range(tokens)]
+    ).to(torch.int32)
+    return x, weights, ids
+
+
+def llama4_expected(
+    x: torch.Tensor,
+    weights: torch.Tensor,
+    ids: torch.Tensor,
+    w13: torch.Tensor,
+    w2: torch.Tensor,
+    on_input: bool,
+) -> torch.Tensor:
+    """What the layer means, token by token in float32: ``expert(x * w)`` with the router
+    weight on the input, else ``sum_k w_k * expert_k(x)``. Written out here, apart from the
+    kernel stand-in's batched reference."""
+    rows = []
+    for t in range(x.shape[0]):
+        total = torch.zeros(w2.shape[1])
+        for k in range(ids.shape[1]):
+            expert, weight = int(ids[t, k]), weights[t, k]
+            token = x[t] * weight.to(x.dtype) if on_input else x[t]
+            h = w13[expert] @ token.float()
+            up, gate = h[:INTERMEDIATE], h[INTERMEDIATE:]
+            y = w2[expert] @ (gate * torch.sigmoid(gate) * up)
+            total += y if on_input else weight * y
+        rows.append(total)
+    return torch.stack(rows)

@@ -1,0 +1,90 @@
+"""Where a scheduler stands when it builds MoE layers, on CPU: the resolved ServerArgs
+published, SGLang's MoE settings and DP-attention flag initialized, the GPU simulated, and a
+one-rank tensor-parallel group (the CUTLASS runner only asks it for ``world_size``)."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from sglang_nvfp4_patches.simulation.cutlass_kernel import RUNNER_MODULE
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, device_capability
+from sglang_nvfp4_patches.simulation.moe_layer import published_scheduler_config
+from sglang_nvfp4_patches.simulation.patching import attribute, environ_restored
+
+# Resolution turns this on in os.environ for the FlashInfer all-to-all (and refuses it beside
+# --flashinfer-a2a-dispatch-type), so it must not leak from one resolution into the next.
+SET_BY_RESOLUTION = ("SGLANG_MOE_NVFP4_DISPATCH",)
+
+
+@contextlib.contextmanager
+def single_rank_tp_group() -> Iterator[None]:
+    group = SimpleNamespace(world_size=1)
+    runner = importlib.import_module(RUNNER_MODULE)
+    if hasattr(runner, "get_tp_group"):  # releases that read the group from distributed
+        with attribute(runner, "get_tp_group", lambda: group):
+            yield
+        return
+    from sglang.srt.runtime_context import get_parallel
+
+    with get_parallel().override(tp_group=group):
+        yield
+
+
+@contextlib.contextmanager
+def scheduler_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]:
+    """A resolved ServerArgs published as this process's scheduler config, on a simulated
+    GPU, with a one-rank tensor-parallel group."""
+    with (
+        published_scheduler_config(GPU_PROFILES[gpu], model_dir, **flags) as server_args,
+        single_rank_tp_group(),
+    ):
+        yield server_args
+
+
+def _dp_attention_started(server_args: Any) -> contextlib.AbstractContextManager[None]:
+    """What the scheduler's distributed start-up records for DP attention (it needs process
+    groups, so on CPU only its flag is set, from the published topology where SGLang can)."""
+    dp_attention = importlib.import_module("sglang.srt.layers.dp_attention")
+    enabled = bool(server_args.enable_dp_attention)
+    if hasattr(dp_attention, "initialize_dp_attention_flags"):  # 0.5.22+
+        dp_attention.initialize_dp_attention_flags(server_args)
+        return contextlib.nullcontext()
+    if hasattr(dp_attention, "_ENABLE_DP_ATTENTION_FLAG"):  # 0.5.15.post1
+        return attribute(dp_attention, "_ENABLE_DP_ATTENTION_FLAG", enabled)
+    from sglang.srt.runtime_context import get_flags  # 0.5.18-0.5.20: a runtime flag
+
+    return attribute(get_flags().dp, "enabled", enabled)
+
+
+def _moe_group_sizes(server_args: Any) -> contextlib.AbstractContextManager[Any]:
+    """0.5.15.post1 reads the EP and attention-DP widths off the process groups, which need
+    GPUs; SGLang's own override seam stands in for them there."""
+    from sglang.srt.runtime_context import get_parallel
+
+    parallel = get_parallel()
+    try:
+        parallel.moe_ep_size  # noqa: B018  # later releases read the published config
+        return contextlib.nullcontext()
+    except Exception:
+        dp_size = server_args.dp_size if server_args.enable_dp_attention else 1
+        return parallel.override(moe_ep_size=server_args.ep_size, attn_dp_size=dp_size)
+
+
+@contextlib.contextmanager
+def moe_layer_build_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]:
+    """Where a scheduler stands when it builds MoE layers, on a simulated GPU. Environment
+    variables that SGLang's resolution sets in the process are undone afterwards."""
+    profile = GPU_PROFILES[gpu]
+    with (
+        environ_restored(SET_BY_RESOLUTION, unset=True),
+        device_capability(profile),
+        published_scheduler_config(profile, model_dir, **flags) as server_args,
+        _dp_attention_started(server_args),
+        _moe_group_sizes(server_args),
+    ):
+        yield server_args

@@ -1,0 +1,53 @@
+"""``gemma4-attention``'s contract: the root-cause verdict, and SGLang's own resolution of the
+bundled Gemma 4 NVFP4 MoE config (FP8 KV cache) on a simulated SM100 with the plugin loaded.
+
+``triton`` where the verdict is dropped or unknown, SGLang's ``trtllm_mha`` where the FP8
+KV-cache scales are applied; an explicit ``--attention-backend`` is always the user's.
+"""
+
+from __future__ import annotations
+
+from sglang_nvfp4_patches.gemma4_attention import NAME, backend_source
+from sglang_nvfp4_patches.gemma4_attention.rule import AFFECTED_BACKEND, SAFE_BACKEND
+from sglang_nvfp4_patches.simulation.bundled import GEMMA4_NVFP4_MOE
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
+from sglang_nvfp4_patches.simulation.server_args import resolve
+from sglang_nvfp4_patches.verify.result import CheckFailed, CheckResult, run_check
+
+EXPLICIT = "trtllm_mha"  # what an operator passes to keep the fast backend
+
+
+def _verdict() -> str:
+    verdict = backend_source.kv_scale_verdict()
+    return f"{verdict.handoff.value}: {verdict.evidence}"
+
+
+def _default() -> str:
+    verdict = backend_source.kv_scale_verdict()
+    expected = SAFE_BACKEND if verdict.bug_live else AFFECTED_BACKEND
+    got = resolve(GEMMA4_NVFP4_MOE, GPU_PROFILES["sm100"]).attention_backend
+    if got != expected:
+        raise CheckFailed(
+            f"SGLang resolves the bundled Gemma 4 NVFP4 MoE config (FP8 KV cache) on SM100 to "
+            f"{got}, but the verdict is {verdict.handoff.value}, which calls for {expected}"
+        )
+    return f"SGLang resolves it on SM100 to {got}, as the verdict ({verdict.handoff.value}) asks"
+
+
+def _explicit() -> str:
+    got = resolve(GEMMA4_NVFP4_MOE, GPU_PROFILES["sm100"], attention_backend=EXPLICIT)
+    if got.attention_backend != EXPLICIT:
+        raise CheckFailed(
+            f"--attention-backend {EXPLICIT} resolves to {got.attention_backend}: the user's "
+            "choice is overridden"
+        )
+    return f"--attention-backend {EXPLICIT} stays {EXPLICIT}"
+
+
+def run_checks() -> list[CheckResult]:
+    """Every check (call in a process where SGLang loaded the plugin)."""
+    return [
+        run_check(NAME, "root-cause verdict", _verdict),
+        run_check(NAME, "Gemma 4 NVFP4 MoE, FP8 KV cache, SM100 default", _default),
+        run_check(NAME, "explicit --attention-backend honoured", _explicit),
+    ]

@@ -1,0 +1,203 @@
+"""``llama4-router-weight``'s contract, through SGLang's real ``ModelOptNvFp4FusedMoEMethod``
+and ``CompressedTensorsW4A4Nvfp4MoE`` on a simulated SM120; only FlashInfer's kernel is the
+CPU stand-in of its contract (:mod:`sglang_nvfp4_patches.simulation.cutlass_kernel`).
+
+* top-1 with the flag computes ``expert(x * w)``: the weight applied once, on the input, and
+  the kernel handed float32 unit final scales (a runner that pre-scales and still hands the
+  kernel the router weights weights twice, vllm#43694's double weighting: named as such);
+* top-2 without the flag is SGLang's own output weighting, unchanged;
+* top-k 2 with the flag, and the FP4 all-gather, are refused when the layer is built,
+  naming their switches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+
+from sglang_nvfp4_patches.llama4_router_weight import NAME
+from sglang_nvfp4_patches.llama4_router_weight.refusals import (
+    FP4_ALLGATHER_SWITCH,
+    RouterWeightOnInputError,
+)
+from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4, LLAMA4_NVFP4_CT
+from sglang_nvfp4_patches.simulation.cutlass_kernel import (
+    RUNNER_MODULE,
+    RecordingCutlassKernel,
+    cpu_cutlass_kernel,
+    cuda_moves_stay_on_cpu,
+)
+from sglang_nvfp4_patches.simulation.llama4_layers import (
+    Llama4Layer,
+    batch,
+    compressed_tensors_layer,
+    llama4_expected,
+    modelopt_layer,
+    runs_on_flashinfer_cutlass,
+)
+from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on, single_rank_tp_group
+from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
+from sglang_nvfp4_patches.verify.result import CheckFailed, CheckResult, NotApplicable, run_check
+
+TOKENS = 7
+MODELOPT = {"quantization": "modelopt_fp4"}
+DP_ATTENTION_EP = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "ep_size": 2}
+TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
+DOUBLE_WEIGHTING = "vllm#43694's double weighting"
+
+LayerBuilder = Callable[..., Llama4Layer]
+
+
+@contextlib.contextmanager
+def _scheduler(model: Any, **flags: Any) -> Iterator[None]:
+    """A simulated SM120 scheduler; a single-GPU one also has its one-rank TP group."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(moe_layer_build_on("sm120", model, **flags))
+        if flags.get("tp_size", 1) == 1:
+            stack.enter_context(single_rank_tp_group())
+        yield
+
+
+def _built_on_cutlass(moe: Llama4Layer, what: str) -> None:
+    moe.build()
+    if not runs_on_flashinfer_cutlass(moe):
+        backend = getattr(getattr(moe.holder, "runner", None), "runner_backend", None)
+        raise NotApplicable(
+            f"this SGLang builds the {getattr(backend, 'value', backend)} MoE runner for a "
+            f"{what} layer on SM120, not flashinfer_cutlass"
+        )
+    if moe.holder is moe.method:
+        return  # ModelOpt: the layer holds its weights as post-processing leaves them
+    moe.method.process_weights_after_loading(moe.layer)  # FusedMoE's order: after the runner
+
+
+def _relative_error(out: torch.Tensor, expected: torch.Tensor) -> float:
+    return float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
+
+
+def _only_call(kernel: RecordingCutlassKernel) -> dict[str, Any]:
+    if len(kernel.calls) != 1:
+        raise CheckFailed(f"the CUTLASS kernel was called {len(kernel.calls)} times, not once")
+    return kernel.calls[0]
+
+
+def _top1_with_the_flag(kernel: RecordingCutlassKernel, build: LayerBuilder, what: str) -> str:
+    moe = build(top_k=1)
+    _built_on_cutlass(moe, what)
+    x, weights, ids = batch(TOKENS, 1, torch.bfloat16, seed=1)
+    kernel.calls.clear()
+    out = moe.apply(x, weights, ids)
+    call = _only_call(kernel)
+    expected = llama4_expected(x, weights, ids, moe.w13, moe.w2, on_input=True)
+    scales = call["token_final_scales"]
+    prescaled = torch.equal(call["input"], x * weights.to(x.dtype))
+    if prescaled and torch.allclose(scales.float(), weights.float()):
+        raise CheckFailed(
+            "the router weight is applied twice: the kernel got x*w and the router weights "
+            f"again as its final scales ({DOUBLE_WEIGHTING}); output error "
+            f"{_relative_error(out, expected):.2f} against expert(x*w)"
+        )
+    if not prescaled:
+        raise CheckFailed("the kernel's input is not x*w: the router weight is not on the input")
+    if scales.dtype != torch.float32 or not torch.all(scales == 1):
+        raise CheckFailed(f"the kernel's final scales are not float32 ones ({scales.dtype})")
+    error = _relative_error(out, expected)
+    if error > TOLERANCE:
+        raise CheckFailed(f"output differs from expert(x*w) (relative error {error:.3g})")
+    return (
+        f"output = expert(x*w) (relative error {error:.1e}); the weight is applied once, on the "
+        "input, and the kernel got float32 unit final scales"
+    )
+
+
+def _top2_without_the_flag(kernel: RecordingCutlassKernel) -> str:
+    moe = modelopt_layer(top_k=2, on_input=False)
+    _built_on_cutlass(moe, "ModelOpt NVFP4")
+    x, weights, ids = batch(TOKENS, 2, torch.bfloat16, seed=2)
+    kernel.calls.clear()
+    out = moe.apply(x, weights, ids)
+    call = _only_call(kernel)
+    if not torch.equal(call["input"], x):
+        raise CheckFailed("the kernel's input is not the unscaled hidden states")
+    scales = call["token_final_scales"]
+    if scales.dtype != torch.float32 or not torch.allclose(scales, weights.float()):
+        raise CheckFailed("the kernel's final scales are not the router weights in float32")
+    expected = llama4_expected(x, weights, ids, moe.w13, moe.w2, on_input=False)
+    error = _relative_error(out, expected)
+    if error > TOLERANCE:
+        raise CheckFailed(f"output differs from sum_k w_k*expert_k(x) (relative error {error:.3g})")
+    return f"output = sum_k w_k*expert_k(x), unchanged (relative error {error:.1e})"
+
+
+def _refused_at_build(build: Callable[[], Llama4Layer], names: tuple[str, ...]) -> str:
+    moe = build()
+    try:
+        moe.build()
+    except RouterWeightOnInputError as refused:
+        missing = [name for name in names if name not in str(refused)]
+        if missing:
+            raise CheckFailed(
+                f"refused, but the message does not name {missing}: {refused}"
+            ) from refused
+        return f"refused when the layer is built: {refused}"
+    raise CheckFailed(
+        "the layer was built: the CUTLASS kernel would weight the expert outputs instead of "
+        "the inputs"
+    )
+
+
+def run_checks() -> list[CheckResult]:
+    """Every check (call in a process where SGLang loaded the plugin)."""
+    from sglang_nvfp4_patches.llama4_router_weight.state import module_exists
+
+    if not module_exists(RUNNER_MODULE):
+        reason = "this SGLang has no FlashInfer CUTLASS MoE runner; the patch is not applicable"
+        return [run_check(NAME, "CUTLASS runner", lambda: _raise(NotApplicable(reason)))]
+    results: list[CheckResult] = []
+    with quiet_sglang(), cpu_cutlass_kernel() as kernel, cuda_moves_stay_on_cpu():
+
+        def check(name: str, model: Any, flags: dict[str, Any], body: Callable[[], str]) -> None:
+            def scheduled() -> str:
+                with _scheduler(model, **flags):
+                    return body()
+
+            results.append(run_check(NAME, name, scheduled))
+
+        check(
+            "ModelOpt NVFP4 top-1 with the flag",
+            LLAMA4_NVFP4,
+            MODELOPT,
+            lambda: _top1_with_the_flag(kernel, modelopt_layer, "ModelOpt NVFP4"),
+        )
+        check(
+            "ModelOpt NVFP4 top-2 without the flag",
+            LLAMA4_NVFP4,
+            MODELOPT,
+            lambda: _top2_without_the_flag(kernel),
+        )
+        check(
+            "ModelOpt NVFP4 top-k 2 with the flag",
+            LLAMA4_NVFP4,
+            MODELOPT,
+            lambda: _refused_at_build(lambda: modelopt_layer(top_k=2), ("top_k=2",)),
+        )
+        check(
+            "ModelOpt NVFP4 FP4 all-gather",
+            LLAMA4_NVFP4,
+            {**MODELOPT, **DP_ATTENTION_EP, "moe_runner_backend": "flashinfer_cutlass"},
+            lambda: _refused_at_build(lambda: modelopt_layer(top_k=None), (FP4_ALLGATHER_SWITCH,)),
+        )
+        check(
+            "compressed-tensors NVFP4 top-1 with the flag",
+            LLAMA4_NVFP4_CT,
+            {},
+            lambda: _top1_with_the_flag(kernel, compressed_tensors_layer, "compressed-tensors"),
+        )
+    return results
+
+
+def _raise(error: Exception) -> str:
+    raise error
