@@ -15,7 +15,11 @@ case "$release" in
     0.5.13|0.5.13.post1|0.5.14) extra=("transformers==5.8.1" "tokenizers==0.22.2") ;;
     0.5.15.post1|0.5.18|0.5.20) extra=("transformers==5.12.1" "tokenizers==0.22.2") ;;
     0.5.22|0.5.23) extra=() ;;  # same transformers as the primary environment
-    *) echo "build_overlay: no known pins for SGLang $release" >&2; exit 2 ;;
+    *)  # a release not seen yet (scripts/add_release.sh): pins from the caller, else none
+        read -r -a extra <<< "${SGLANG_NVFP4_OVERLAY_PINS:-}"
+        echo "build_overlay: no known pins for SGLang $release; using" \
+            "${SGLANG_NVFP4_OVERLAY_PINS:-the transformers and tokenizers of the primary environment}" \
+            "(set SGLANG_NVFP4_OVERLAY_PINS='transformers==A tokenizers==B' to pin)" >&2 ;;
 esac
 
 cache="${SGLANG_NVFP4_OVERLAY_CACHE:-$HOME/.cache/sglang-nvfp4-patches/overlays}"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import gc
 import importlib
 import inspect
-import json
 import weakref
 from typing import Any
 
@@ -26,47 +25,24 @@ from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
 )
 from sglang_nvfp4_patches.llama4_router_weight.refusals import TopKNotOneError
 from sglang_nvfp4_patches.llama4_router_weight.state import current_state
-from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, device_capability
-from sglang_nvfp4_patches.simulation.moe_layer import LLAMA4_MOE_PREFIX, fused_moe_layer
+from sglang_nvfp4_patches.simulation.llama4_layers import (
+    EXPERTS,
+    HIDDEN,
+    INTERMEDIATE,
+    compressed_tensors_layer,
+    runs_on_flashinfer_cutlass,
+)
 from support.configs import LLAMA4_NVFP4_CT
 from support.sglang_cpu import (
-    E4M3_ONE,
     install_cpu_cutlass_kernel,
     keep_cuda_moves_on_cpu,
-    llama4_runner_config,
     needs_runner_module,
     scheduler_on,
 )
 
-HIDDEN, INTERMEDIATE, EXPERTS, TOKENS = 64, 64, 4, 7
+TOKENS = 7
 pytestmark = [pytest.mark.release_matrix, needs_runner_module()]
-
-
-def random_fp4(shape: tuple[int, ...], generator: torch.Generator) -> tuple[torch.Tensor, ...]:
-    """Values on the E2M1 grid and their packed bytes (low nibble first)."""
-    codes = torch.randint(0, 16, shape, generator=generator, dtype=torch.uint8)
-    magnitude = torch.tensor(E2M1_GRID)[(codes & 7).long()]
-    values = torch.where(codes >= 8, -magnitude, magnitude)
-    packed = codes[..., 0::2] | (codes[..., 1::2] << 4)
-    return values, packed
-
-
-def load_unit_scaled_weights(layer: torch.nn.Module, seed: int) -> tuple[torch.Tensor, ...]:
-    """Fill the scheme's checkpoint parameters as the weight loader would: FP4 codes, every
-    block, global and input scale 1. Returns the float weights ``(w13 [up; gate], w2)``."""
-    generator = torch.Generator().manual_seed(seed)
-    w13, w13_packed = random_fp4((EXPERTS, 2 * INTERMEDIATE, HIDDEN), generator)
-    w2, w2_packed = random_fp4((EXPERTS, HIDDEN, INTERMEDIATE), generator)
-    with torch.no_grad():
-        layer.w13_weight_packed.copy_(w13_packed)
-        layer.w2_weight_packed.copy_(w2_packed)
-        for name in ("w13_weight_scale", "w2_weight_scale"):
-            getattr(layer, name).view(torch.uint8).fill_(E4M3_ONE)
-        for name, param in layer.named_parameters():
-            if name.endswith("global_scale"):
-                param.fill_(1.0)
-    return w13, w2
 
 
 def builds_flashinfer_cutlass_runner(scheme_cls: type) -> bool:
@@ -76,39 +52,23 @@ def builds_flashinfer_cutlass_runner(scheme_cls: type) -> bool:
 
 
 class CompressedTensorsLayer:
-    """One Llama 4 MoE layer as SGLang builds it from a compressed-tensors NVFP4 checkpoint."""
+    """One Llama 4 MoE layer as SGLang builds it from a compressed-tensors NVFP4 checkpoint
+    (``simulation.llama4_layers``: the scheme creates its weights, filled with FP4 codes and
+    unit scales)."""
 
     def __init__(self, kernel: Any, top_k: int, seed: int = 0) -> None:
-        from sglang.srt.layers.quantization.compressed_tensors.compressed_tensors import (
-            CompressedTensorsConfig,
-        )
-
-        config = json.loads((LLAMA4_NVFP4_CT / "config.json").read_text())
-        quant_config = CompressedTensorsConfig.from_config(config["quantization_config"])
         self.kernel = kernel
-        self.layer = fused_moe_layer(EXPERTS, INTERMEDIATE)
-        self.method = quant_config.get_quant_method(self.layer, prefix=LLAMA4_MOE_PREFIX)
-        self.layer.quant_method = self.method  # as FusedMoE sets it before building the runner
+        self.moe = compressed_tensors_layer(top_k=top_k, seed=seed)
+        self.layer, self.method = self.moe.layer, self.moe.method
         self.scheme = self.layer.scheme
-        self.scheme.create_weights(
-            layer=self.layer,
-            num_experts=EXPERTS,
-            hidden_size=HIDDEN,
-            intermediate_size_per_partition=INTERMEDIATE,
-            params_dtype=torch.bfloat16,
-            weight_loader=lambda *_args, **_kwargs: None,
-        )
-        self.runner_config = llama4_runner_config(
-            EXPERTS, HIDDEN, INTERMEDIATE, top_k=top_k, layer=self.layer
-        )
-        self.w13, self.w2 = load_unit_scaled_weights(self.layer, seed)
+        self.runner_config = self.moe.runner_config
+        self.w13, self.w2 = self.moe.w13, self.moe.w2
 
     def build(self) -> None:
         """FusedMoE's order: runner, then the weights' post-processing (after loading)."""
-        self.method.create_moe_runner(self.layer, self.runner_config)
-        runner = getattr(self.scheme, "runner", None)
-        backend = getattr(runner, "runner_backend", None)
-        if backend is None or not backend.is_flashinfer_cutlass():
+        self.moe.build()
+        if not runs_on_flashinfer_cutlass(self.moe):
+            backend = getattr(getattr(self.scheme, "runner", None), "runner_backend", None)
             # Only a scheme that cannot build that runner at all may skip (0.5.15.post1's
             # runs SGLang's own CUTLASS kernel on a triton runner and honours the flag).
             assert not builds_flashinfer_cutlass_runner(type(self.scheme)), (
@@ -122,14 +82,7 @@ class CompressedTensorsLayer:
         self.method.process_weights_after_loading(self.layer)
 
     def apply(self, x: torch.Tensor, weights: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-        from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
-        from sglang.srt.layers.moe.topk import StandardTopKOutput
-
-        topk = StandardTopKOutput(topk_weights=weights, topk_ids=ids, router_logits=None)
-        dispatch = StandardDispatchOutput(
-            hidden_states=x, hidden_states_scale=None, topk_output=topk
-        )
-        return self.method.apply(self.layer, dispatch).hidden_states
+        return self.moe.apply(x, weights, ids)
 
 
 @pytest.fixture

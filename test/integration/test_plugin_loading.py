@@ -143,27 +143,3 @@ def test_missing_seam_logs_one_error_and_leaves_sglang_untouched() -> None:
     assert sglang_version() in errors[0]
     assert state["gemma4_provider_count"] == {arch: 0 for arch in GEMMA4_ARCHS}
     assert state["modelopt_create_moe_runner_hooked"]  # the other patch still works
-
-
-@pytest.mark.release_matrix
-def test_release_outside_the_range_is_warned_about_and_left_alone(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """The same installer ``register`` uses, told it runs on an unsupported release."""
-    from sglang_nvfp4_patches import plugin
-    from sglang_nvfp4_patches.gemma4_attention.layout import find_layout
-
-    layout = find_layout()
-    before = layout.installed()
-    from sglang_nvfp4_patches.gemma4_attention import backend_source as root_cause
-
-    with caplog.at_level("WARNING", logger="sglang_nvfp4_patches"):
-        reports = plugin.install_all("0.5.24")
-    warnings = [r.getMessage() for r in caplog.records if r.name == "sglang_nvfp4_patches"]
-    assert len(warnings) == 1 and "0.5.24" in warnings[0] and "nothing is patched" in warnings[0]
-    assert reports["llama4-router-weight"].state.value == "not applicable"
-    # What doctor can still say: whether this SGLang has the Gemma 4 root-cause fix.
-    fixed = not root_cause.kv_scale_verdict().bug_live
-    expected = "already upstream" if fixed else "not applicable"
-    assert reports["gemma4-attention"].state.value == expected
-    assert layout.installed() == before  # nothing installed, nothing removed

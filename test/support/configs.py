@@ -13,6 +13,8 @@ from sglang_nvfp4_patches.simulation.bundled import (
     LLAMA4_NVFP4_CT,
 )
 
+__all__ = ["GEMMA4_NVFP4_MOE", "LLAMA4_NVFP4", "LLAMA4_NVFP4_CT"]
+
 EXAMPLES = EXAMPLES_DIR
 GEMMA4_BF16_MOE = EXAMPLES / "gemma-4-26b-a4b-it"
 GEMMA4_NVFP4_DENSE = EXAMPLES / "gemma-4-31b-it-nvfp4"

@@ -192,6 +192,46 @@ EDITS = {
 }
 
 
+# Simulated next releases: 0.5.23's code (or the installed release's) with one change each.
+NEXT_RELEASE = "0.5.24.dev0"
+MODELOPT = Path("srt", "layers", "quantization", "modelopt_quant.py")
+CUTLASS_RUNNER = Path("srt", "layers", "moe", "moe_runner", "flashinfer_cutlass.py")
+RUNNER_BASE = Path("srt", "layers", "moe", "moe_runner", "base.py")
+_MODELOPT_ASSERT = re.compile(
+    r"^[ \t]*assert not self\.moe_runner_config\.apply_router_weight_on_input, \([^)]*\)\n",
+    re.M,
+)
+_PRESCALE_CALL = re.compile(
+    r"^(?P<indent>[ \t]*)dispatch_output = _prescale_router_weight_on_input\([^)]*\)[ \t]*$", re.M
+)
+_UNIT_SCALES_HANDED = re.compile(r"topk_output=topk_output\._replace\(topk_weights=unit_scales\)")
+
+
+def modelopt_assert_removed(source: str) -> tuple[str, int]:
+    """Upstream drops ModelOpt's rejection of the flag."""
+    return _MODELOPT_ASSERT.subn("", source)
+
+
+def prescale_gone(source: str) -> tuple[str, int]:
+    """The runner no longer pre-scales (its helper renamed away, the call dropped)."""
+    source, calls = _PRESCALE_CALL.subn(r"\g<indent>pass", source)
+    source, defs = re.subn(r"\bdef _prescale_router_weight_on_input\(", "def _gone(", source)
+    return source, calls * defs
+
+
+def registry_renamed(source: str) -> tuple[str, int]:
+    """SGLang's fused-function registry keeps its functions under another name."""
+    return re.subn(r"\b_fused_funcs\b", "_fused_ops", source)
+
+
+def prescale_keeps_router_weights(source: str) -> tuple[str, int]:
+    """The runner pre-scales the input and still hands the kernel the router weights as its
+    final scales (vllm#43694's double weighting)."""
+    return _UNIT_SCALES_HANDED.subn(
+        "topk_output=topk_output._replace(topk_weights=topk_weights)", source
+    )
+
+
 def run_cli_on_copy(copy: str, arguments: list[str]) -> None:
     """``python -m sglang_nvfp4_patches ARGUMENTS`` with the copy's SGLang first."""
     import sglang

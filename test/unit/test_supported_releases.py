@@ -1,10 +1,18 @@
-"""The supported-release guard (no SGLang import)."""
+"""The tested window and the rule for any version string (no SGLang import)."""
 
 from __future__ import annotations
 
 import pytest
 
-from sglang_nvfp4_patches.supported_releases import TESTED_RELEASES, is_supported
+from sglang_nvfp4_patches.release_gate import release_gate
+from sglang_nvfp4_patches.supported_releases import (
+    NEWEST_TESTED,
+    TESTED_RELEASES,
+    ReleaseStatus,
+    is_supported,
+    release_status,
+    untested_phrase,
+)
 
 
 @pytest.mark.parametrize("version", TESTED_RELEASES)
@@ -12,19 +20,66 @@ def test_every_tested_release_is_supported(version: str) -> None:
     assert is_supported(version)
 
 
+def test_the_newest_tested_release_is_the_last_one_listed() -> None:
+    assert NEWEST_TESTED == TESTED_RELEASES[-1] == "0.5.23"
+
+
 @pytest.mark.parametrize(
-    "version", ["0.5.11", "0.5.12rc0", "0.5.10.post1", "0.5.24", "0.6.0", "junk", ""]
+    ("version", "status"),
+    [
+        # builds of SGLang's main after the newest tested release, and its next releases
+        ("0.5.24.dev0", ReleaseStatus.NEWER),
+        ("0.5.24.dev3", ReleaseStatus.NEWER),
+        ("0.5.24rc1", ReleaseStatus.NEWER),
+        ("0.5.24.dev3+gabc123", ReleaseStatus.NEWER),
+        ("0.5.24", ReleaseStatus.NEWER),
+        ("0.6.0", ReleaseStatus.NEWER),
+        # post releases of the newest one carry code nobody ran the probes on
+        ("0.5.23.post1", ReleaseStatus.NEWER),
+        ("0.5.23.post1.dev3+gabc123", ReleaseStatus.NEWER),
+        # a local label names a build of that release; pre-releases come before it
+        ("0.5.23+gabc123", ReleaseStatus.TESTED),
+        ("0.5.23rc1", ReleaseStatus.TESTED),
+        ("0.5.23.dev1", ReleaseStatus.TESTED),
+        ("0.5.20.post2", ReleaseStatus.TESTED),
+        ("0.5.12", ReleaseStatus.TESTED),
+        ("0.5.13.post1", ReleaseStatus.TESTED),
+        ("0.5.12rc0", ReleaseStatus.OLDER),
+        ("0.5.11", ReleaseStatus.OLDER),
+        ("0.5.10.post1", ReleaseStatus.OLDER),
+        ("junk", ReleaseStatus.UNKNOWN),
+        ("", ReleaseStatus.UNKNOWN),
+        ("not installed", ReleaseStatus.UNKNOWN),
+    ],
 )
-def test_outside_the_range(version: str) -> None:
-    assert not is_supported(version)
+def test_each_version_string_falls_on_one_side(version: str, status: ReleaseStatus) -> None:
+    assert release_status(version) is status
+    assert is_supported(version) is (status is ReleaseStatus.TESTED)
 
 
-@pytest.mark.parametrize("version", ["0.5.12", "0.5.12.post1", "0.5.13", "0.5.13.post1"])
-def test_releases_with_the_live_root_cause_are_supported(version: str) -> None:
-    """0.5.12.x/0.5.13.x still drop the FP8 KV-cache V scale: their users get the warning."""
-    assert is_supported(version)
+def test_the_phrase_names_the_side_and_the_bound() -> None:
+    assert untested_phrase("0.5.24.dev0") == (
+        "SGLang 0.5.24.dev0 is newer than the newest tested release (0.5.23)"
+    )
+    assert "older than the oldest supported release (0.5.12)" in untested_phrase("0.5.11")
 
 
-def test_post_releases_and_dev_builds_inside_the_range() -> None:
-    assert is_supported("0.5.20.post2")
-    assert is_supported("0.5.23.dev1")
+def test_the_gate_applies_in_the_window_and_outside_only_by_opt_in() -> None:
+    opt_in = {"SGLANG_NVFP4_PATCHES_UNTESTED": "apply"}
+    assert release_gate("0.5.23", {}).applies and not release_gate("0.5.23", opt_in).opted_in
+    closed = release_gate("0.5.24.dev0", {})
+    assert not closed.applies
+    because = closed.not_patched_because()
+    assert "0.5.24.dev0" in because and "sglang-nvfp4-patches verify" in because
+    assert "SGLANG_NVFP4_PATCHES_UNTESTED=apply" in because
+    opened = release_gate("0.5.24.dev0", opt_in)
+    assert opened.applies and opened.opted_in
+    assert "0.5.24.dev0" in opened.opt_in_note() and "by opt-in" in opened.opt_in_note()
+
+
+@pytest.mark.parametrize("value", ["1", "yes", "APPLY ", "true"])
+def test_an_unreadable_opt_in_applies_nothing_and_says_why(value: str) -> None:
+    gate = release_gate("0.5.24.dev0", {"SGLANG_NVFP4_PATCHES_UNTESTED": value})
+    assert not gate.applies
+    assert repr(value) in gate.opt_in_error and "'apply'" in gate.opt_in_error
+    assert gate.opt_in_error in gate.not_patched_because()

@@ -3,8 +3,9 @@
 No test monkeypatching: this reads SGLang's own registries and classes after
 ``sglang.srt.plugins.load_plugins()``. ``--load-times N`` calls the loader N times,
 ``--register-times N`` calls our ``register`` N more times, and ``--without MODULE:NAME``
-deletes one SGLang attribute first, standing in for a release that lacks it (a missing seam:
-the fail-safe path; SGLang's own runner pre-scale: the path where the plugin wraps the runner).
+(or ``MODULE:Class.NAME``) deletes one SGLang attribute first, standing in for a release that
+lacks it (a missing seam: the fail-safe path; SGLang's own runner pre-scale: the path where
+the plugin wraps the runner).
 """
 
 from __future__ import annotations
@@ -51,7 +52,11 @@ def main() -> None:
     if args.without:
         importlib.import_module("sglang.srt.server_args")  # SGLang's own imports come first
         module_name, attribute = args.without.split(":")
-        delattr(importlib.import_module(module_name), attribute)
+        *owners, name = attribute.split(".")  # MODULE:Class.attribute deletes a class's
+        owner = importlib.import_module(module_name)
+        for part in owners:
+            owner = getattr(owner, part)
+        delattr(owner, name)
 
     from sglang.srt.plugins import load_plugins
 

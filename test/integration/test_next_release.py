@@ -1,0 +1,184 @@
+"""Simulated future releases: edited copies of the installed SGLang (``support/edited_sglang``),
+each run in a fresh process forked from one that imported ``sglang`` (the copy goes first on
+``sglang.__path__`` and ``sys.path``, as it would first on ``PYTHONPATH``).
+
+* 0.5.23's code under ``0.5.24.dev0``: without the opt-in nothing is patched, both method
+  rejections are reported live and ``doctor`` exits 1; with ``SGLANG_NVFP4_PATCHES_UNTESTED=
+  apply`` the patches apply and ``verify``'s Llama 4 checks hold;
+* the ModelOpt assert removed: that half is already upstream, with no hook;
+* ``HookRegistry._apply_target`` missing: one ERROR, SGLang untouched, plugin load survives;
+* the runner's pre-scale gone and its registry renamed: the runner part fails and the methods
+  are not lifted (a lift there would weight the output, not the input);
+* a runner that pre-scales and still hands the kernel the router weights: ``verify`` fails,
+  naming vllm#43694's double weighting.
+
+All processes start at once (module fixture) and run side by side.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import SCRIPTS, edited_sglang
+from support.edited_sglang import (
+    CUTLASS_RUNNER,
+    MODELOPT,
+    NEXT_RELEASE,
+    RUNNER_BASE,
+    make_edited_copy,
+    modelopt_assert_removed,
+    prescale_gone,
+    prescale_keeps_router_weights,
+    registry_renamed,
+)
+from support.forkserver import server
+
+OPT_IN = {"SGLANG_NVFP4_PATCHES_UNTESTED": "apply"}
+CLI = str(Path(edited_sglang.__file__))
+PROBE = str(SCRIPTS / "next_release_probe.py")
+STATE_PROBE = str(SCRIPTS / "plugin_state_probe.py")
+BOTH_REJECTIONS = (
+    "ModelOptNvFp4FusedMoEMethod.apply still rejects apply_router_weight_on_input",
+    "CompressedTensorsW4A4Nvfp4MoE.apply_weights still rejects apply_router_weight_on_input",
+)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    def copy(name: str, edits: dict | None = None, version: str | None = None) -> str:
+        return str(make_edited_copy(tmp_path_factory.mktemp(name), edits, version))
+
+    nxt = copy("next", version=NEXT_RELEASE)
+    no_assert = copy("no_assert", {MODELOPT: modelopt_assert_removed})
+    gone = copy("gone", {CUTLASS_RUNNER: prescale_gone, RUNNER_BASE: registry_renamed})
+    twice = copy("twice", {CUTLASS_RUNNER: prescale_keeps_router_weights})
+    fork = server()
+    plan: dict[str, tuple[list[str], dict[str, str]]] = {
+        "doctor": ([CLI, nxt, "doctor", "--json"], {}),
+        "layer": ([PROBE, nxt, "layer"], {}),
+        "explain": ([CLI, nxt, "explain", "--gpu", "sm120", "--json"], {}),
+        "doctor opted in": ([CLI, nxt, "doctor", "--json"], OPT_IN),
+        "verify opted in": ([PROBE, nxt, "verify-llama4"], OPT_IN),
+        "no assert": ([PROBE, no_assert, "hooks"], {}),
+        "no apply step": (
+            [
+                STATE_PROBE,
+                "--without",
+                "sglang.srt.plugins.hook_registry:HookRegistry._apply_target",
+            ],
+            {},
+        ),
+        "gone": ([PROBE, gone, "layer"], {}),
+        "twice": ([PROBE, twice, "verify-llama4"], {}),
+    }
+    started = {name: fork.start(args, env) for name, (args, env) in plan.items()}
+    return {name: child.wait(timeout=300) for name, child in started.items()}
+
+
+def result_of(done: subprocess.CompletedProcess[str]) -> Any:
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert len(lines) == 1, done.stdout[-2000:] + done.stderr[-3000:]
+    return json.loads(lines[0][len("RESULT ") :])
+
+
+def our_lines(stderr: str, level: str) -> list[str]:
+    return [
+        line for line in stderr.splitlines() if line.startswith(f"{level}:sglang_nvfp4_patches")
+    ]
+
+
+def test_next_release_without_the_opt_in_patches_nothing_and_doctor_exits_1(runs: dict) -> None:
+    done = runs["doctor"]
+    assert done.returncode == 1, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["sglang"] == NEXT_RELEASE and report["release"].startswith("untested")
+    llama4 = report["patches"]["llama4-router-weight"]
+    assert llama4["status"] == "not patched"
+    for rejection in BOTH_REJECTIONS:
+        assert rejection in llama4["reason"]
+    assert (
+        "SGLANG_NVFP4_PATCHES_UNTESTED=apply" in llama4["reason"] and "verify" in llama4["reason"]
+    )
+    # the root cause of gemma4-attention is fixed in this code: upstream, not "not patched"
+    assert report["patches"]["gemma4-attention"]["status"] == "already upstream"
+
+
+def test_next_release_without_the_opt_in_leaves_the_layer_as_sglang_builds_it(runs: dict) -> None:
+    done = runs["layer"]
+    result = result_of(done)
+    assert result["method_sees_flag"]  # SGLang's own rejection stays
+    assert result["doctor"]["status"] == "failed"  # read back: nothing lifted
+    warnings = our_lines(done.stderr, "WARNING")
+    assert any(NEXT_RELEASE in line and "nothing is patched" in line for line in warnings)
+    assert any(BOTH_REJECTIONS[0] in line and "live here" in line for line in warnings)
+
+
+def test_next_release_explain_does_not_claim_the_prescale(runs: dict) -> None:
+    done = runs["explain"]
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    llama4 = [row for row in rows if "Llama-4" in row["model"]]
+    assert llama4
+    for row in llama4:
+        assert "pre-scales" not in row["note"] and "is not patched" in row["note"], row["note"]
+
+
+def test_next_release_with_the_opt_in_is_patched_and_doctor_says_so(runs: dict) -> None:
+    done = runs["doctor opted in"]
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    llama4 = json.loads(done.stdout)["patches"]["llama4-router-weight"]
+    assert llama4["status"] == "applied"
+    assert "ModelOpt NVFP4 rejection: lifted" in llama4["reason"]
+    assert f"applied on untested SGLang {NEXT_RELEASE} by opt-in" in llama4["reason"]
+    # the CLI leaves logging unconfigured: Python prints a WARNING as its bare message
+    opted = [line for line in done.stderr.splitlines() if "applied by feature" in line]
+    assert len(opted) == 1 and NEXT_RELEASE in opted[0] and "verify" in opted[0], done.stderr
+
+
+def test_next_release_with_the_opt_in_computes_expert_of_scaled_input(runs: dict) -> None:
+    checks = {check["check"]: check for check in result_of(runs["verify opted in"])}
+    assert {check["outcome"] for check in checks.values()} == {"held"}, checks
+    assert "output = expert(x*w)" in checks["ModelOpt NVFP4 top-1 with the flag"]["reason"]
+
+
+def test_modelopt_assert_removed_reads_already_upstream(runs: dict) -> None:
+    result = result_of(runs["no assert"])
+    assert result["hooks"] == {"modelopt": 0, "compressed-tensors": 1}
+    reason = result["doctor"]["reason"]
+    assert "ModelOpt NVFP4 rejection: none in this release" in reason
+    assert "compressed-tensors NVFP4 rejection: lifted" in reason
+
+
+def test_missing_apply_step_fails_safe_with_one_error(runs: dict) -> None:
+    done = runs["no apply step"]
+    assert done.returncode == 0, done.stderr[-3000:]
+    errors = our_lines(done.stderr, "ERROR")  # one per part that needs the step
+    assert len(errors) == 2 and all("_apply_target" in line for line in errors), errors
+    assert any("patch modelopt" in e for e in errors) and any(
+        "compressed-tensors" in e for e in errors
+    )
+    state = json.loads(done.stdout.split("STATE ", 1)[1].splitlines()[0])
+    assert not state["modelopt_create_moe_runner_hooked"]
+
+
+def test_runner_without_prescale_or_registry_keeps_the_methods_unlifted(runs: dict) -> None:
+    done = runs["gone"]
+    result = result_of(done)
+    assert result["method_sees_flag"]  # not lifted: SGLang's own check stays
+    assert result["doctor"]["status"] == "failed"
+    assert "not lifted: the runner does not honour the flag" in result["doctor"]["reason"]
+    errors = our_lines(done.stderr, "ERROR")
+    assert any("could not patch runner" in line for line in errors)
+    assert any("not lifted" in line and "modelopt" in line for line in errors)
+
+
+def test_double_weighting_runner_fails_verify_naming_it(runs: dict) -> None:
+    checks = {check["check"]: check for check in result_of(runs["twice"])}
+    top1 = checks["ModelOpt NVFP4 top-1 with the flag"]
+    assert top1["outcome"] == "FAILED" and "vllm#43694" in top1["reason"]
+    assert checks["ModelOpt NVFP4 top-2 without the flag"]["outcome"] == "held"

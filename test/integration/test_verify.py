@@ -1,0 +1,62 @@
+"""``verify`` on the installed SGLang: each check holds, and the command says so.
+
+The checks run in this process (SGLang loaded the plugin here, as in a server) and, once, as
+the command a user types (fresh processes, ``--json`` and the text form). What they fail on
+is shown on simulated releases in ``test_next_release.py`` (the double-weighting runner, the
+runner without its pre-scale) and here by planting a wrong ``MoeRunnerConfig`` view.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sglang_nvfp4_patches.llama4_router_weight import method_lift
+from sglang_nvfp4_patches.verify import gemma4, llama4
+from sglang_nvfp4_patches.verify.result import Outcome
+from support.forkserver import run_cli
+
+pytestmark = pytest.mark.release_matrix
+
+
+def test_every_gemma4_check_holds() -> None:
+    results = gemma4.run_checks()
+    assert [r.outcome for r in results] == [Outcome.HELD] * 3, [r.line() for r in results]
+    verdict, default, explicit = results
+    handoff = verdict.reason.split(":")[0]
+    assert handoff in ("applied", "dropped", "unknown")
+    assert f"as the verdict ({handoff})" in default.reason
+    assert "trtllm_mha_backend.py" in verdict.reason  # the evidence line
+    assert "stays trtllm_mha" in explicit.reason
+
+
+def test_every_llama4_check_holds_or_has_nothing_to_exercise() -> None:
+    results = llama4.run_checks()
+    outcomes = {r.check: r.outcome for r in results}
+    assert Outcome.FAILED not in outcomes.values(), [r.line() for r in results]
+    if "ModelOpt NVFP4 top-1 with the flag" in outcomes:  # a release with the CUTLASS runner
+        assert outcomes["ModelOpt NVFP4 top-1 with the flag"] is Outcome.HELD
+
+
+def test_a_lift_that_leaves_the_flag_on_the_method_fails_the_top1_checks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Planted: the hook lifts nothing (the method's own check stays)."""
+    monkeypatch.setattr(method_lift, "without_router_weight_on_input", lambda config: config)
+    results = {r.check: r for r in llama4.run_checks()}
+    top1 = results.get("ModelOpt NVFP4 top-1 with the flag")
+    if top1 is None or top1.outcome is Outcome.NOT_APPLICABLE:
+        pytest.skip("not applicable: this SGLang has no FlashInfer CUTLASS MoE runner")
+    assert top1.outcome is Outcome.FAILED
+    assert "apply_router_weight_on_input" in top1.reason
+
+
+def test_the_command_prints_one_json_line_per_check_and_exits_0() -> None:
+    """As a user types it: both groups in fresh processes (the text form: test_verify_result)."""
+    done = run_cli("verify", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert {line["patch"] for line in lines} == {"llama4-router-weight", "gemma4-attention"}
+    assert all(line["outcome"] in ("held", "n/a") for line in lines), lines
+    assert len(lines) >= 4  # Gemma 4's three and at least one for Llama 4

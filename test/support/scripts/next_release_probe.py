@@ -1,0 +1,83 @@
+"""Run in a fresh process on an edited copy of SGLang (a simulated release): load plugins the
+way SGLang does, then print one ``RESULT`` line of JSON.
+
+``next_release_probe.py COPY verify-llama4|verify-gemma4``: ``verify``'s checks of that group;
+``next_release_probe.py COPY layer``: build a Llama 4 ModelOpt NVFP4 layer (top-1, the flag
+on) on a simulated SM120 and say whether its method still sees the flag, and doctor's state;
+``next_release_probe.py COPY hooks``: how many of our hooks each NVFP4 method's
+``create_moe_runner`` carries, and doctor's state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _use_copy(copy: str) -> None:
+    import sglang
+
+    sys.path.insert(0, copy)  # the copy's dist-info: the version it says
+    sglang.__path__.insert(0, str(Path(copy) / "sglang"))
+
+
+def _layer() -> dict[str, Any]:
+    from sglang_nvfp4_patches.llama4_router_weight.state import current_state
+    from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4
+    from sglang_nvfp4_patches.simulation.llama4_layers import modelopt_layer
+    from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on
+
+    with moe_layer_build_on("sm120", LLAMA4_NVFP4, quantization="modelopt_fp4"):
+        moe = modelopt_layer(top_k=1)
+        moe.build()
+    return {
+        "method_sees_flag": bool(moe.method.moe_runner_config.apply_router_weight_on_input),
+        "runner_keeps_flag": bool(moe.method.runner.config.apply_router_weight_on_input),
+        "doctor": current_state().as_dict(),
+    }
+
+
+def _hooks() -> dict[str, Any]:
+    import importlib
+
+    from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
+        METHOD_HALVES,
+        create_moe_runner_hook,
+    )
+    from sglang_nvfp4_patches.llama4_router_weight.state import current_state
+    from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count
+
+    for half in METHOD_HALVES:
+        importlib.import_module(half.module)
+    return {
+        "hooks": {
+            half.part: hook_count(bound_at(half.target), create_moe_runner_hook)
+            for half in METHOD_HALVES
+        },
+        "doctor": current_state().as_dict(),
+    }
+
+
+def main(copy: str, action: str) -> None:
+    logging.basicConfig(level=logging.INFO)
+    _use_copy(copy)
+    from sglang.srt.plugins import load_plugins
+
+    load_plugins()
+    if action == "layer":
+        result: Any = _layer()
+    elif action == "hooks":
+        result = _hooks()
+    else:
+        from sglang_nvfp4_patches.verify import gemma4, llama4
+
+        group = llama4 if action == "verify-llama4" else gemma4
+        result = [check.as_dict() for check in group.run_checks()]
+    print("RESULT " + json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

@@ -1,0 +1,56 @@
+"""``verify``'s outcomes and lines (no SGLang import)."""
+
+from __future__ import annotations
+
+from sglang_nvfp4_patches.verify.result import (
+    CheckFailed,
+    CheckResult,
+    NotApplicable,
+    Outcome,
+    run_check,
+)
+from sglang_nvfp4_patches.verify.run import child_environment, summary
+
+
+def test_a_check_holds_fails_or_has_nothing_to_exercise() -> None:
+    assert run_check("p", "c", lambda: "fine").outcome is Outcome.HELD
+    failed = run_check("p", "c", lambda: (_ for _ in ()).throw(CheckFailed("wrong")))
+    assert failed.outcome is Outcome.FAILED and failed.reason == "wrong"
+    na = run_check("p", "c", lambda: (_ for _ in ()).throw(NotApplicable("nothing here")))
+    assert na.outcome is Outcome.NOT_APPLICABLE and na.reason == "nothing here"
+
+
+def test_an_unexpected_error_is_a_failure_naming_where_it_arose() -> None:
+    def broken() -> str:
+        return str(1 / 0)
+
+    result = run_check("p", "c", broken)
+    assert result.outcome is Outcome.FAILED
+    assert result.reason.startswith("ZeroDivisionError: division by zero (at ")
+    assert __file__ in result.reason
+
+
+def test_a_result_survives_json_and_reads_as_one_line() -> None:
+    result = CheckResult("gemma4-attention", "verdict", Outcome.FAILED, "why")
+    assert CheckResult.from_dict(result.as_dict()) == result
+    assert result.line() == "FAILED  gemma4-attention: verdict: why"
+
+
+def test_the_summary_counts_each_outcome_and_names_the_release() -> None:
+    results = [
+        CheckResult("p", "a", Outcome.HELD, ""),
+        CheckResult("p", "b", Outcome.HELD, ""),
+        CheckResult("p", "c", Outcome.FAILED, ""),
+        CheckResult("p", "d", Outcome.NOT_APPLICABLE, ""),
+    ]
+    text = summary(results, "0.5.24.dev0", 12.4)
+    assert text.startswith("verify: 2 held, 1 failed, 1 not applicable on SGLang 0.5.24.dev0")
+    assert "untested: SGLang 0.5.24.dev0 is newer" in text and "12 s" in text
+
+
+def test_the_children_run_with_every_patch_on(monkeypatch) -> None:
+    monkeypatch.setenv("SGLANG_NVFP4_PATCHES_DISABLE", "gemma4-attention")
+    monkeypatch.setenv("SGLANG_NVFP4_PATCHES_FORCE", "gemma4-attention")
+    env = child_environment()
+    assert "SGLANG_NVFP4_PATCHES_DISABLE" not in env and "SGLANG_NVFP4_PATCHES_FORCE" not in env
+    assert env["SGLANG_NVFP4_PATCHES_UNTESTED"] == "apply"
