@@ -117,14 +117,7 @@ def install_all(version: str) -> dict[str, PatchReport]:
             patch.name: PatchReport(patch.name, PatchState.FAILED, f"invalid {DISABLE_ENV}")
             for patch in PATCHES
         }
-    if not gate.applies:
-        return {
-            patch.name: PatchReport(patch.name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
-            if patch.name in disabled
-            else _observe(patch, gate)
-            for patch in PATCHES
-        }
-    forced = forced_or_nothing()
+    forced = forced_or_nothing() if gate.applies else frozenset()
     for name in sorted(forced & disabled):
         # Off wins over on: DISABLE is the switch that leaves SGLang exactly as it ships.
         logger.warning(
@@ -135,6 +128,8 @@ def install_all(version: str) -> dict[str, PatchReport]:
         name = patch.name
         if name in disabled:
             reports[name] = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
+        elif not gate.applies:
+            reports[name] = _observe(patch, gate)
         elif name in forced:
             reports[name] = _install_one(name, functools.partial(patch.install, forced=True))
         else:
