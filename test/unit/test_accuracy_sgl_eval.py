@@ -244,3 +244,25 @@ def test_deeply_nested_run_file_is_one_line(
     code, out, err = compare(capsys, deep, deep)
     assert (code, out) == (2, "")
     assert err.startswith(f"error: {deep}: not readable JSON") and "nested too deeply" in err
+
+
+def test_runs_with_other_sampling_or_benchmark_are_refused_unless_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """metrics.json's settings are compared field by field; model, URL and timings are what
+    differs between two endpoints and are not."""
+    scores = random_scores(40, 30, 0.7)
+    common = {"name": BENCH, "sgl_eval_version": "0.3.0", "ns_commit_sha": "abc"}
+    gen = {"temperature": 0.0, "top_p": 0.95, "max_tokens": 2048}
+    metrics_a = {**common, "gen": gen, "model": "m1", "base_url": "http://a/v1", "latency": 1.0}
+    metrics_b = {**common, "gen": {**gen, "temperature": 0.6}, "model": "m2", "latency": 9.0}
+    run_a = write_run(tmp_path / "a", "20261201-090000", [scores], metrics_a)
+    run_b = write_run(tmp_path / "b", "20261201-093000", [scores], metrics_b)
+    code, out, err = compare(capsys, run_a, run_b)
+    assert (code, out) == (2, "")
+    assert "were run with different settings (gen.temperature: A 0.0, B 0.6)" in err
+    code, out, _ = compare(capsys, run_a, run_b, "--allow-different-settings", "--json")
+    assert (code, json.loads(out)["setting_differences"]) == (0, ["gen.temperature: A 0.0, B 0.6"])
+    same = write_run(tmp_path / "c", "20261201-100000", [scores], {**metrics_a, "model": "m3"})
+    code, out, _ = compare(capsys, run_a, same, "--json")
+    assert (code, json.loads(out)["setting_differences"]) == (0, [])

@@ -179,3 +179,16 @@ def test_backoff_grows_with_jitter_and_cap() -> None:
         delays = [policy.delay(retry, rng) for _ in range(200)]
         assert all(step / 2 <= d <= step for d in delays)
         assert max(delays) - min(delays) > step / 4  # jittered, not constant
+
+
+def test_a_stored_file_of_another_version_or_format_is_refused(tmp_path: Path) -> None:
+    """A resume must not read answers from a layout this release does not know."""
+    partial = tmp_path / "p.jsonl"
+    head = {"format": PARTIAL_FORMAT, "version": 2, **SETTINGS}
+    partial.write_text(json.dumps(head) + "\n" + json.dumps(_record("a/0")) + "\n")
+    with pytest.raises(RunFileError, match="its header's 'version' is 2; this sglang-nvfp4"):
+        load_partial(partial, SETTINGS)
+    run = tmp_path / "run.json"
+    write_json_atomic(run, {"format": "other", "version": 1, **SETTINGS, "records": []})
+    with pytest.raises(RunFileError, match=r"'format' field is 'other'.*pick another --out"):
+        load_finished_run(run, SETTINGS)

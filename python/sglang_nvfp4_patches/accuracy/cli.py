@@ -116,7 +116,10 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
             "Ask a running SGLang server every question of an MMLU-format directory "
             "(DIR/dev/*_dev.csv, DIR/test/*_test.csv) or of a Hugging Face dataset (cais/mmlu) "
             "with greedy decoding and record the answers in OUT. Answers are saved as they "
-            "arrive in OUT.partial.jsonl; rerunning the same command resumes."
+            "arrive in OUT.partial.jsonl; rerunning the same command resumes, and no rerun "
+            "deletes a stored answer. Exit 0: every question answered; 2: bad input; 3: the "
+            "server did not answer every question; 70: a bug of this tool (traceback saved to "
+            "a file); 130: interrupted."
         ),
     )
     run.add_argument(
