@@ -9,7 +9,8 @@ are synthetic) and an answer key, then runs the real ``accuracy ab`` with this s
 that answers from the key, and answers a fixed share of questions wrong when started with
 ``--attention-backend trtllm_mha``. So you see every step ab takes (servers started and
 stopped, answers stored, the McNemar verdict) in a few seconds. The numbers measure nothing:
-every line this script prints, the model path and each server log say DEMO.
+every line this script prints, the model path and each server log say DEMO. It exits with
+ab's status: 1 ("B is significantly worse"), by design, since the stand-in's B answers worse.
 """
 
 from __future__ import annotations

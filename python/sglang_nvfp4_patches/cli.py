@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
+import tempfile
+import traceback
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,11 +21,14 @@ from sglang_nvfp4_patches import __version__
 from sglang_nvfp4_patches.accuracy.cli import add_accuracy_parser, attach_command_line_values
 from sglang_nvfp4_patches.errors import (
     EXIT_BROKEN_PIPE,
+    EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     UsageError,
 )
+from sglang_nvfp4_patches.progress import announce
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
+from sglang_nvfp4_patches.status import sglang_version
 
 
 def _run_explain(args: argparse.Namespace) -> int:
@@ -30,12 +36,14 @@ def _run_explain(args: argparse.Namespace) -> int:
 
     if args.model is not None:
         read_model_config(args.model)  # a Hub id or broken config fails before any import
+    announce(f"importing SGLang {sglang_version()} ...")
     from sglang_nvfp4_patches.explain.run import run_explain
 
     return run_explain(args)
 
 
 def _run_doctor(args: argparse.Namespace) -> int:
+    announce(f"importing SGLang {sglang_version()} ...")
     from sglang_nvfp4_patches.doctor import run_doctor
 
     return run_doctor(args)
@@ -137,7 +145,8 @@ def _run(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Every exit is one line at most: usage errors, Ctrl-C (even mid-import), closed pipes."""
+    """Every exit is one line at most: usage errors, Ctrl-C (even mid-import), closed pipes,
+    and a bug of ours (its traceback goes to a file)."""
     try:
         try:
             return _run(argv)
@@ -151,6 +160,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         # own final flush does not print a second error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except Exception as error:  # not a UsageError: a bug, never a verdict or bad input
+        words = sys.argv[1:] if argv is None else list(argv)
+        return internal_error(error, words)
+
+
+INTERNAL_ERROR_PREFIX = "sglang-nvfp4-patches-internal-error-"
+
+
+def internal_error(error: Exception, argv: Sequence[str]) -> int:
+    """One ``internal error:`` line on stderr; the traceback is saved to a file in the
+    temporary directory for the bug report (printed after the line only if that fails)."""
+    trace = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+    summary = " ".join(f"{type(error).__name__}: {error}".split())[:300]
+    try:
+        with tempfile.NamedTemporaryFile(
+            "w", prefix=INTERNAL_ERROR_PREFIX, suffix=".txt", delete=False, encoding="utf-8"
+        ) as handle:
+            handle.write(f"sglang-nvfp4-patches {__version__}, Python {sys.version.split()[0]}\n")
+            handle.write(f"command line: {shlex.join(argv)}\n\n{trace}")
+        saved: str | None = handle.name
+    except OSError:
+        saved = None
+    where = f"its traceback is saved in {saved}" if saved else "its traceback follows"
+    print(
+        f"internal error: {summary}; this is a bug in sglang-nvfp4-patches {__version__}, not "
+        f"a problem with your input; {where}: please report it with that traceback",
+        file=sys.stderr,
+    )
+    if saved is None:
+        print(trace, file=sys.stderr, end="")
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

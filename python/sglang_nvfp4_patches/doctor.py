@@ -11,6 +11,7 @@ from sglang_nvfp4_patches import plugin
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.release_gate import ReleaseGate, release_gate
+from sglang_nvfp4_patches.report_text import patch_lines
 from sglang_nvfp4_patches.settings import (
     DISABLE_ENV,
     InvalidForceError,
@@ -109,7 +110,7 @@ def format_text(result: dict[str, object]) -> str:
     patches: dict[str, dict[str, str]] = result["patches"]  # type: ignore[assignment]
     width = max(len(name) for name in patches)
     for name, report in patches.items():
-        lines.append(f"{name.ljust(width)}  {report['status']}: {report['reason']}")
+        lines.extend(patch_lines(name.ljust(width), report["status"], report["reason"]))
     return "\n".join(lines) + "\n"
 
 

@@ -2,7 +2,9 @@
 
 Every "bad input the user can fix" is a :class:`UsageError` (``accuracy``'s DatasetError,
 RunFileError, ... included); the top-level CLI prints it as one ``error: ...`` line on
-stderr and exits :data:`EXIT_USAGE`.
+stderr and exits :data:`EXIT_USAGE`. Any other exception is a bug of this project: the CLI
+saves its traceback to a file, prints one ``internal error: ...`` line naming that file and
+exits :data:`EXIT_INTERNAL`, so no bug is ever read as a verdict.
 """
 
 from __future__ import annotations
@@ -10,15 +12,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# The exit statuses of ``explain``, ``doctor`` and ``accuracy {run,ab,compare}``.
+# The exit statuses of ``explain``, ``doctor`` and ``accuracy {run,ab,compare}``; each has
+# one meaning.
 EXIT_OK = 0
-# The check found a problem: ``accuracy run`` a question without an answer, ``accuracy ab``
-# B significantly worse than A, ``doctor``/``explain`` a patch that failed to apply.
+# The verdict is "worse": ``accuracy ab``/``compare`` B significantly worse than A,
+# ``doctor``/``explain`` a patch that failed to apply.
 EXIT_FAILED = 1
 # Bad input: a UsageError, or argparse's own complaint (argparse exits 2 itself).
 EXIT_USAGE = 2
-# ``accuracy ab``: a server it started did not come up or did not answer.
+# ``accuracy run``/``ab``: the server did not answer every question, or a server ``ab``
+# started did not come up.
 EXIT_SERVER = 3
+# A bug of this project (an exception that is not a UsageError): the traceback is saved to a
+# file whose path is printed. 70 is EX_SOFTWARE of BSD's sysexits.h ("internal software
+# error"); it is none of the statuses above.
+EXIT_INTERNAL = 70
 # Ctrl-C (or SIGTERM during ``accuracy ab``): 128 + SIGINT, as a shell reports it.
 EXIT_INTERRUPTED = 130
 # The reader of stdout (``| head``) left early: 128 + SIGPIPE, as a shell reports it.

@@ -43,8 +43,10 @@ class Script:
     drop: dict[str, int] = field(default_factory=dict)  # first N calls -> connection closed
     slow: dict[str, tuple[int, float]] = field(default_factory=dict)  # first N calls sleep S
     reject: dict[str, int] = field(default_factory=dict)  # id -> 4xx status on every call
+    garbage: set[str] = field(default_factory=set)  # ids answered 200 with an HTML page
     delay_s: float = 0.0  # every answer waits this long
     model: str = "default"  # the model name /v1/completions accepts
+    model_path: str | None = None  # what GET /get_model_info names (None: 404, as non-SGLang)
 
 
 class FakeServer:
@@ -86,6 +88,7 @@ class FakeServer:
         app.router.add_post("/generate", self._generate)
         app.router.add_post("/v1/completions", self._completions)
         app.router.add_get("/health", self._health)
+        app.router.add_get("/get_model_info", self._model_info)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -101,6 +104,11 @@ class FakeServer:
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.Response(status=200 if self.healthy else 503)
+
+    async def _model_info(self, request: web.Request) -> web.Response:
+        if self.script.model_path is None:
+            return web.Response(status=404)
+        return web.json_response({"model_path": self.script.model_path, "is_generation": True})
 
     async def _generate(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -142,6 +150,8 @@ class FakeServer:
             self.prompts[qid] = prompt
         if qid in script.reject:
             return web.json_response({"error": "rejected"}, status=script.reject[qid])
+        if qid in script.garbage:
+            return web.Response(text="<html>not an API</html>", content_type="text/html")
         if call <= script.fail_503.get(qid, 0):
             return web.json_response({"error": "overloaded"}, status=503)
         if call <= script.drop.get(qid, 0):

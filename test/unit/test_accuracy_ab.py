@@ -307,3 +307,47 @@ def test_launcher_that_cannot_run_is_bad_input(
     ]
     assert main([*argv, "--launcher", str(tmp_path / "no-such-launcher")]) == 2
     assert "cannot run the server command" in capsys.readouterr().err
+
+
+def test_a_smaller_limit_compares_stored_answers_and_deletes_none(
+    setup: tuple[Path, Path, dict[str, WrittenQuestion]], tmp_path: Path
+) -> None:
+    data, key, questions = setup
+    out = tmp_path / "ab"
+    degrade = "--degrade trtllm_mha"
+    assert _ab(*_command(data, key, out, "--limit", "4", launcher=degrade)).returncode == 0
+    runs = {side: (out / f"{side}.json").read_bytes() for side in "AB"}
+    logs = {side: (out / f"{side}.server.log").stat().st_mtime_ns for side in "AB"}
+    result = _ab(*_command(data, key, out, "--limit", "2", "--json", launcher=degrade))
+    assert result.returncode == 0, result.stderr  # 4 questions: nothing is significant
+    assert {side: (out / f"{side}.json").read_bytes() for side in "AB"} == runs
+    assert {side: (out / f"{side}.server.log").stat().st_mtime_ns for side in "AB"} == logs
+    assert result.stderr.count("server not started") == 2
+    for side in "AB":
+        assert (
+            f"side {side}: NOTE: {out / f'{side}.json'} holds 8 stored answers; this run "
+            "(--limit: stored 4, now 2) asks 4 of them" in result.stderr
+        )
+    verdict = json.loads(result.stdout)
+    subset = {qid for qid, q in questions.items() if q.index < 2}
+    a_right = subset & _expected_right(questions, "triton")
+    b_right = subset & _expected_right(questions, "trtllm_mha")
+    assert verdict["n"] == len(subset) == 4
+    assert (verdict["b"], verdict["c"]) == (len(a_right - b_right), len(b_right - a_right))
+
+
+def test_a_second_ab_on_the_same_out_dir_is_refused_before_any_server(
+    setup: tuple[Path, Path, dict[str, WrittenQuestion]], tmp_path: Path
+) -> None:
+    from sglang_nvfp4_patches.accuracy.store import run_file_lock
+
+    data, key, _ = setup
+    out = tmp_path / "ab"
+    with run_file_lock(out / "B.json", "--out-dir"):  # as a running ab holds it
+        result = _ab(*_command(data, key, out))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (
+        f"error: --out-dir {out / 'B.json'}: process {os.getpid()} is writing this run right "
+        f"now (it holds {out / '.B.json.lock'}); wait for it to end, or pick another --out-dir\n"
+    )
+    assert not (out / "A.server.log").exists() and _survivors(key) == []

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from accuracy_support import PYTHON_DIR
-from sglang_nvfp4_patches import accuracy
+from sglang_nvfp4_patches import __version__, accuracy
 from sglang_nvfp4_patches.accuracy.cli import add_accuracy_parser
 from sglang_nvfp4_patches.cli import main
-from sglang_nvfp4_patches.errors import EXIT_USAGE, UsageError
+from sglang_nvfp4_patches.errors import EXIT_INTERNAL, EXIT_USAGE, UsageError
 
 _PROBE = """
 import json, sys
@@ -105,6 +105,44 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
     assert "error:" in capsys.readouterr().err
 
 
+RUN = ["accuracy", "run", "--data", "d", "--out", "o"]
+AB = ["accuracy", "ab", "--model-path", "m", "--data", "d"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "value"),
+    [
+        ([*RUN, "--timeout"], "inf"),
+        ([*RUN, "--timeout"], "nan"),
+        ([*RUN, "--timeout"], "1e300"),  # past a week: the event loop's timers overflow
+        ([*RUN, "--backoff"], "-inf"),
+        ([*RUN, "--backoff"], "nan"),
+        ([*AB, "--startup-timeout"], "nan"),
+        ([*AB, "--startup-timeout"], "inf"),
+        ([*AB, "--stop-grace"], "inf"),
+        ([*AB, "--timeout"], "inf"),
+        (["accuracy", "compare", "a", "b", "--alpha"], "nan"),
+    ],
+)
+def test_a_non_finite_or_huge_number_is_refused_up_front(
+    argv: list[str], value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before any request or server start (argparse itself exits 2)."""
+    with pytest.raises(SystemExit) as info:
+        main([*argv[:-1], f"{argv[-1]}={value}"])  # "=": "-inf" alone reads as an option
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{argv[-1]}: must be a finite number" in err or "between 0 and 1" in err
+    assert f"got {value}" in err and "Traceback" not in err
+
+
+def test_the_largest_accepted_time_is_a_week() -> None:
+    args = _parent().parse_args([*RUN, "--timeout", "604800", "--backoff", "0"])
+    assert (args.timeout, args.backoff) == (604800.0, 0.0)
+    with pytest.raises(SystemExit):
+        _parent().parse_args([*RUN, "--timeout", "604800.5"])
+
+
 @pytest.mark.parametrize(
     ("typed", "expected"),
     [
@@ -143,3 +181,96 @@ def test_the_top_level_cli_prints_accuracy_errors_verbatim(
         f"error: {bad}: not readable JSON (Expecting value: line 1 column 1 (char 0))\n"
     )
     assert UsageError("sglang serve:\n  bad  flag").cli_message() == "sglang serve: bad flag"
+
+
+def test_every_exit_status_has_one_meaning() -> None:
+    from sglang_nvfp4_patches import errors
+
+    codes = {name: value for name, value in vars(errors).items() if name.startswith("EXIT_")}
+    assert len(set(codes.values())) == len(codes), codes
+    assert codes["EXIT_INTERNAL"] not in (0, 1, 2, 3, 130, 141)
+
+
+def _run_file(path: Path) -> Path:
+    from sglang_nvfp4_patches.accuracy.store import RUN_FORMAT
+
+    record = {"id": "law/0", "subject": "law", "answer": "A", "prediction": "A", "correct": True}
+    path.write_text(json.dumps({"format": RUN_FORMAT, "version": 1, "records": [record]}))
+    return path
+
+
+def _compare_with_a_planted_bug(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, error: Exception, tempdir: Path
+) -> tuple[int, str]:
+    """``accuracy compare`` whose comparison raises ``error`` (a bug of ours), with the
+    temporary directory at ``tempdir``: its exit status and the run file it was given."""
+    import tempfile
+
+    from sglang_nvfp4_patches.accuracy import compare
+
+    def planted(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(compare, "compare_runs", planted)
+    monkeypatch.setattr(tempfile, "tempdir", str(tempdir))
+    run = str(_run_file(tmp_path / "a.json"))
+    return main(["accuracy", "compare", run, run]), run
+
+
+def test_a_bug_is_an_internal_error_with_its_traceback_in_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Never exit 1 (a verdict) or print a traceback for an exception of our own."""
+    bug = ZeroDivisionError("planted bug")
+    code, run = _compare_with_a_planted_bug(monkeypatch, tmp_path, bug, tmp_path)
+    assert code == EXIT_INTERNAL
+    captured = capsys.readouterr()
+    (saved,) = tmp_path.glob("sglang-nvfp4-patches-internal-error-*.txt")
+    assert captured.out == ""
+    assert captured.err == (
+        "internal error: ZeroDivisionError: planted bug; this is a bug in sglang-nvfp4-patches "
+        f"{__version__}, not a problem with your input; its traceback is saved in {saved}: "
+        "please report it with that traceback\n"
+    )
+    text = saved.read_text()
+    assert f"command line: accuracy compare {run} {run}\n" in text
+    assert "Traceback (most recent call last):" in text and "in planted" in text
+    assert text.endswith("ZeroDivisionError: planted bug\n")
+
+
+def test_an_internal_error_prints_its_traceback_when_no_file_can_be_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bug = KeyError("planted")
+    code, _ = _compare_with_a_planted_bug(monkeypatch, tmp_path, bug, tmp_path / "missing")
+    assert code == EXIT_INTERNAL
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("internal error: KeyError: 'planted'; ")
+    assert err[0].endswith("its traceback follows: please report it with that traceback")
+    assert err[1] == "Traceback (most recent call last):" and err[-1] == "KeyError: 'planted'"
+
+
+@pytest.mark.parametrize("link", ["loop", "dangling"])
+def test_an_out_dir_that_is_a_broken_link_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], link: str
+) -> None:
+    out = tmp_path / "ab"
+    out.symlink_to(out if link == "loop" else tmp_path / "nowhere" / "ab")
+    argv = [*AB[:-1], str(tmp_path / "no-data"), "--out-dir", str(out), "--launcher", "false"]
+    assert main(argv) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --out-dir {out}: {out} is a symbolic link to ")
+    assert "which does not exist or loops back on itself" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("link", ["loop", "dangling"])
+def test_an_out_that_is_a_broken_link_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], link: str
+) -> None:
+    out = tmp_path / "run.json"
+    out.symlink_to(out if link == "loop" else tmp_path / "nowhere.json")
+    argv = ["accuracy", "run", "--data", str(tmp_path / "no-data"), "--out", str(out)]
+    assert main(argv) == EXIT_USAGE
+    err = capsys.readouterr().err
+    says = "Too many levels of symbolic links" if link == "loop" else "which does not exist"
+    assert err.startswith(f"error: --out {out}: ") and says in err and len(err.splitlines()) == 1

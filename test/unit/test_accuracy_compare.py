@@ -15,7 +15,11 @@ from sglang_nvfp4_patches.accuracy.compare import (
     exact_binomial_p,
     mcnemar,
 )
+from sglang_nvfp4_patches.accuracy.store import RUN_FORMAT
 from sglang_nvfp4_patches.cli import main
+
+WORSE = "B is significantly worse than A"
+HEAD = f'{{"format": "{RUN_FORMAT}", "version": 1, '  # the start of a run file's JSON
 
 TABLES = [
     (0, 0),
@@ -66,8 +70,11 @@ def test_negative_counts_rejected() -> None:
         mcnemar(-1, 3)
 
 
-def _write_run(path: Path, outcomes: dict[str, bool], complete: bool = True) -> Path:
-    """A minimal run file: ``outcomes`` maps id (``subject/index``) -> correct."""
+def _write_run(
+    path: Path, outcomes: dict[str, bool], complete: bool = True, **settings: object
+) -> Path:
+    """A minimal run file: ``outcomes`` maps id (``subject/index``) -> correct; ``settings``
+    (``shots=0``, ...) are recorded beside them."""
     records = [
         {
             "id": qid,
@@ -78,7 +85,8 @@ def _write_run(path: Path, outcomes: dict[str, bool], complete: bool = True) -> 
         }
         for qid, right in outcomes.items()
     ]
-    path.write_text(json.dumps({"records": records, "complete": complete}), encoding="utf-8")
+    document = {"format": RUN_FORMAT, "version": 1, **settings, "complete": complete}
+    path.write_text(json.dumps({**document, "records": records}), encoding="utf-8")
     return path
 
 
@@ -94,8 +102,9 @@ def _pairs(path_a: Path, path_b: Path, cells: dict[tuple[bool, bool], int], subj
     _write_run(path_b, b)
 
 
-def _compare_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
-    assert main(["accuracy", "compare", *argv, "--json"]) == 0
+def _compare_json(capsys: pytest.CaptureFixture[str], *argv: str, exit_code: int = 0) -> dict:
+    """``compare --json``, which must exit ``exit_code`` (1: B significantly worse)."""
+    assert main(["accuracy", "compare", *argv, "--json"]) == exit_code
     return json.loads(capsys.readouterr().out)
 
 
@@ -119,7 +128,8 @@ def test_compare_counts_and_verdict(
         (False, False): both_wrong,
     }
     _pairs(tmp_path / "a.json", tmp_path / "b.json", cells, "law")
-    result = _compare_json(capsys, str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    files = (str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    result = _compare_json(capsys, *files, exit_code=1 if verdict == WORSE else 0)
     n = both_right + both_wrong + b + c
     assert result["n"] == n
     assert result["acc_a"] == pytest.approx((both_right + b) / n)
@@ -138,7 +148,7 @@ def test_alpha_option_changes_verdict(tmp_path: Path, capsys: pytest.CaptureFixt
     cells = {(True, True): 30, (True, False): 10, (False, True): 2}
     _pairs(tmp_path / "a.json", tmp_path / "b.json", cells, "law")
     files = (str(tmp_path / "a.json"), str(tmp_path / "b.json"))
-    loose = _compare_json(capsys, *files)
+    loose = _compare_json(capsys, *files, exit_code=1)
     assert loose["p_value"] == pytest.approx(2 * 79 / 4096)
     assert loose["verdict"].startswith("B is significantly worse")
     strict = _compare_json(capsys, *files, "--alpha", "0.01")
@@ -191,11 +201,16 @@ def test_per_subject_deltas_in_text(tmp_path: Path, capsys: pytest.CaptureFixtur
         (None, "no such file"),
         ("{not json", "not readable JSON"),
         ('{"results": []}', "not a run file"),
-        ('{"records": [{"id": "x/0", "subject": "x", "answer": "A"}]}', "records[0] lacks"),
+        (HEAD + '"records": [{"id": "x/0", "subject": "x", "answer": "A"}]}', "records[0] lacks"),
         (
-            '{"records": [{"id": "x/0", "subject": "x", "answer": "A", "correct": "yes"}]}',
+            HEAD + '"records": [{"id": "x/0", "subject": "x", "answer": "A", "correct": "yes"}]}',
             "records[0] lacks",
         ),
+        ('{"version": 1, "records": []}', "its 'format' field is missing, expected"),
+        ('{"format": "other-tool", "version": 1, "records": []}', "'format' field is 'other-tool'"),
+        (f'{{"format": "{RUN_FORMAT}", "version": 2, "records": []}}', "'version' field is 2;"),
+        (f'{{"format": "{RUN_FORMAT}", "records": []}}', "'version' field is None;"),
+        (f'{{"format": "{RUN_FORMAT}", "version": true, "records": []}}', "field is True;"),
     ],
 )
 def test_bad_run_file_is_exit_2(
@@ -214,7 +229,8 @@ def test_bad_run_file_is_exit_2(
 def test_duplicate_ids_rejected(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     record = {"id": "x/0", "subject": "x", "answer": "A", "prediction": "A", "correct": True}
     dup = tmp_path / "dup.json"
-    dup.write_text(json.dumps({"records": [record, record]}), encoding="utf-8")
+    head = {"format": RUN_FORMAT, "version": 1}
+    dup.write_text(json.dumps({**head, "records": [record, record]}), encoding="utf-8")
     assert main(["accuracy", "compare", str(dup), str(dup)]) == 2
     assert "duplicate record id 'x/0'" in capsys.readouterr().err
 
@@ -254,3 +270,97 @@ def test_compare_two_real_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert (result["n"], result["b"], result["c"]) == (60, b, c)
     assert result["acc_a"] == pytest.approx(48 / 60) and result["acc_b"] == pytest.approx(40 / 60)
     assert result["p_value"] == pytest.approx(stats.binomtest(b, b + c, 0.5).pvalue)
+
+
+def test_the_statistics_line_names_the_test_that_gave_the_p_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = (str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    _pairs(*map(Path, files), {(True, True): 30, (True, False): 10, (False, True): 2}, "law")
+    assert main(["accuracy", "compare", *files]) == 1
+    exact = f"McNemar exact binomial test (b + c = 12 < 25): p = {2 * 79 / 4096:.4g}"
+    assert exact in capsys.readouterr().out.splitlines()
+    _pairs(*map(Path, files), {(True, True): 30, (True, False): 40, (False, True): 5}, "law")
+    assert main(["accuracy", "compare", *files]) == 1
+    chi2 = (40 - 5 - 1) ** 2 / 45
+    line = (
+        "McNemar chi-square test, continuity-corrected (b + c = 45): "
+        f"chi2 = {chi2:.3f}, p = {stats.chi2.sf(chi2, 1):.4g}"
+    )
+    assert line in capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("a_settings", "b_settings", "named"),
+    [
+        ({"shots": 5}, {"shots": 0}, "shots: A 5, B 0"),
+        ({"max_new_tokens": 2}, {"max_new_tokens": 8}, "max_new_tokens: A 2, B 8"),
+        ({"api": "native"}, {"api": "openai"}, "api: A 'native', B 'openai'"),
+    ],
+)
+def test_runs_with_other_answer_settings_are_refused_unless_allowed(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    a_settings: dict,
+    b_settings: dict,
+    named: str,
+) -> None:
+    outcomes = {f"law/{i}": i % 3 == 0 for i in range(12)}
+    a = _write_run(tmp_path / "a.json", outcomes, **a_settings)
+    b = _write_run(tmp_path / "b.json", outcomes, **b_settings)
+    assert main(["accuracy", "compare", str(a), str(b)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {a} and {b} were run with different settings ({named}): ")
+    assert "--allow-different-settings" in err and len(err.splitlines()) == 1
+    result = _compare_json(capsys, str(a), str(b), "--allow-different-settings")
+    assert result["setting_differences"] == [named] and result["n"] == 12
+    assert main(["accuracy", "compare", str(a), str(b), "--allow-different-settings"]) == 0
+    note = f"NOTE: the runs differ in a setting that changes answers: {named}"
+    assert note in capsys.readouterr().out.splitlines()
+
+
+def test_what_an_ab_varies_is_not_a_setting_difference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The server flags, the model name and the URL are what an A/B compares."""
+    outcomes = {f"law/{i}": True for i in range(4)}
+    a = _write_run(tmp_path / "a.json", outcomes, model="m1", base_url="http://h:1", server=None)
+    b = _write_run(
+        tmp_path / "b.json", outcomes, model="m2", base_url="http://h:2", server={"args": "--x"}
+    )
+    result = _compare_json(capsys, str(a), str(b))
+    assert result["setting_differences"] == [] and result["n"] == 4
+
+
+@pytest.mark.parametrize(("prediction", "correct"), [("A", False), ("B", True), (None, True)])
+def test_a_correct_flag_that_contradicts_prediction_and_answer_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], prediction: str | None, correct: bool
+) -> None:
+    """A hand-edited ``correct`` would flip the verdict; it is recomputed and checked."""
+    outcomes = {f"law/{i}": i % 2 == 0 for i in range(30)}
+    good = _write_run(tmp_path / "good.json", outcomes)
+    edited = tmp_path / "edited.json"
+    data = json.loads(good.read_text())
+    data["records"][7].update(prediction=prediction, correct=correct)  # answer stays "A"
+    edited.write_text(json.dumps(data))
+    assert main(["accuracy", "compare", str(good), str(edited)]) == 2
+    err = capsys.readouterr().err
+    says = (
+        f"error: {edited}: records[7] (law/7) says correct: {str(correct).lower()}, but its "
+        f"prediction is {prediction!r} and its answer 'A'; the file was edited or damaged"
+    )
+    assert err.startswith(says) and len(err.splitlines()) == 1
+
+
+def test_a_question_with_two_answer_keys_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outcomes = {f"law/{i}": True for i in range(5)}
+    a = _write_run(tmp_path / "a.json", outcomes)
+    b = tmp_path / "b.json"
+    data = json.loads(a.read_text())
+    data["records"][2].update(answer="C", prediction="C")  # consistent, but another question
+    b.write_text(json.dumps(data))
+    assert main(["accuracy", "compare", str(a), str(b)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: question law/2 has answer key A in {a} but C in {b}: ")

@@ -127,12 +127,20 @@ def test_unknown_subject_is_an_error(tmp_path: Path) -> None:
         load_eval_items(tmp_path, shots=5, subjects=["alpha", "nope"])
 
 
-def test_invalid_utf8_is_an_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("good_rows", [0, 3, 2000])  # 2000 rows: past the decoder's chunk
+def test_invalid_utf8_names_its_offset_in_the_file_and_its_line(
+    tmp_path: Path, good_rows: int
+) -> None:
     path = tmp_path / "test" / "s_test.csv"
     path.parent.mkdir(parents=True)
-    path.write_bytes(b"q\xff,a,b,c,d,A\n")
-    with pytest.raises(DatasetError, match="not valid UTF-8"):
+    good = "".join(f"question {i} é,a,b,c,d,A\n" for i in range(good_rows)).encode()
+    path.write_bytes(good + b"q\xff,a,b,c,d,A\n")
+    with pytest.raises(DatasetError) as info:
         load_eval_items(tmp_path, shots=0)
+    assert str(info.value) == (
+        f"{path}:{good_rows + 1}: not valid UTF-8 at offset {len(good) + 1} of the file "
+        "(byte 0xff); re-save the file as UTF-8"
+    )
 
 
 def test_cli_reports_malformed_data_with_exit_2(

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from accuracy_support.dataset_writer import (
 )
 from accuracy_support.fake_server import FakeServer, Script
 from sglang_nvfp4_patches.cli import main
+from sglang_nvfp4_patches.errors import EXIT_SERVER
 
 SIZES = {"abstract_algebra": 12, "anatomy": 9, "world_religions": 7}
 
@@ -53,6 +55,30 @@ def server(dataset: tuple[Path, dict[str, WrittenQuestion]]) -> Iterator[FakeSer
     replies, _ = _scripted(dataset[1])
     with FakeServer(Script(replies=replies, model="gemma")) as srv:
         yield srv
+
+
+@dataclass(frozen=True)
+class Case:
+    """The dataset, its scripted server and the run file of one test."""
+
+    data: Path
+    questions: dict[str, WrittenQuestion]
+    server: FakeServer
+    out: Path
+
+    @property
+    def partial(self) -> Path:
+        return self.out.with_name(self.out.name + ".partial.jsonl")
+
+    def run(self, *extra: str) -> int:
+        return _run(self.server, self.data, self.out, *extra)
+
+
+@pytest.fixture
+def case(
+    dataset: tuple[Path, dict[str, WrittenQuestion]], server: FakeServer, tmp_path: Path
+) -> Case:
+    return Case(dataset[0], dataset[1], server, tmp_path / "run.json")
 
 
 @pytest.fixture
@@ -181,7 +207,7 @@ def test_exhausted_retries_are_reported_then_rerun_asks_only_those(
     server.script.slow = {"anatomy/5": (99, 3.0)}
     server.script.fail_503 = {"world_religions/2": 99}
     out = tmp_path / "run.json"
-    assert _run(server, data, out, "--timeout", "0.2", "--max-retries", "1") == 1
+    assert _run(server, data, out, "--timeout", "0.2", "--max-retries", "1") == EXIT_SERVER
     stderr = capsys.readouterr().err
     assert "ERROR: 2 question(s) failed and were not recorded; first: " in stderr
     assert "timed out after 0.2 s" in stderr or "HTTP 503" in stderr
@@ -217,7 +243,7 @@ def test_client_error_is_not_retried(
 ) -> None:
     data, _ = dataset
     server.script.reject = {"anatomy/1": 422}
-    assert _run(server, data, tmp_path / "run.json") == 1
+    assert _run(server, data, tmp_path / "run.json") == EXIT_SERVER
     assert server.calls["anatomy/1"] == 1
     assert "anatomy/1: HTTP 422" in capsys.readouterr().err
 
@@ -231,7 +257,7 @@ def test_wrong_model_name_fails_fast_and_clearly(
     data, questions = dataset
     code = _run(server, data, tmp_path / "run.json", "--api", "openai", "--model", "other")
     stderr = capsys.readouterr().err
-    assert code == 1
+    assert code == EXIT_SERVER
     assert "HTTP 400" in stderr and "not retried" in stderr
     assert sum(server.calls.values()) == 0  # the server rejected the body before counting
     assert len(server.bad_requests) == len(questions)
@@ -255,7 +281,7 @@ def test_unreachable_server_stops_early(
         ]
     )
     captured = capsys.readouterr()
-    assert code == 1
+    assert code == EXIT_SERVER
     # Errors go to stderr, and no empty results table goes to stdout.
     assert captured.out == ""
     first = captured.err.splitlines()[0]
@@ -267,21 +293,6 @@ def test_unreachable_server_stops_early(
     assert run["n_failed"] + run["n_not_attempted"] == 200
 
 
-def test_rerun_of_finished_run_asks_nothing(
-    dataset: tuple[Path, dict[str, WrittenQuestion]], server: FakeServer, tmp_path: Path
-) -> None:
-    data, _ = dataset
-    out = tmp_path / "run.json"
-    assert _run(server, data, out) == 0
-    first = _load(out)
-    before = server.snapshot_calls()
-    assert _run(server, data, out) == 0
-    assert server.snapshot_calls() == before
-    second = _load(out)
-    assert second["records"] == first["records"]
-    assert second["resumed"] == len(first["records"])
-
-
 def test_resume_refuses_answers_from_other_settings(
     dataset: tuple[Path, dict[str, WrittenQuestion]],
     server: FakeServer,
@@ -291,11 +302,32 @@ def test_resume_refuses_answers_from_other_settings(
     data, _ = dataset
     out = tmp_path / "run.json"
     server.script.fail_503 = {"anatomy/1": 99}
-    assert _run(server, data, out, "--max-retries", "0") == 1
+    assert _run(server, data, out, "--max-retries", "0") == EXIT_SERVER
     capsys.readouterr()
     assert _run(server, data, out, "--shots", "3") == 2
     err = capsys.readouterr().err
     assert "shots: stored 5, now 3" in err and "write to another --out" in err
+
+
+def _start_run(
+    argv: list[str], partial: Path, lines: int, started: list[subprocess.Popen[bytes]]
+) -> subprocess.Popen[bytes]:
+    """``accuracy ARGV`` in a fresh process, returned once its partial file has more than
+    ``lines`` lines (or the process ended, or 30 s passed)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *sys.path])}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sglang_nvfp4_patches", *argv],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    started.append(proc)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and proc.poll() is None:
+        if partial.exists() and partial.read_bytes().count(b"\n") > lines:
+            break
+        time.sleep(0.005)
+    return proc
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["SIGKILL", "SIGINT"])
@@ -312,19 +344,11 @@ def test_resume_after_kill_loses_and_repeats_nothing(
     out = tmp_path / "run.json"
     partial = tmp_path / "run.json.partial.jsonl"
     with FakeServer(Script(replies=replies, delay_s=0.02)) as srv:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *sys.path])}
-        cmd = [
-            *(sys.executable, "-m", "sglang_nvfp4_patches", "accuracy", "run"),
-            *("--base-url", srv.url, "--data", str(root), "--out", str(out)),
+        argv = [
+            *("accuracy", "run", "--base-url", srv.url, "--data", str(root), "--out", str(out)),
             *("--parallel", "2", "--no-progress"),
         ]
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        started.append(proc)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and proc.poll() is None:
-            if partial.exists() and partial.read_bytes().count(b"\n") > 20:
-                break
-            time.sleep(0.005)
+        proc = _start_run(argv, partial, 20, started)
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=10)
         if sig == signal.SIGKILL:
@@ -341,7 +365,7 @@ def test_resume_after_kill_loses_and_repeats_nothing(
         assert all(before[qid] == 1 for qid in saved)
 
         srv.script.delay_s = 0.0
-        assert main([*cmd[3:], "--backoff", "0.01"]) == 0
+        assert main([*argv, "--backoff", "0.01"]) == 0
         after = srv.snapshot_calls()
 
     run = _load(out)
@@ -376,3 +400,267 @@ def test_resume_refuses_when_the_answer_key_changed(
     assert _run(server, data, out) == 2
     err = capsys.readouterr().err
     assert f"{out}: stored answer key for anatomy/0 is {old}, the data now says {new}" in err
+
+
+def _first(questions: dict[str, WrittenQuestion], limit: int) -> set[str]:
+    """The ids ``--limit`` keeps: the first ``limit`` rows of each subject."""
+    return {qid for qid, q in questions.items() if q.index < limit}
+
+
+@pytest.mark.parametrize("limit", [None, 4])
+def test_a_rerun_with_every_answer_stored_asks_nothing_and_keeps_the_file(
+    case: Case, capsys: pytest.CaptureFixture[str], limit: int | None
+) -> None:
+    """The same command again, or one with a smaller --limit: the answers are reported from
+    the run file, which keeps every answer and the real run's timings and counts."""
+    assert case.run() == 0
+    stored = case.out.read_bytes()
+    capsys.readouterr()
+    before = case.server.snapshot_calls()
+    assert case.run(*(["--limit", str(limit)] if limit else [])) == 0
+    captured = capsys.readouterr()
+    assert case.server.snapshot_calls() == before
+    assert case.out.read_bytes() == stored
+    asked = _first(case.questions, limit or 99)
+    right = len(asked & _scripted(case.questions)[1])
+    total_line = rf"^TOTAL +{len(asked)} +{right} +{right / len(asked):.4f}$"
+    assert re.search(total_line, captured.out, re.MULTILINE), captured.out
+    assert f"(0 asked now, {len(asked)} resumed)" in captured.out
+    note = (
+        f"NOTE: {case.out} holds {len(case.questions)} stored answers; this run (--limit: "
+        f"stored all, now {limit}) asks {len(asked)} of them, all answered already"
+    )
+    assert (note in captured.err) is (limit is not None)
+
+
+def test_a_smaller_limit_keeps_the_partial_answers_of_an_unfinished_run(
+    case: Case, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case.server.script.fail_503 = {"abstract_algebra/10": 99, "anatomy/8": 99}  # past --limit 4
+    assert case.run("--max-retries", "0") == EXIT_SERVER
+    files = (case.out.read_bytes(), case.partial.read_bytes())
+    capsys.readouterr()
+    assert case.run("--limit", "4") == 0
+    assert (case.out.read_bytes(), case.partial.read_bytes()) == files
+    assert f"holds {len(case.questions) - 2} stored answers" in capsys.readouterr().err
+    # The original command still resumes with everything: only the two failures are asked.
+    case.server.script.fail_503 = {}
+    before = case.server.snapshot_calls()
+    assert case.run() == 0
+    assert case.server.snapshot_calls() - before == {"abstract_algebra/10": 1, "anatomy/8": 1}
+    assert {r["id"] for r in _load(case.out)["records"]} == set(case.questions)
+
+
+@pytest.mark.parametrize(
+    ("options", "names"),
+    [
+        (["--limit", "4"], "--limit: stored all, now 4"),
+        (["--subjects", "anatomy,world_religions"], "--subjects: stored abstract_algebra,"),
+    ],
+)
+def test_a_rerun_that_would_drop_stored_answers_to_finish_is_refused(
+    case: Case, capsys: pytest.CaptureFixture[str], options: list[str], names: str
+) -> None:
+    case.server.script.fail_503 = {"anatomy/1": 99}  # inside both narrower question sets
+    assert case.run("--max-retries", "0") == EXIT_SERVER
+    files = (case.out.read_bytes(), case.partial.read_bytes())
+    capsys.readouterr()
+    before = case.server.snapshot_calls()
+    assert case.run(*options) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {case.partial} holds ") and names in err, err
+    assert f"would rewrite {case.out} without those answers" in err
+    assert len(err.splitlines()) == 1 and case.server.snapshot_calls() == before
+    assert (case.out.read_bytes(), case.partial.read_bytes()) == files
+
+
+def test_a_larger_limit_asks_only_the_new_questions(case: Case) -> None:
+    assert case.run("--limit", "3") == 0
+    first = {r["id"]: r for r in _load(case.out)["records"]}
+    before = case.server.snapshot_calls()
+    assert case.run("--limit", "6") == 0
+    asked = set(case.server.snapshot_calls() - before)
+    assert asked == _first(case.questions, 6) - _first(case.questions, 3)
+    run = _load(case.out)
+    assert {r["id"] for r in run["records"]} == _first(case.questions, 6) and run["limit"] == 6
+    assert all(r == first[r["id"]] for r in run["records"] if r["id"] in first)
+
+
+def test_two_runs_on_one_out_cannot_overlap(
+    dataset: tuple[Path, dict[str, WrittenQuestion]],
+    tmp_path: Path,
+    started: list[subprocess.Popen[bytes]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The second is refused while the first holds the run file; no question is asked twice."""
+    root = dataset[0].parent / "locked"
+    questions = write_dataset(root, {"a": 30, "b": 30}, seed=5)
+    out = tmp_path / "run.json"
+    partial = tmp_path / "run.json.partial.jsonl"
+    replies = {qid: f" {q.answer}" for qid, q in questions.items()}
+    with FakeServer(Script(replies, delay_s=0.02)) as srv:
+        argv = [
+            *("accuracy", "run", "--base-url", srv.url, "--data", str(root)),
+            *("--out", str(out), "--parallel", "2", "--no-progress"),
+        ]
+        first = _start_run(argv, partial, 5, started)
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err == (
+            f"error: --out {out}: process {first.pid} is writing this run right now (it holds "
+            f"{tmp_path / '.run.json.lock'}); wait for it to end, or pick another --out\n"
+        )
+        _, first_err = first.communicate(timeout=60)
+        assert first.returncode == 0, first_err
+        assert set(srv.snapshot_calls().values()) == {1}
+    assert len(_load(out)["records"]) == len(questions)
+    assert not (tmp_path / ".run.json.lock").exists()
+
+
+def _unfinished_run(
+    data: Path, replies: dict[str, str], out: Path, model_path: str | None
+) -> tuple[tuple[bytes, bytes], str]:
+    """A run whose server failed one question: RUN.json and its partial file (as bytes),
+    and the server's URL (nothing listens there any more)."""
+    script = Script(replies=replies, fail_503={"anatomy/2": 99}, model_path=model_path)
+    with FakeServer(script) as first:
+        assert _run(first, data, out, "--max-retries", "0") == EXIT_SERVER
+    return (out.read_bytes(), partial_path_of(out).read_bytes()), first.url
+
+
+def partial_path_of(out: Path) -> Path:
+    return out.with_name(out.name + ".partial.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("stored_model", "new_model", "verdict"),
+    [
+        ("gemma-4", "gemma-4", "resumed"),
+        ("gemma-4", "llama-4", "would mix two models in one run"),
+        ("gemma-4", None, "does not name its model"),
+        (None, "gemma-4", "do not record their server's model"),
+    ],
+)
+def test_a_resume_against_another_base_url(
+    dataset: tuple[Path, dict[str, WrittenQuestion]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    stored_model: str | None,
+    new_model: str | None,
+    verdict: str,
+) -> None:
+    """Another port is accepted (with a NOTE) only when the new server names the model the
+    stored answers came from; otherwise the answers could mix two models: refused."""
+    data, questions = dataset
+    out = tmp_path / "run.json"
+    replies = {qid: " A" for qid in questions}
+    files, _ = _unfinished_run(data, replies, out, stored_model)
+    header = json.loads(partial_path_of(out).read_text().split("\n")[0])
+    assert header["served_model"] == stored_model
+    stored_url = _load(out)["base_url"]
+    assert header["base_url"] == stored_url
+    capsys.readouterr()
+    with FakeServer(Script(replies=replies, model_path=new_model)) as moved:
+        code = _run(moved, data, out)
+        calls = sum(moved.calls.values())
+    err = capsys.readouterr().err
+    if verdict == "resumed":
+        assert (code, calls) == (0, 1)  # only the question that failed before
+        assert (
+            f"NOTE: the stored answers came from {stored_url}; this run asks {moved.url}, whose "
+            "server reports the same model (gemma-4): resuming"
+        ) in err
+        assert _load(out)["base_url"] == moved.url and _load(out)["complete"] is True
+        return
+    assert (code, calls) == (2, 0)
+    assert err.startswith(f"error: {partial_path_of(out)}: its answers came from --base-url ")
+    assert verdict in err and len(err.splitlines()) == 1
+    assert (out.read_bytes(), partial_path_of(out).read_bytes()) == files
+
+
+def test_the_same_base_url_serving_another_model_is_refused(
+    case: Case, capsys: pytest.CaptureFixture[str]
+) -> None:
+    replies = {qid: " A" for qid in case.questions}
+    files, url = _unfinished_run(case.data, replies, case.out, "gemma-4")
+    capsys.readouterr()
+    port = int(url.rsplit(":", 1)[1])
+    with FakeServer(Script(replies, model_path="llama-4"), port=port) as restarted:
+        assert restarted.url == url
+        assert _run(restarted, case.data, case.out) == 2
+        assert sum(restarted.calls.values()) == 0
+    err = capsys.readouterr().err
+    assert f"whose server reported model 'gemma-4'; the server at {url} reports 'llama-4'" in err
+    assert (case.out.read_bytes(), case.partial.read_bytes()) == files
+
+
+@pytest.mark.parametrize(
+    ("script", "cause"),
+    [
+        (None, "no connection to the server could be made: is it up, at that --base-url?"),
+        ("503", "the server is up but answers with HTTP 5xx errors: see its log"),
+        (
+            "garbage",
+            "the server is up but its replies are not completions: check --api and --base-url",
+        ),
+        ("422", "the server is up but rejects the requests (HTTP 4xx): check --api and --model"),
+    ],
+)
+def test_an_early_stop_says_what_the_failures_were(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], script: str | None, cause: str
+) -> None:
+    root = tmp_path / "big"
+    questions = write_dataset(root, {"s": 60})
+    every = {qid: 99 for qid in questions}
+    scripts = {
+        "503": Script({qid: " A" for qid in questions}, fail_503=every),
+        "garbage": Script({qid: " A" for qid in questions}, garbage=set(questions)),
+        "422": Script({qid: " A" for qid in questions}, reject={qid: 422 for qid in questions}),
+    }
+    with FakeServer(scripts.get(script or "503", Script({}))) as srv:
+        url = srv.url
+        if script is not None:
+            code = _run(srv, root, tmp_path / "r.json", "--max-retries", "0", "--parallel", "1")
+    if script is None:  # the port is closed once the server stops
+        code = main(
+            [
+                *("accuracy", "run", "--base-url", url, "--data", str(root)),
+                *("--out", str(tmp_path / "r.json"), "--max-retries", "0", "--no-progress"),
+                *("--parallel", "1"),
+            ]
+        )
+    assert code == EXIT_SERVER
+    err = capsys.readouterr().err
+    stop = next(line for line in err.splitlines() if "stopped after 50 failures" in line)
+    assert stop.endswith(f"10 question(s) not attempted ({cause})"), stop
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://127.0.0.1:99999", "is not a valid URL (Port out of range 0-65535)"),
+        ("http://[::1", "is not a valid URL (Invalid IPv6 URL)"),
+        ("http://127.0.0.1:0", "has port 0"),
+        ("http://:30000", "has no valid host name"),
+        ("http://exa mple:30000", "has no valid host name"),
+        ("http://ex\\u00e4mple:30000", "has no valid host name"),
+        (f"http://{'a' * 70}.com:30000", "has no valid host name"),  # a label over 63
+        ("http://[::zz]:30000", "is not a valid URL"),
+        ("ftp://127.0.0.1:30000", "must start with http:// or https://"),
+        ("http://127.0.0.1:30000/?x=1", "must not have a query"),
+    ],
+)
+def test_a_bad_base_url_is_one_line_before_any_request(
+    dataset: tuple[Path, dict[str, WrittenQuestion]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    url: str,
+    says: str,
+) -> None:
+    data, _ = dataset
+    out = tmp_path / "run.json"
+    code = main(["accuracy", "run", "--base-url", url, "--data", str(data), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith(f"error: --base-url {url!r} {says}") and len(err.splitlines()) == 1
+    assert not out.exists() and not partial_path_of(out).exists()

@@ -75,6 +75,11 @@ def hand_count(a: dict, b: dict, alpha: float = 0.05) -> tuple[int, int, float, 
     return b_count, c_count, p, verdict
 
 
+def verdict_code(verdict: str) -> int:
+    """The exit status ``compare`` gives a verdict: 1 for B worse, as ``ab`` does."""
+    return 1 if verdict == "B is significantly worse" else 0
+
+
 def compare(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
     code = main(["accuracy", "compare", *map(str, argv)])
     captured = capsys.readouterr()
@@ -93,9 +98,9 @@ def test_directories_give_the_verdict_of_a_hand_count(
     run_a = write_run(tmp_path / "a", "20261130-101500", [a], {"partial": False})
     run_b = write_run(tmp_path / "b", "20261130-113000", [b], {"partial": False})
     code, out, err = compare(capsys, run_a, run_b, "--json")
-    assert (code, err) == (0, "")
     result = json.loads(out)
     b_count, c_count, p, verdict = hand_count(a, b)
+    assert (code, err) == (verdict_code(verdict), "")
     assert (result["b"], result["c"], result["n"]) == (b_count, c_count, n)
     assert result["p_value"] == pytest.approx(p, rel=1e-9, abs=1e-300)
     assert result["verdict"].startswith(verdict)
@@ -114,7 +119,7 @@ def test_file_form_and_the_same_table_as_for_run_files(
     run_b = write_run(tmp_path / "b", "20261130-093000", [b], {"n_repeats": 1})
     code, out, _ = compare(capsys, run_a / "output-rs0.jsonl", run_b)
     b_count, c_count, _, verdict = hand_count(a, b)
-    assert code == 0
+    assert code == verdict_code(verdict) == 1  # B loses every fifth question A had right
     assert f"discordant pairs: b = {b_count} (A right, B wrong), c = {c_count}" in out
     assert out.splitlines()[-1].startswith(verdict)
     assert any(line.startswith(f"{BENCH}  ") or line.startswith(BENCH) for line in out.splitlines())
@@ -130,7 +135,7 @@ def test_integer_ids_pair_and_a_missing_id_is_counted(
     run_b = write_run(tmp_path / "b", "20261130-093000", [b], {}, key="is_correct")
     code, out, _ = compare(capsys, run_a, run_b, "--json")
     result = json.loads(out)
-    assert code == 0
+    assert code == verdict_code(hand_count(a, b)[3])
     assert (result["b"] + result["c"], result["n"]) == (39, 39)
     assert (result["only_in_a"], result["only_in_b"]) == (1, 0)
 
@@ -144,7 +149,8 @@ def test_repeats_are_paired_repeat_by_repeat_never_pooled(
     run_b = write_run(tmp_path / "b", "20261130-093000", b, {"partial": False})
     code, out, _ = compare(capsys, run_a, run_b, "--json")
     results = json.loads(out)
-    assert code == 0 and len(results) == 3
+    verdicts = [hand_count(a[k], b[k])[3] for k in range(3)]
+    assert code == max(map(verdict_code, verdicts)) and len(results) == 3
     for k, result in enumerate(results):
         b_count, c_count, p, _ = hand_count(a[k], b[k])
         assert result["file_a"] == str(run_a / f"output-rs{k}.jsonl")
@@ -238,3 +244,25 @@ def test_deeply_nested_run_file_is_one_line(
     code, out, err = compare(capsys, deep, deep)
     assert (code, out) == (2, "")
     assert err.startswith(f"error: {deep}: not readable JSON") and "nested too deeply" in err
+
+
+def test_runs_with_other_sampling_or_benchmark_are_refused_unless_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """metrics.json's settings are compared field by field; model, URL and timings are what
+    differs between two endpoints and are not."""
+    scores = random_scores(40, 30, 0.7)
+    common = {"name": BENCH, "sgl_eval_version": "0.3.0", "ns_commit_sha": "abc"}
+    gen = {"temperature": 0.0, "top_p": 0.95, "max_tokens": 2048}
+    metrics_a = {**common, "gen": gen, "model": "m1", "base_url": "http://a/v1", "latency": 1.0}
+    metrics_b = {**common, "gen": {**gen, "temperature": 0.6}, "model": "m2", "latency": 9.0}
+    run_a = write_run(tmp_path / "a", "20261201-090000", [scores], metrics_a)
+    run_b = write_run(tmp_path / "b", "20261201-093000", [scores], metrics_b)
+    code, out, err = compare(capsys, run_a, run_b)
+    assert (code, out) == (2, "")
+    assert "were run with different settings (gen.temperature: A 0.0, B 0.6)" in err
+    code, out, _ = compare(capsys, run_a, run_b, "--allow-different-settings", "--json")
+    assert (code, json.loads(out)["setting_differences"]) == (0, ["gen.temperature: A 0.0, B 0.6"])
+    same = write_run(tmp_path / "c", "20261201-100000", [scores], {**metrics_a, "model": "m3"})
+    code, out, _ = compare(capsys, run_a, same, "--json")
+    assert (code, json.loads(out)["setting_differences"]) == (0, [])

@@ -20,6 +20,8 @@ from sglang_nvfp4_patches.accuracy.client import (
 )
 from sglang_nvfp4_patches.accuracy.errors import ResumeError, RunFileError
 from sglang_nvfp4_patches.accuracy.store import (
+    PARTIAL_FORMAT,
+    RUN_FORMAT,
     PartialWriter,
     load_finished_run,
     load_partial,
@@ -75,17 +77,19 @@ def test_partial_round_trip_and_torn_lines(tmp_path: Path) -> None:
     writer = PartialWriter(path, SETTINGS, [_record("a/0")])
     writer.append(_record("a/1", correct=False))
     writer.close()
-    assert load_partial(path, SETTINGS) == [_record("a/0"), _record("a/1", correct=False)]
+    stored = load_partial(path, SETTINGS)
+    assert stored.records == [_record("a/0"), _record("a/1", correct=False)]
+    assert stored.meta == {"format": PARTIAL_FORMAT, "version": 1, **SETTINGS}
 
     with path.open("a", encoding="utf-8") as handle:  # damage: wrong shape, then a torn line
         handle.write('{"id": "a/9"}\n{"id": "a/2", "subj')
-    assert [r["id"] for r in load_partial(path, SETTINGS)] == ["a/0", "a/1"]
+    assert [r["id"] for r in load_partial(path, SETTINGS).records] == ["a/0", "a/1"]
 
     # Reopening rewrites the file without the damage, so appends start on a clean line.
-    writer = PartialWriter(path, SETTINGS, load_partial(path, SETTINGS))
+    writer = PartialWriter(path, SETTINGS, load_partial(path, SETTINGS).records)
     writer.append(_record("a/2"))
     writer.close()
-    assert [r["id"] for r in load_partial(path, SETTINGS)] == ["a/0", "a/1", "a/2"]
+    assert [r["id"] for r in load_partial(path, SETTINGS).records] == ["a/0", "a/1", "a/2"]
     assert path.read_text(encoding="utf-8").count("\n") == 4
 
 
@@ -93,7 +97,7 @@ def test_partial_round_trip_and_torn_lines(tmp_path: Path) -> None:
 def test_partial_with_torn_header_is_empty(tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "p.jsonl"
     path.write_bytes(content)
-    assert load_partial(path, SETTINGS) == []
+    assert load_partial(path, SETTINGS).records == []
 
 
 def test_partial_from_other_settings_is_refused(tmp_path: Path) -> None:
@@ -116,9 +120,10 @@ def test_foreign_partial_file_is_refused(tmp_path: Path) -> None:
 
 def test_finished_run_seeds_resume(tmp_path: Path) -> None:
     path = tmp_path / "run.json"
-    assert load_finished_run(path, SETTINGS) == []
-    write_json_atomic(path, {**SETTINGS, "records": [_record("a/0"), {"id": 3}]})
-    assert load_finished_run(path, SETTINGS) == [_record("a/0")]
+    assert load_finished_run(path, SETTINGS).records == []
+    head = {"format": RUN_FORMAT, "version": 1, **SETTINGS}
+    write_json_atomic(path, {**head, "records": [_record("a/0"), {"id": 3}]})
+    assert load_finished_run(path, SETTINGS).records == [_record("a/0")]
     with pytest.raises(ResumeError, match="shots: stored 5, now 0"):
         load_finished_run(path, {**SETTINGS, "shots": 0})
     path.write_text("[1, 2]", encoding="utf-8")
@@ -174,3 +179,16 @@ def test_backoff_grows_with_jitter_and_cap() -> None:
         delays = [policy.delay(retry, rng) for _ in range(200)]
         assert all(step / 2 <= d <= step for d in delays)
         assert max(delays) - min(delays) > step / 4  # jittered, not constant
+
+
+def test_a_stored_file_of_another_version_or_format_is_refused(tmp_path: Path) -> None:
+    """A resume must not read answers from a layout this release does not know."""
+    partial = tmp_path / "p.jsonl"
+    head = {"format": PARTIAL_FORMAT, "version": 2, **SETTINGS}
+    partial.write_text(json.dumps(head) + "\n" + json.dumps(_record("a/0")) + "\n")
+    with pytest.raises(RunFileError, match="its header's 'version' is 2; this sglang-nvfp4"):
+        load_partial(partial, SETTINGS)
+    run = tmp_path / "run.json"
+    write_json_atomic(run, {"format": "other", "version": 1, **SETTINGS, "records": []})
+    with pytest.raises(RunFileError, match=r"'format' field is 'other'.*pick another --out"):
+        load_finished_run(run, SETTINGS)

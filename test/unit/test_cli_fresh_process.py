@@ -147,12 +147,24 @@ def test_explain_rejects_a_hub_id_before_importing_sglang() -> None:
     assert done.heavy == []
 
 
+def test_explain_given_the_config_file_itself_names_its_directory(tmp_path: Path) -> None:
+    config = _config_dir(tmp_path, "model", '{"model_type": "gemma4"}') / "config.json"
+    done = run_cli("explain", "--model", str(config))
+    assert done.returncode == 2
+    assert done.stderr_lines == [
+        f"error: --model {config}: is a file; --model takes the directory that holds the "
+        f"checkpoint's config.json (here: --model {config.parent})"
+    ]
+    assert done.heavy == []
+
+
 def _run_file(path: Path) -> str:
     records = [
         {"id": f"law/{i}", "subject": "law", "answer": "A", "prediction": "A", "correct": True}
         for i in range(3)
     ]
-    path.write_text(json.dumps({"records": records, "complete": True}))
+    head = {"format": "sglang-nvfp4-patches/accuracy-run", "version": 1, "complete": True}
+    path.write_text(json.dumps({**head, "records": records}))
     return str(path)
 
 

@@ -11,6 +11,7 @@ loaded only by ``accuracy run``).
 
 from sglang_nvfp4_patches.accuracy.errors import (
     AccuracyError,
+    BusyError,
     CompareError,
     ConfigError,
     DatasetError,
@@ -21,6 +22,7 @@ from sglang_nvfp4_patches.accuracy.errors import (
 
 __all__ = [
     "AccuracyError",
+    "BusyError",
     "CompareError",
     "ConfigError",
     "DatasetError",

@@ -5,29 +5,31 @@ flags, wait for ``/health``, ask the questions exactly as ``accuracy run`` does 
 files, same resume), stop the server's whole process group, then pair the two runs with
 McNemar's test. The side's model path, flags and launcher are part of its run settings, so a
 rerun with other flags or another launcher cannot add answers to a run of another
-configuration.
+configuration. ``ab`` holds the lock of both run files from before the first server starts to
+the end, so a second ``ab`` on the same ``--out-dir`` is refused at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sglang_nvfp4_patches.accuracy.compare import Comparison, compare_runs, load_run
-from sglang_nvfp4_patches.accuracy.dataset import EvalItem
-from sglang_nvfp4_patches.accuracy.errors import ResumeError, ServerError
-from sglang_nvfp4_patches.accuracy.report import run_notes, run_summary
-from sglang_nvfp4_patches.accuracy.run import (
-    RunConfig,
-    is_finished,
-    run_accuracy,
-    stored_answers,
+from sglang_nvfp4_patches.accuracy.compare import (
+    Comparison,
+    LoadedRun,
+    compare_runs,
+    run_from_document,
 )
+from sglang_nvfp4_patches.accuracy.dataset import EvalItem
+from sglang_nvfp4_patches.accuracy.errors import ResumeError, RunFileError, ServerError
+from sglang_nvfp4_patches.accuracy.report import run_notes, run_summary
+from sglang_nvfp4_patches.accuracy.run import RunConfig, plan_resume, run_accuracy
 from sglang_nvfp4_patches.accuracy.server import ServerProcess, free_port, server_command
-from sglang_nvfp4_patches.accuracy.store import ensure_output_dir
+from sglang_nvfp4_patches.accuracy.store import ensure_output_dir, run_file_lock
 
 
 @dataclass(frozen=True)
@@ -80,15 +82,16 @@ def run_ab(config: AbConfig, say: Say, tick: Say) -> Comparison:
     progress text. Raises AccuracyError (bad input), ServerError, KeyboardInterrupt."""
     ensure_output_dir(config.out_dir, "--out-dir")
     items = config.questions.load_items()
-    # Refuse a mismatched resume of either side before any server starts.
-    for side in config.sides:
-        try:
-            stored_answers(config.side_config(side), items)
-        except ResumeError as exc:
-            raise ResumeError(f"side {side.name}: {exc}") from None
-    for side in config.sides:
-        _run_side(config, side, items, say, tick)
-    a, b = (load_run(config.run_file(side)) for side in config.sides)
+    with contextlib.ExitStack() as locks:
+        for side in config.sides:
+            locks.enter_context(run_file_lock(config.run_file(side), "--out-dir"))
+        # Refuse a mismatched resume of either side before any server starts.
+        for side in config.sides:
+            try:
+                plan_resume(config.side_config(side), items)
+            except (ResumeError, RunFileError) as exc:
+                raise type(exc)(f"side {side.name}: {exc}") from None
+        a, b = (_run_side(config, side, items, say, tick) for side in config.sides)
     return compare_runs(a, b, alpha=config.alpha)
 
 
@@ -98,13 +101,15 @@ def _run_side(
     items: Sequence[EvalItem],
     say: Say,
     tick: Say,
-) -> None:
-    """Skip a finished side; otherwise start its server, ask what is missing, stop it."""
+) -> LoadedRun:
+    """The side's answers to ``items``: stored ones without starting its server when nothing
+    is missing; otherwise start its server, ask what is missing, stop it."""
     name = side.name
     out = config.run_file(side)
-    if is_finished(config.side_config(side), items):
+    if not plan_resume(config.side_config(side), items).todo:
+        outcome = run_accuracy(config.side_config(side), items)  # asks nothing, no server
         say(f"side {name}: {out} already answers all {len(items)} questions; server not started")
-        return
+        return _answers(out, outcome.run, run_notes(outcome), say, name)
     port = free_port()
     command = server_command(config.launcher, config.model_path, port, side.args)
     log = config.server_log(side)
@@ -133,5 +138,16 @@ def _run_side(
                 log,
             )
     say(f"side {name}: {run_summary(outcome.run)}; server stopped")
+    return _answers(out, outcome.run, notes, say, name)
+
+
+def _answers(
+    out: Path, run: dict[str, object] | None, notes: Sequence[str], say: Say, name: str
+) -> LoadedRun:
+    """The side's answers to this run's questions, as compared (the run document, which is
+    RUN.json unless the stored answers go beyond this run), after its notes."""
     for note in notes:
         say(f"side {name}: {note}")
+    if run is None:  # only an interrupted run has no document
+        raise KeyboardInterrupt
+    return run_from_document(str(out), run)

@@ -1,9 +1,10 @@
 """Command line for ``accuracy run``, ``accuracy ab`` and ``accuracy compare``.
 
 User errors (bad data files, unreadable run files, mismatched resume) are UsageErrors: the
-top-level CLI prints one ``error: ...`` line and exits 2. Failed questions (``run``) or a
-significantly worse B (``ab``) exit 1; a server ``ab`` started that did not come up exits 3;
-Ctrl-C exits 130. The codes are named in :mod:`sglang_nvfp4_patches.errors`.
+top-level CLI prints one ``error: ...`` line and exits 2. A significantly worse B (``ab``,
+``compare``) exits 1, and nothing else does; questions the server did not answer (``run``,
+``ab``) or a server ``ab`` started that did not come up exit 3; Ctrl-C exits 130. The codes
+are named in :mod:`sglang_nvfp4_patches.errors`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import shlex
 import signal
 import sys
@@ -20,10 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from sglang_nvfp4_patches.accuracy.errors import ServerError
+from sglang_nvfp4_patches.accuracy.limits import MAX_SECONDS
 from sglang_nvfp4_patches.errors import (
-    EXIT_FAILED,
     EXIT_INTERRUPTED,
-    EXIT_OK,
     EXIT_SERVER,
     UsageError,
 )
@@ -33,17 +34,23 @@ if TYPE_CHECKING:
     from sglang_nvfp4_patches.accuracy.run import RunConfig
 
 
-def _number(kind: type, minimum: float, inclusive: bool) -> Callable[[str], float]:
-    """argparse type: ``kind`` parsed from text and checked against a lower bound."""
+def _number(
+    kind: type, minimum: float, inclusive: bool, maximum: float = math.inf
+) -> Callable[[str], float]:
+    """argparse type: a finite ``kind`` parsed from text, within [minimum, maximum] (above
+    minimum when not ``inclusive``)."""
 
     def parse(text: str) -> float:
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a {kind.__name__}, got {text!r}") from None
-        if value < minimum or (value == minimum and not inclusive):
+        low = value >= minimum if inclusive else value > minimum
+        if not (math.isfinite(value) and low and value <= maximum):
             bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
-            raise argparse.ArgumentTypeError(f"must be {bound}, got {text}")
+            if maximum < math.inf:
+                bound += f" and <= {maximum:g}"
+            raise argparse.ArgumentTypeError(f"must be a finite number {bound}, got {text}")
         return value
 
     return parse
@@ -52,7 +59,8 @@ def _number(kind: type, minimum: float, inclusive: bool) -> Callable[[str], floa
 _positive_int = _number(int, 1, inclusive=True)
 _non_negative_int = _number(int, 0, inclusive=True)
 _positive_float = _number(float, 0, inclusive=False)
-_non_negative_float = _number(float, 0, inclusive=True)
+_positive_seconds = _number(float, 0, inclusive=False, maximum=MAX_SECONDS)
+_non_negative_seconds = _number(float, 0, inclusive=True, maximum=MAX_SECONDS)
 
 
 def _alpha(text: str) -> float:
@@ -108,7 +116,10 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
             "Ask a running SGLang server every question of an MMLU-format directory "
             "(DIR/dev/*_dev.csv, DIR/test/*_test.csv) or of a Hugging Face dataset (cais/mmlu) "
             "with greedy decoding and record the answers in OUT. Answers are saved as they "
-            "arrive in OUT.partial.jsonl; rerunning the same command resumes."
+            "arrive in OUT.partial.jsonl; rerunning the same command resumes, and no rerun "
+            "deletes a stored answer. Exit 0: every question answered; 2: bad input; 3: the "
+            "server did not answer every question; 70: a bug of this tool (traceback saved to "
+            "a file); 130: interrupted."
         ),
     )
     run.add_argument(
@@ -133,8 +144,8 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
             "PORT <side args>, wait for /health, ask the questions as 'run' does, stop the "
             "server's process group. Then compare the two runs with McNemar's test. Exit 0: B "
             "is not significantly worse than A; 1: it is; 2: bad input; 3: a server did not "
-            "start or answer (the last 40 lines of its log are shown); 130: interrupted. "
-            "Rerunning the same command resumes."
+            "start or answer (the last 40 lines of its log are shown); 70: a bug of this tool "
+            "(traceback saved to a file); 130: interrupted. Rerunning the same command resumes."
         ),
     )
     ab.add_argument("--model-path", required=True, metavar="M", help="model for both servers")
@@ -169,14 +180,14 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     )
     ab.add_argument(
         "--startup-timeout",
-        type=_positive_float,
+        type=_positive_seconds,
         default=1200.0,
         metavar="S",
         help="seconds to wait for /health (1200)",
     )
     ab.add_argument(
         "--stop-grace",
-        type=_non_negative_float,
+        type=_non_negative_seconds,
         default=30.0,
         metavar="S",
         help="seconds between SIGINT and SIGKILL when stopping a server (30)",
@@ -194,7 +205,9 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
             "chi-square). Each side is a run file of 'accuracy run'/'ab', or an sgl-eval run: "
             "its directory (sgl_eval_<bench>_<stamp>/) or one of its output-rs<k>.jsonl "
             "files. Two sgl-eval directories with k repeats are paired repeat by repeat "
-            "(rs0 with rs0, ...), one test per repeat; repeats are never pooled."
+            "(rs0 with rs0, ...), one test per repeat; repeats are never pooled. Exit 0: B is "
+            "not significantly worse than A (in any repeat); 1: it is; 2: bad input; 70: a bug "
+            "of this tool (traceback saved to a file)."
         ),
     )
     compare.add_argument("run_a", type=Path, metavar="A")
@@ -203,6 +216,12 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         "--allow-partial",
         action="store_true",
         help="compare an sgl-eval run whose metrics.json says partial: true (or is missing)",
+    )
+    compare.add_argument(
+        "--allow-different-settings",
+        action="store_true",
+        help="compare runs whose answer-changing settings differ (--shots, --max-new-tokens, "
+        "--api; sgl-eval: benchmark, sampling, versions); each difference is named in a NOTE",
     )
     _add_comparison_options(compare)
     compare.set_defaults(func=_cmd_compare)
@@ -238,7 +257,7 @@ def _add_question_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=_positive_seconds,
         default=120.0,
         metavar="S",
         help="per-request seconds (120)",
@@ -252,7 +271,7 @@ def _add_question_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--backoff",
-        type=_non_negative_float,
+        type=_non_negative_seconds,
         default=0.5,
         metavar="S",
         help="first retry delay in seconds, doubled per retry (default 0.5)",
@@ -326,12 +345,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.client import Api
     from sglang_nvfp4_patches.accuracy.report import format_run_report, run_notes
     from sglang_nvfp4_patches.accuracy.run import run_accuracy
-    from sglang_nvfp4_patches.accuracy.store import ensure_output_file, partial_path
+    from sglang_nvfp4_patches.accuracy.store import (
+        ensure_output_file,
+        partial_path,
+        run_file_lock,
+    )
 
     try:
         config = _run_config(args, args.base_url, args.out, api=Api(args.api), model=args.model)
         ensure_output_file(args.out, "--out")  # before the data is read or a question asked
-        outcome = run_accuracy(config)
+        items = config.load_items()
+        with run_file_lock(args.out, "--out"):
+            outcome = run_accuracy(config, items)
     except KeyboardInterrupt:
         print(
             f"interrupted; answers already received are kept in {partial_path(args.out)}; "
@@ -352,6 +377,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_ab(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.ab import AbConfig, Side, run_ab
+    from sglang_nvfp4_patches.accuracy.compare import verdict_exit_code
     from sglang_nvfp4_patches.accuracy.server import DEFAULT_LAUNCHER, log_tail
 
     status = _StatusLines(sys.stderr)
@@ -385,7 +411,7 @@ def _cmd_ab(args: argparse.Namespace) -> int:
         )
         return EXIT_INTERRUPTED
     _print_comparison(comparison, args.json)
-    return EXIT_FAILED if comparison.b_is_worse else EXIT_OK
+    return verdict_exit_code([comparison])
 
 
 @contextlib.contextmanager
@@ -433,12 +459,15 @@ class _StatusLines:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from sglang_nvfp4_patches.accuracy.compare import compare_runs
+    from sglang_nvfp4_patches.accuracy.compare import compare_runs, verdict_exit_code
     from sglang_nvfp4_patches.accuracy.report import format_comparison, repeats_note
     from sglang_nvfp4_patches.accuracy.sgl_eval import paired_runs
 
     pairs = paired_runs(args.run_a, args.run_b, allow_partial=args.allow_partial)
-    comparisons = [compare_runs(a, b, alpha=args.alpha) for a, b in pairs]
+    comparisons = [
+        compare_runs(a, b, args.alpha, allow_different_settings=args.allow_different_settings)
+        for a, b in pairs
+    ]
     if len(comparisons) == 1:
         _print_comparison(comparisons[0], args.json)
     elif args.json:
@@ -446,7 +475,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     else:
         print("\n\n".join(format_comparison(c) for c in comparisons))
         print(f"\n{repeats_note(len(comparisons), args.alpha)}")
-    return EXIT_OK
+    return verdict_exit_code(comparisons)
 
 
 def _print_comparison(comparison: Comparison, as_json: bool) -> None:

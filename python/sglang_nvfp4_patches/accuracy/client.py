@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import http.client
 import json
 import random
+import urllib.request
 from dataclasses import dataclass
 
 import aiohttp
@@ -29,19 +31,38 @@ class Api(str, enum.Enum):
     OPENAI = "openai"  # OpenAI-compatible /v1/completions
 
 
+class Failure(str, enum.Enum):
+    """What went wrong with a request, as a report words the cause of many failures."""
+
+    CONNECTION = "connection"  # refused, reset or dropped: no HTTP answer at all
+    TIMEOUT = "timeout"
+    SERVER_ERROR = "server error"  # HTTP 5xx
+    REJECTED = "rejected"  # HTTP 4xx
+    BAD_REPLY = "bad reply"  # an answer that is not a completion of this API
+
+
 class RequestFailedError(Exception):
     """One question could not be answered: retries exhausted or a non-retryable error."""
 
-    def __init__(self, message: str, attempts: int) -> None:
+    def __init__(self, message: str, attempts: int, kind: Failure) -> None:
         super().__init__(message)
         self.attempts = attempts
+        self.kind = kind
 
 
-class _Retryable(Exception):
+class _AttemptFailed(Exception):
+    """Internal: one attempt failed; ``kind`` says how."""
+
+    def __init__(self, message: str, kind: Failure) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class _Retryable(_AttemptFailed):
     """Internal: the attempt failed in a way worth retrying."""
 
 
-class _Permanent(Exception):
+class _Permanent(_AttemptFailed):
     """Internal: the attempt failed in a way a retry cannot fix."""
 
 
@@ -56,7 +77,7 @@ class RetryPolicy:
     def delay(self, retry: int, rng: random.Random) -> float:
         """Equal jitter: half the exponential step fixed, half random, so that many workers
         failing together (server restart) do not come back in lockstep."""
-        step = min(self.backoff_max_s, self.backoff_base_s * (2**retry))
+        step = min(self.backoff_max_s, self.backoff_base_s * 2.0 ** min(retry, 64))
         return step / 2 + rng.uniform(0, step / 2)
 
 
@@ -100,6 +121,21 @@ def response_text(api: Api, raw: bytes) -> str:
         expected = '"text"' if api is Api.NATIVE else '"choices"[0]."text"'
         raise ValueError(f"response JSON has no string {expected}")
     return text
+
+
+def served_model(base_url: str, timeout_s: float) -> str | None:
+    """The model path the server says it serves (SGLang's ``GET /get_model_info``), or None
+    when it does not answer that (another server, down, or too slow)."""
+    base = base_url.rstrip("/")
+    base = base[: -len("/v1")] if base.endswith("/v1") else base
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"{base}/get_model_info", timeout=timeout_s) as response:
+            data = loads_json(response.read(64 * 1024))
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+    model = data.get("model_path") if isinstance(data, dict) else None
+    return model if isinstance(model, str) and model else None
 
 
 def _snippet(raw: bytes) -> str:
@@ -147,11 +183,11 @@ class CompletionClient:
             try:
                 return await self._attempt(body)
             except _Permanent as exc:
-                raise RequestFailedError(f"{exc} (not retried)", attempt) from None
+                raise RequestFailedError(f"{exc} (not retried)", attempt, exc.kind) from None
             except _Retryable as exc:
                 if attempt >= attempts:
                     raise RequestFailedError(
-                        f"{exc} (gave up after {attempts} attempt(s))", attempt
+                        f"{exc} (gave up after {attempts} attempt(s))", attempt, exc.kind
                     ) from None
             await asyncio.sleep(self._retry.delay(attempt - 1, self._rng))
             attempt += 1
@@ -165,16 +201,19 @@ class CompletionClient:
                 status = resp.status
                 raw = await resp.read()
         except asyncio.TimeoutError:
-            raise _Retryable(f"timed out after {self._timeout_s:g} s") from None
+            raise _Retryable(f"timed out after {self._timeout_s:g} s", Failure.TIMEOUT) from None
         except aiohttp.ClientError as exc:
-            raise _Retryable(f"{type(exc).__name__}: {exc}") from None
+            raise _Retryable(f"{type(exc).__name__}: {exc}", Failure.CONNECTION) from None
         if status >= 500:
-            raise _Retryable(f"HTTP {status}: {_snippet(raw)}")
+            raise _Retryable(f"HTTP {status}: {_snippet(raw)}", Failure.SERVER_ERROR)
         if status >= 400:
-            raise _Permanent(f"HTTP {status} from {self._url}: {_snippet(raw)}")
+            message = f"HTTP {status} from {self._url}: {_snippet(raw)}"
+            raise _Permanent(message, Failure.REJECTED)
         if status != 200:
-            raise _Permanent(f"unexpected HTTP {status} from {self._url}: {_snippet(raw)}")
+            message = f"unexpected HTTP {status} from {self._url}: {_snippet(raw)}"
+            raise _Permanent(message, Failure.BAD_REPLY)
         try:
             return response_text(self._api, raw)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise _Permanent(f"bad response from {self._url}: {exc}: {_snippet(raw)}") from None
+            message = f"bad response from {self._url}: {exc}: {_snippet(raw)}"
+            raise _Permanent(message, Failure.BAD_REPLY) from None

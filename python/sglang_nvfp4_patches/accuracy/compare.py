@@ -10,17 +10,26 @@ survival function is erfc(sqrt(x / 2)) — no scipy needed.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sglang_nvfp4_patches.accuracy.errors import CompareError, RunFileError
-from sglang_nvfp4_patches.accuracy.store import is_valid_record
-from sglang_nvfp4_patches.errors import loads_json
+from sglang_nvfp4_patches.accuracy.files import read_bounded
+from sglang_nvfp4_patches.accuracy.store import (
+    check_run_document,
+    is_valid_record,
+    setting_differences,
+)
+from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, loads_json
 
 EXACT_TEST_BELOW = 25  # b + c below this: exact binomial test
 DEFAULT_ALPHA = 0.05
+# What a run file records that changes the answers themselves, so two runs must agree on it
+# for a difference to be the servers'. Not ``model`` or ``server``: those are what an A/B
+# varies; not the question set (``--subjects``, ``--limit``): pairing uses shared ids.
+ANSWER_SETTINGS: tuple[str, ...] = ("api", "shots", "max_new_tokens")
 
 
 @dataclass(frozen=True)
@@ -95,10 +104,11 @@ class Comparison:
     only_in_b: int
     per_subject: list[SubjectDelta]
     incomplete: list[str]
+    setting_differences: list[str] = field(default_factory=list)  # allowed by the user
 
     @property
     def b_is_worse(self) -> bool:
-        """B answers significantly worse than A: what ``accuracy ab`` exits 1 for."""
+        """B answers significantly worse than A: what ``ab`` and ``compare`` exit 1 for."""
         return self.test.significant(self.alpha) and self.test.b > self.test.c
 
     def to_json(self) -> dict[str, Any]:
@@ -119,6 +129,7 @@ class Comparison:
             "only_in_a": self.only_in_a,
             "only_in_b": self.only_in_b,
             "incomplete": self.incomplete,
+            "setting_differences": self.setting_differences,
             "per_subject": {
                 d.subject: {"n": d.n, "acc_a": d.acc_a, "acc_b": d.acc_b, "delta": d.delta}
                 for d in self.per_subject
@@ -128,33 +139,50 @@ class Comparison:
 
 @dataclass(frozen=True)
 class LoadedRun:
-    """Records of one run file by id, plus whether the run finished every question."""
+    """Records of one run by id, whether the run finished every question, and the settings
+    that change its answers (compared between the two sides)."""
 
     label: str
     records: dict[str, Mapping[str, Any]]
     complete: bool
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
 
 def load_run(path: Path) -> LoadedRun:
     """Read and validate a RUN.json; problems raise RunFileError naming the file."""
     try:
-        data = loads_json(path.read_text(encoding="utf-8"))
+        raw = read_bounded(path)
     except FileNotFoundError:
         raise RunFileError(f"{path}: no such file") from None
-    except (OSError, ValueError) as exc:
+    try:
+        data = loads_json(raw)
+    except ValueError as exc:
         raise RunFileError(f"{path}: not readable JSON ({exc})") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
-        raise RunFileError(f"{path}: not a run file (expected an object with a 'records' list)")
+    return run_from_document(str(path), check_run_document(path, data))
+
+
+def run_from_document(label: str, data: Mapping[str, Any]) -> LoadedRun:
+    """A run file's content as a LoadedRun; each record must be well formed, once, and its
+    ``correct`` must follow from its prediction and answer key."""
     records: dict[str, Mapping[str, Any]] = {}
     for position, record in enumerate(data["records"]):
+        where = f"{label}: records[{position}]"
         if not is_valid_record(record):
-            raise RunFileError(
-                f"{path}: records[{position}] lacks a valid id/subject/answer/correct/prediction"
-            )
+            raise RunFileError(f"{where} lacks a valid id/subject/answer/correct/prediction")
         if record["id"] in records:
-            raise RunFileError(f"{path}: duplicate record id {record['id']!r}")
+            raise RunFileError(f"{label}: duplicate record id {record['id']!r}")
+        if "prediction" in record and record["correct"] != (
+            record["prediction"] == record["answer"]
+        ):
+            raise RunFileError(
+                f"{where} ({record['id']}) says correct: {str(record['correct']).lower()}, but "
+                f"its prediction is {record['prediction']!r} and its answer {record['answer']!r}; "
+                "the file was edited or damaged, so its verdict cannot be trusted: restore it "
+                "or run again"
+            )
         records[record["id"]] = record
-    return LoadedRun(str(path), records, data.get("complete") is not False)
+    settings = {key: data.get(key) for key in ANSWER_SETTINGS}
+    return LoadedRun(label, records, data.get("complete") is not False, settings)
 
 
 def verdict_text(test: McNemar, alpha: float) -> str:
@@ -166,16 +194,34 @@ def verdict_text(test: McNemar, alpha: float) -> str:
     return f"no significant difference between A and B ({p})"
 
 
-def compare_runs(a: LoadedRun, b: LoadedRun, alpha: float = DEFAULT_ALPHA) -> Comparison:
-    """Pair by id over the shared questions; ids present in only one run are counted."""
+def compare_runs(
+    a: LoadedRun,
+    b: LoadedRun,
+    alpha: float = DEFAULT_ALPHA,
+    allow_different_settings: bool = False,
+) -> Comparison:
+    """Pair by id over the shared questions; ids present in only one run are counted. Runs
+    whose answer-changing settings differ are refused unless ``allow_different_settings``
+    (the differences are then listed); so is a question with two answer keys."""
     if not 0 < alpha < 1:
         raise CompareError(f"--alpha must be between 0 and 1, got {alpha}")
+    differences = setting_differences(
+        a.settings, b.settings, sorted({*a.settings, *b.settings}), ("A", "B")
+    )
+    if differences and not allow_different_settings:
+        raise CompareError(
+            f"{a.label} and {b.label} were run with different settings "
+            f"({'; '.join(differences)}): their answers differ for that reason too, so the test "
+            "would not measure the servers alone. Rerun one side with the other's settings, or "
+            "pass --allow-different-settings to compare them anyway"
+        )
     shared = [qid for qid in a.records if qid in b.records]
     if not shared:
         raise CompareError(
             f"{a.label} and {b.label} share no question ids "
             f"({len(a.records)} vs {len(b.records)} records); were they run on the same data?"
         )
+    _check_answer_keys(a, b, shared)
     discordant_b = discordant_c = correct_a = correct_b = 0
     by_subject: dict[str, list[int]] = {}
     for qid in shared:
@@ -207,4 +253,23 @@ def compare_runs(a: LoadedRun, b: LoadedRun, alpha: float = DEFAULT_ALPHA) -> Co
             for subject, (cnt, ra, rb) in sorted(by_subject.items())
         ],
         incomplete=[run.label for run in (a, b) if not run.complete],
+        setting_differences=differences,
     )
+
+
+def _check_answer_keys(a: LoadedRun, b: LoadedRun, shared: Sequence[str]) -> None:
+    """A shared id must be the same question: the same answer key where both record one."""
+    for qid in shared:
+        key_a, key_b = a.records[qid].get("answer"), b.records[qid].get("answer")
+        if key_a is not None and key_b is not None and key_a != key_b:
+            raise CompareError(
+                f"question {qid} has answer key {key_a} in {a.label} but {key_b} in {b.label}: "
+                "the runs used different data, so pairing them by id would pair different "
+                "questions"
+            )
+
+
+def verdict_exit_code(comparisons: Sequence[Comparison]) -> int:
+    """1 when a comparison finds B significantly worse than A (any repeat), else 0: the
+    same for ``ab``, ``compare`` and sgl-eval pairs."""
+    return EXIT_FAILED if any(c.b_is_worse for c in comparisons) else EXIT_OK

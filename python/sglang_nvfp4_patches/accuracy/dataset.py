@@ -71,13 +71,26 @@ def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
                 if not row or all(not cell.strip() for cell in row):
                     continue
                 questions.append(_parse_row(row, path, line, subject, len(questions)))
-    except UnicodeDecodeError as exc:
-        raise DatasetError(
-            f"{path}: not valid UTF-8 (byte {exc.start}); re-save the file as UTF-8"
-        ) from exc
+    except UnicodeDecodeError:
+        raise DatasetError(_not_utf8(path)) from None
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     return questions
+
+
+def _not_utf8(path: Path) -> str:
+    """Where in the file the first byte that is not UTF-8 is: the decoder's own offset counts
+    from the start of the chunk it was decoding, so the file is decoded again as a whole."""
+    raw = path.read_bytes()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        return (
+            f"{path}:{line}: not valid UTF-8 at offset {exc.start} of the file (byte "
+            f"0x{raw[exc.start]:02x}); re-save the file as UTF-8"
+        )
+    return f"{path}: not valid UTF-8; re-save the file as UTF-8"
 
 
 def _parse_row(row: list[str], path: Path, line: int, subject: str, index: int) -> Question:

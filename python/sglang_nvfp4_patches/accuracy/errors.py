@@ -30,6 +30,10 @@ class ResumeError(AccuracyError):
     """The partial results next to ``RUN.json`` belong to a run with different settings."""
 
 
+class BusyError(AccuracyError):
+    """Another process is writing the same run file right now (it holds the file's lock)."""
+
+
 class CompareError(AccuracyError):
     """Two run files cannot be compared (e.g. they share no question ids)."""
 

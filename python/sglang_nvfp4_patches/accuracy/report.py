@@ -5,11 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from sglang_nvfp4_patches.accuracy.compare import EXACT_TEST_BELOW, Comparison, McNemar
 from sglang_nvfp4_patches.accuracy.scoring import CHANCE_ACCURACY, COLLAPSE_MARGIN, is_collapsed
 
 if TYPE_CHECKING:  # run.py imports aiohttp; compare should not pay for it
-    from sglang_nvfp4_patches.accuracy.compare import Comparison
     from sglang_nvfp4_patches.accuracy.run import RunOutcome
+
+# Why a run stopped early, by the kind of its last failure (client.Failure values).
+ABORT_CAUSES = {
+    "connection": "no connection to the server could be made: is it up, at that --base-url?",
+    "timeout": "every request timed out: is the server overloaded or stuck? (--timeout)",
+    "server error": "the server is up but answers with HTTP 5xx errors: see its log",
+    "rejected": "the server is up but rejects the requests (HTTP 4xx): check --api and --model",
+    "bad reply": "the server is up but its replies are not completions: check --api and --base-url",
+}
 
 
 def _fmt_acc(value: float | None) -> str:
@@ -55,11 +64,12 @@ def run_summary(run: Mapping[str, Any]) -> str:
 
 
 def run_notes(outcome: RunOutcome) -> list[str]:
-    """The WARNING/ERROR lines of a finished run: collapse, failed questions, early stop."""
+    """The NOTE/WARNING/ERROR lines of a finished run: how stored answers were used, collapse,
+    failed questions, early stop."""
     run = outcome.run
     if run is None:
         return []
-    lines: list[str] = []
+    lines: list[str] = list(outcome.notes)
     if is_collapsed(run["accuracy"]):
         lines.append(
             f"WARNING: accuracy {run['accuracy']:.4f} is at or below chance "
@@ -73,9 +83,10 @@ def run_notes(outcome: RunOutcome) -> list[str]:
             f"first: {qid}: {error}"
         )
     if outcome.aborted:
+        cause = ABORT_CAUSES.get(getattr(outcome.abort_cause, "value", ""), "see the errors")
         lines.append(
             f"ERROR: stopped after {len(outcome.failures)} failures without a success in "
-            f"between; {outcome.not_attempted} question(s) not attempted (is the server up?)"
+            f"between; {outcome.not_attempted} question(s) not attempted ({cause})"
         )
     if outcome.exit_code:
         lines.append(f"answers so far are kept in {outcome.partial}; rerun to ask the rest")
@@ -92,6 +103,8 @@ def format_comparison(cmp: Comparison) -> str:
         )
     for label in cmp.incomplete:
         lines.append(f"NOTE: {label} is an incomplete run (not every question was answered)")
+    for difference in cmp.setting_differences:
+        lines.append(f"NOTE: the runs differ in a setting that changes answers: {difference}")
     lines.append("")
     width = max([len("subject"), len("TOTAL"), *(len(d.subject) for d in cmp.per_subject)])
     lines.append(f"{'subject':<{width}}  {'n':>6}  {'acc A':>7}  {'acc B':>7}  {'B-A (pp)':>8}")
@@ -107,11 +120,22 @@ def format_comparison(cmp: Comparison) -> str:
     lines.append("")
     t = cmp.test
     lines.append(f"discordant pairs: b = {t.b} (A right, B wrong), c = {t.c} (A wrong, B right)")
-    lines.append(
-        f"McNemar chi2 (continuity-corrected) = {t.chi2:.3f}, p = {t.p_value:.4g} ({t.method})"
-    )
+    lines.append(test_line(t))
     lines.append(cmp.verdict)
     return "\n".join(lines)
+
+
+def test_line(test: McNemar) -> str:
+    """The test that produced the p-value, by name, and its p-value."""
+    if test.method == "exact-binomial":
+        return (
+            f"McNemar exact binomial test (b + c = {test.b + test.c} < {EXACT_TEST_BELOW}): "
+            f"p = {test.p_value:.4g}"
+        )
+    return (
+        f"McNemar chi-square test, continuity-corrected (b + c = {test.b + test.c}): "
+        f"chi2 = {test.chi2:.3f}, p = {test.p_value:.4g}"
+    )
 
 
 def repeats_note(repeats: int, alpha: float) -> str:

@@ -4,6 +4,11 @@ A fixed pool of ``parallel`` workers pulls questions from one shared iterator an
 over one shared aiohttp session; that bounds concurrency without a task per question. Every
 answer is appended to the partial JSONL as soon as it arrives, so rerunning the same command
 after Ctrl-C, a crash or a server restart only asks what is still missing.
+
+A rerun never drops a stored answer: RUN.json is rewritten only with every answer stored for
+it, a run asking a subset of the stored questions reports on that subset and writes nothing,
+and one that would have to drop answers to finish is refused (:func:`plan_resume`). Callers
+hold :func:`~sglang_nvfp4_patches.accuracy.store.run_file_lock` on ``out`` while it runs.
 """
 
 from __future__ import annotations
@@ -16,21 +21,25 @@ import time
 from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
 
 from sglang_nvfp4_patches.accuracy.client import (
     Api,
     CompletionClient,
+    Failure,
     RequestFailedError,
     RetryPolicy,
+    served_model,
 )
 from sglang_nvfp4_patches.accuracy.dataset import EvalItem, load_eval_items
 from sglang_nvfp4_patches.accuracy.errors import ConfigError, ResumeError
+from sglang_nvfp4_patches.accuracy.limits import seconds_problem, url_problem
 from sglang_nvfp4_patches.accuracy.scoring import make_record, score_by_subject, total_score
 from sglang_nvfp4_patches.accuracy.store import (
     RUN_FORMAT,
+    RUN_VERSION,
     PartialWriter,
     Record,
     ensure_output_file,
@@ -39,11 +48,16 @@ from sglang_nvfp4_patches.accuracy.store import (
     partial_path,
     write_json_atomic,
 )
-from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from sglang_nvfp4_patches.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER
+from sglang_nvfp4_patches.progress import Progress, progress_bar
 
 # This many failed questions in a row (no success in between) means the server is down or
 # rejects every request; asking the remaining thousands would only multiply the same error.
 ABORT_AFTER_CONSECUTIVE_FAILURES = 50
+# Seconds to wait for the server to name its model before the first question.
+_MODEL_PROBE_S = 10.0
+# Where the question set of a run comes from, by RUN.json key: what a rerun must not shrink.
+SCOPE_OPTIONS = {"data_dir": "--data", "subjects": "--subjects", "limit": "--limit"}
 
 
 @dataclass(frozen=True)
@@ -67,18 +81,20 @@ class RunConfig:
     server: Mapping[str, str] | None = None  # model path and flags, when ab started the server
 
     def __post_init__(self) -> None:
+        timeout, backoff = (
+            seconds_problem(self.timeout_s, False),
+            seconds_problem(self.backoff_s, True),
+        )
+        url = url_problem(self.base_url)
         checks = [
             (self.shots >= 0, f"--shots must be >= 0, got {self.shots}"),
             (self.max_new_tokens >= 1, f"--max-new-tokens must be >= 1, got {self.max_new_tokens}"),
             (self.parallel >= 1, f"--parallel must be >= 1, got {self.parallel}"),
             (self.limit is None or self.limit >= 1, f"--limit must be >= 1, got {self.limit}"),
-            (self.timeout_s > 0, f"--timeout must be > 0 seconds, got {self.timeout_s}"),
+            (timeout is None, f"--timeout {timeout}, got {self.timeout_s}"),
             (self.max_retries >= 0, f"--max-retries must be >= 0, got {self.max_retries}"),
-            (self.backoff_s >= 0, f"--backoff must be >= 0 seconds, got {self.backoff_s}"),
-            (
-                self.base_url.startswith(("http://", "https://")),
-                f"--base-url must start with http:// or https://, got {self.base_url!r}",
-            ),
+            (backoff is None, f"--backoff {backoff}, got {self.backoff_s}"),
+            (url is None, f"--base-url {self.base_url!r} {url}"),
         ]
         for ok, message in checks:
             if not ok:
@@ -98,10 +114,19 @@ class RunConfig:
         """The questions and prompts this run asks."""
         return load_eval_items(self.data_dir, self.shots, self.subjects, self.limit)
 
+    def scope(self, items: Sequence[EvalItem]) -> dict[str, Any]:
+        """The question set of ``items`` as RUN.json records it (keys of SCOPE_OPTIONS)."""
+        return {
+            "data_dir": str(self.data_dir),
+            "subjects": list(dict.fromkeys(item.question.subject for item in items)),
+            "limit": self.limit,
+        }
+
 
 @dataclass
 class RunOutcome:
-    """What happened; ``run`` is the RUN.json content (None when interrupted)."""
+    """What happened; ``run`` is the RUN.json content (None when interrupted), written to
+    ``out`` only when ``written``; ``notes`` are NOTE lines for stderr."""
 
     run: dict[str, Any] | None
     partial: Path
@@ -111,26 +136,16 @@ class RunOutcome:
     not_attempted: int
     aborted: bool
     interrupted: bool
+    abort_cause: Failure | None = None  # what the failures that stopped the run were
+    notes: list[str] = field(default_factory=list)
+    written: bool = False
 
     @property
     def exit_code(self) -> int:
+        """0, 3 (the server did not answer every question) or 130 (interrupted)."""
         if self.interrupted:
             return EXIT_INTERRUPTED
-        return EXIT_FAILED if self.failures or self.not_attempted else EXIT_OK
-
-
-class _Progress(Protocol):
-    def update(self, n: int = 1) -> object: ...
-
-    def close(self) -> None: ...
-
-
-class _NoProgress:
-    def update(self, n: int = 1) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
+        return EXIT_SERVER if self.failures or self.not_attempted else EXIT_OK
 
 
 @dataclass
@@ -141,56 +156,154 @@ class _Tally:
     failures: list[tuple[str, str]] = field(default_factory=list)
     consecutive_failures: int = 0
     stop: bool = False
+    abort_cause: Failure | None = None
 
 
-def stored_answers(config: RunConfig, items: Sequence[EvalItem]) -> dict[str, Record]:
-    """Answers an earlier run of ``config`` left for ``items``, by id; raises ResumeError when
-    they come from other settings or the data changed."""
+@dataclass(frozen=True)
+class ResumePlan:
+    """What a run does with what earlier runs of its ``out`` stored."""
+
+    done: dict[str, Record]  # every stored answer by id, this run's questions or not
+    meta: Mapping[str, Any]  # what the stored file records (partial header, else RUN.json)
+    source: Path  # the file the answers are read from first, for messages
+    todo: list[EvalItem]  # this run's questions without a stored answer
+    has_partial: bool
+    has_run_file: bool
+    subset_note: str | None  # set when stored answers go beyond this run: it writes nothing
+
+    @property
+    def writes(self) -> bool:
+        """Whether the run writes RUN.json: not for a subset of the stored answers, nor when
+        RUN.json already holds exactly these answers (a rerun keeps the file as it is)."""
+        if self.subset_note is not None:
+            return False
+        return bool(self.todo) or self.has_partial or not self.has_run_file
+
+
+def plan_resume(config: RunConfig, items: Sequence[EvalItem]) -> ResumePlan:
+    """Stored answers of ``config.out`` (partial file and RUN.json both, so neither can hide
+    answers of the other) against ``items``. Raises ResumeError when they come from other
+    settings, when the data changed, and when this run would have to drop some to finish."""
     settings = config.settings()
     ppath = partial_path(config.out)
-    # An interrupted run left a partial file; a finished one only RUN.json.
-    source = ppath if ppath.exists() else config.out
-    carried = (
-        load_partial(ppath, settings) if source == ppath else load_finished_run(source, settings)
+    partial = load_partial(ppath, settings)
+    finished = load_finished_run(config.out, settings)
+    has_partial = ppath.exists()
+    source = ppath if has_partial else config.out
+    done = _check_carried([*partial.records, *finished.records], items, source)
+    meta = partial.meta or finished.meta
+    todo = [item for item in items if item.id not in done]
+    asked = {item.id for item in items}
+    outside = [qid for qid in done if qid not in asked]
+    note = None
+    if outside:
+        changed = _scope_changes(meta, config.scope(items)) or f"e.g. {outside[0]}"
+        if todo:
+            raise ResumeError(
+                f"{source} holds {len(outside)} stored answer(s) to questions this run does not "
+                f"ask ({changed}) and this run has {len(todo)} question(s) still to ask: "
+                f"finishing it would rewrite {config.out} without those answers. Rerun with the "
+                "options they were stored with, or write to another --out (--out-dir for ab)"
+            )
+        note = (
+            f"NOTE: {source} holds {len(done)} stored answers; this run ({changed}) asks "
+            f"{len(items)} of them, all answered already: it reports on those {len(items)} and "
+            "leaves the stored files as they are"
+        )
+    return ResumePlan(done, meta, source, todo, has_partial, config.out.exists(), note)
+
+
+def _scope_changes(stored: Mapping[str, Any], now: Mapping[str, Any]) -> str:
+    """``--limit: stored 30, now 15; ...`` for the question-set options that differ."""
+    return "; ".join(
+        f"{option}: stored {_scope_text(stored[key])}, now {_scope_text(now[key])}"
+        for key, option in SCOPE_OPTIONS.items()
+        if key in stored and stored[key] != now[key]
     )
-    return _check_carried(carried, items, source)
 
 
-def is_finished(config: RunConfig, items: Sequence[EvalItem]) -> bool:
-    """RUN.json answers every question and no partial file is pending: nothing left to ask."""
-    done = stored_answers(config, items)
-    return (
-        config.out.exists()
-        and not partial_path(config.out).exists()
-        and all(item.id in done for item in items)
+def _scope_text(value: object) -> str:
+    if value is None:
+        return "all"
+    if isinstance(value, list):
+        shown = ",".join(map(str, value[:4]))
+        return shown if len(value) <= 4 else f"{len(value)} subjects ({shown},...)"
+    return str(value)
+
+
+def check_endpoint(config: RunConfig, plan: ResumePlan) -> tuple[dict[str, Any], list[str]]:
+    """The endpoint fields this run records (``base_url``, ``served_model``) and NOTE lines.
+
+    Only a ``run`` against a server the user started is checked (``ab`` records the server it
+    starts in ``server``), and only when it will ask something: the server's model (SGLang's
+    ``GET /get_model_info``) must be the one the stored answers record; a changed
+    ``--base-url`` is accepted, with a NOTE, only when both name the same model, and refused
+    otherwise (another port may well be another model).
+    """
+    stored_url, stored_model = plan.meta.get("base_url"), plan.meta.get("served_model")
+    if not plan.todo:
+        return {"base_url": stored_url or config.base_url, "served_model": stored_model}, []
+    model = None
+    if config.server is None:
+        model = served_model(config.base_url, min(config.timeout_s, _MODEL_PROBE_S))
+    endpoint = {"base_url": config.base_url, "served_model": model}
+    if config.server is not None or not plan.done or stored_url is None:
+        return endpoint, []
+    where = f"{plan.source}: its answers came from --base-url {stored_url}"
+    if stored_model and model and stored_model != model:
+        raise ResumeError(
+            f"{where}, whose server reported model {stored_model!r}; the server at "
+            f"{config.base_url} reports {model!r}. Mixing them would mix two models in one run: "
+            "rerun against the stored model, or write to another --out"
+        )
+    if stored_url == config.base_url:
+        return endpoint, []
+    if stored_model and model == stored_model:
+        return endpoint, [
+            f"NOTE: the stored answers came from {stored_url}; this run asks {config.base_url}, "
+            f"whose server reports the same model ({model}): resuming"
+        ]
+    why = (
+        "the stored answers do not record their server's model"
+        if not stored_model
+        else "the server there does not name its model (GET /get_model_info)"
+    )
+    raise ResumeError(
+        f"{where}, this run asks {config.base_url}, and {why}, so the new answers could come "
+        f"from another model: rerun with --base-url {stored_url}, or write to another --out"
     )
 
 
 def run_accuracy(config: RunConfig, items: Sequence[EvalItem] | None = None) -> RunOutcome:
-    """Evaluate, resuming from earlier answers, and write RUN.json atomically at the end;
-    ``items`` (default: ``config.load_items()``) saves reloading the data."""
+    """Evaluate, resuming from earlier answers, and write RUN.json atomically at the end (see
+    :attr:`ResumePlan.writes`); ``items`` (default: ``config.load_items()``) saves reloading
+    the data."""
     ensure_output_file(config.out, "--out")
     items = config.load_items() if items is None else items
-    settings = config.settings()
+    plan = plan_resume(config, items)
+    endpoint, notes = check_endpoint(config, plan)
+    if plan.subset_note is not None:
+        notes.insert(0, plan.subset_note)
     ppath = partial_path(config.out)
-    done = stored_answers(config, items)
-    config.out.parent.mkdir(parents=True, exist_ok=True)
-    writer = PartialWriter(ppath, settings, done.values())
-    todo = [item for item in items if item.id not in done]
-    resumed = len(items) - len(todo)
+    done = dict(plan.done)
+    resumed = len(items) - len(plan.todo)
 
     started = _utc_now()
     start = time.perf_counter()
     tally = _Tally()
-    progress = _make_progress(config, total=len(items), initial=resumed)
     interrupted = False
-    try:
-        _run_coroutine(_evaluate(config, todo, writer, tally, progress))
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        progress.close()
-        writer.close()
+    if plan.todo:
+        config.out.parent.mkdir(parents=True, exist_ok=True)
+        header = {**config.settings(), **endpoint, **config.scope(items)}
+        writer = PartialWriter(ppath, header, done.values())
+        progress = _make_progress(config, total=len(items), initial=resumed)
+        try:
+            _run_coroutine(_evaluate(config, plan.todo, writer, tally, progress))
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            progress.close()
+            writer.close()
     wall = time.perf_counter() - start
 
     outcome = RunOutcome(
@@ -199,18 +312,22 @@ def run_accuracy(config: RunConfig, items: Sequence[EvalItem] | None = None) -> 
         answered_this_run=len(tally.records),
         resumed=resumed,
         failures=tally.failures,
-        not_attempted=len(todo) - len(tally.records) - len(tally.failures),
+        not_attempted=len(plan.todo) - len(tally.records) - len(tally.failures),
         aborted=tally.stop,
         interrupted=interrupted,
+        abort_cause=tally.abort_cause,
+        notes=notes,
+        written=plan.writes,
     )
     if interrupted:
         return outcome
     done.update(tally.records)
     records = [done[item.id] for item in items if item.id in done]
-    outcome.run = _run_document(config, items, records, outcome, started, wall)
-    write_json_atomic(config.out, outcome.run)
-    if outcome.exit_code == EXIT_OK:
-        writer.remove()
+    outcome.run = _run_document(config, items, records, outcome, started, wall, endpoint)
+    if plan.writes:
+        write_json_atomic(config.out, outcome.run)
+        if outcome.exit_code == EXIT_OK:
+            ppath.unlink(missing_ok=True)  # RUN.json now holds every stored answer
     return outcome
 
 
@@ -237,7 +354,7 @@ async def _evaluate(
     todo: Sequence[EvalItem],
     writer: PartialWriter,
     tally: _Tally,
-    progress: _Progress,
+    progress: Progress,
 ) -> None:
     """Run ``parallel`` workers over one session until the questions are used up."""
     if not todo:
@@ -273,7 +390,7 @@ async def _worker(
     queue: Iterator[EvalItem],
     writer: PartialWriter,
     tally: _Tally,
-    progress: _Progress,
+    progress: Progress,
 ) -> None:
     """Take the next question, ask it, store the answer at once."""
     for item in queue:
@@ -286,6 +403,7 @@ async def _worker(
             tally.consecutive_failures += 1
             if tally.consecutive_failures >= ABORT_AFTER_CONSECUTIVE_FAILURES:
                 tally.stop = True
+                tally.abort_cause = exc.kind
             continue
         tally.consecutive_failures = 0
         record = make_record(item, output)
@@ -301,18 +419,17 @@ def _run_document(
     outcome: RunOutcome,
     started: str,
     wall: float,
+    endpoint: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The RUN.json content: metadata, summary and one record per answered question."""
     per_subject = score_by_subject(records)
     total = total_score(per_subject.values())
     return {
         "format": RUN_FORMAT,
-        "version": 1,
+        "version": RUN_VERSION,
         **config.settings(),
-        "base_url": config.base_url,
-        "data_dir": str(config.data_dir),
-        "subjects": list(dict.fromkeys(item.question.subject for item in items)),
-        "limit": config.limit,
+        **endpoint,
+        **config.scope(items),
         "parallel": config.parallel,
         "timeout_s": config.timeout_s,
         "max_retries": config.max_retries,
@@ -341,14 +458,10 @@ def _run_document(
     }
 
 
-def _make_progress(config: RunConfig, total: int, initial: int) -> _Progress:
-    """A tqdm bar on an interactive terminal only; logs and CI stay quiet."""
-    show = sys.stderr.isatty() if config.progress is None else config.progress
-    if not show:
-        return _NoProgress()
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=initial, unit="q", file=sys.stderr, mininterval=0.5)
+def _make_progress(config: RunConfig, total: int, initial: int) -> Progress:
+    """A tqdm bar on an interactive terminal only (or as --progress says); logs and CI stay
+    quiet."""
+    return progress_bar(total, "q", show=config.progress, initial=initial)
 
 
 def _run_coroutine(coro: Coroutine[Any, Any, None]) -> None:

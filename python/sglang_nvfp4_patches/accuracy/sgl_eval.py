@@ -7,7 +7,9 @@ Ctrl-C) and one ``output-rs<k>.jsonl`` per repeat: one JSON object per scored sa
 ``id`` and a binary score (``symbolic_correct``; ``is_correct`` for some benchmarks).
 Each repeat becomes one :class:`LoadedRun`, so two runs are paired repeat by repeat:
 repeats ask the same questions again, so pooling them into one test would count the same
-question as several independent pairs.
+question as several independent pairs. ``metrics.json`` also records the run's settings
+(benchmark, sampling parameters, sgl-eval and NeMo-Skills versions): those that change the
+answers are compared between the two sides (:data:`SETTING_KEYS`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from sglang_nvfp4_patches.accuracy.compare import LoadedRun, load_run
 from sglang_nvfp4_patches.accuracy.errors import RunFileError
+from sglang_nvfp4_patches.accuracy.files import read_bounded
 from sglang_nvfp4_patches.errors import loads_json
 
 REPEAT_FILE = re.compile(r"^output-rs(\d+)\.jsonl$")
@@ -26,6 +29,11 @@ REPEAT_FILE = re.compile(r"^output-rs(\d+)\.jsonl$")
 RUN_DIR = re.compile(r"^sgl_eval_(?P<bench>.+?)(?:_(?:\d{8}-\d{6}|[0-9a-f]{32}))?$")
 # The binary per-sample score, first key present wins.
 SCORE_KEYS: tuple[str, ...] = ("symbolic_correct", "is_correct")
+# What metrics.json records that changes the answers: the benchmark, the sampling parameters
+# (``gen``: temperature, top_p, max_tokens, chat_template_kwargs, system_message, seed, ...)
+# and the code that builds prompts and scores them. Not the model or endpoint (what an A/B
+# varies), nor counts, timings or throughput.
+SETTING_KEYS: tuple[str, ...] = ("name", "gen", "sgl_eval_version", "ns_commit_sha")
 
 
 def is_sgl_eval(path: Path) -> bool:
@@ -53,26 +61,37 @@ def load_sgl_eval(path: Path, allow_partial: bool) -> dict[int, LoadedRun]:
             f"{path}: no output-rs<k>.jsonl in this directory; give an sgl-eval run directory "
             "(sgl_eval_<bench>_<stamp>/, written with per-sample predictions) or a run file"
         )
-    complete = _finished(run_dir, allow_partial)
+    metrics = _metrics(run_dir)
+    complete = _finished(run_dir, metrics, allow_partial)
     bench = _benchmark(run_dir)
-    return {repeat_of(file): _load_repeat(file, bench, complete) for file in files}
+    settings = {key: (metrics or {}).get(key) for key in SETTING_KEYS}
+    return {repeat_of(file): _load_repeat(file, bench, complete, settings) for file in files}
 
 
-def _finished(run_dir: Path, allow_partial: bool) -> bool:
-    """Whether metrics.json says the run ended normally; refuses a partial run unless
-    ``allow_partial``."""
+def _metrics(run_dir: Path) -> dict[str, Any] | None:
+    """The run's metrics.json, or None when it has none."""
     metrics_path = run_dir / "metrics.json"
     try:
-        metrics = loads_json(metrics_path.read_text(encoding="utf-8"))
+        raw = read_bounded(metrics_path)
     except FileNotFoundError:
-        problem = "has no metrics.json (sgl-eval writes it when a run ends; was it killed?)"
-    except (OSError, ValueError) as exc:
+        return None
+    try:
+        metrics = loads_json(raw)
+    except ValueError as exc:
         raise RunFileError(f"{metrics_path}: not readable JSON ({exc})") from None
+    if not isinstance(metrics, dict):
+        raise RunFileError(f"{metrics_path}: not a JSON object; not an sgl-eval metrics file")
+    return metrics
+
+
+def _finished(run_dir: Path, metrics: Mapping[str, Any] | None, allow_partial: bool) -> bool:
+    """Whether metrics.json says the run ended normally; refuses a partial run unless
+    ``allow_partial``."""
+    if metrics is None:
+        problem = "has no metrics.json (sgl-eval writes it when a run ends; was it killed?)"
+    elif metrics.get("partial") is not True:
+        return True
     else:
-        if not isinstance(metrics, dict):
-            raise RunFileError(f"{metrics_path}: not a JSON object; not an sgl-eval metrics file")
-        if metrics.get("partial") is not True:
-            return True
         problem = "is a partial run (metrics.json says partial: true: it was stopped early)"
     if not allow_partial:
         raise RunFileError(
@@ -88,11 +107,11 @@ def _benchmark(run_dir: Path) -> str:
     return match.group("bench") if match else "all"
 
 
-def _load_repeat(path: Path, bench: str, complete: bool) -> LoadedRun:
+def _load_repeat(path: Path, bench: str, complete: bool, settings: Mapping[str, Any]) -> LoadedRun:
     try:
-        lines = path.read_bytes().split(b"\n")
-    except OSError as exc:
-        raise RunFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        lines = read_bounded(path).split(b"\n")
+    except FileNotFoundError:
+        raise RunFileError(f"{path}: no such file") from None
     records: dict[str, Mapping[str, Any]] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -107,7 +126,7 @@ def _load_repeat(path: Path, bench: str, complete: bool) -> LoadedRun:
         if record["id"] in records:
             raise RunFileError(f"{path}:{number}: duplicate id {record['id']!r} in one repeat")
         records[record["id"]] = record
-    return LoadedRun(str(path), records, complete)
+    return LoadedRun(str(path), records, complete, settings)
 
 
 def _record(path: Path, number: int, sample: object, bench: str) -> dict[str, Any]:

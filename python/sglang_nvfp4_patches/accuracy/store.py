@@ -6,33 +6,61 @@ SIGKILL loses nothing that was already answered (the page cache survives the pro
 fsync per line would only guard against a power cut and costs a disk round trip per answer).
 The first line records the settings that shape the prompts and answers, so a rerun with other
 settings cannot silently mix two different evaluations.
+
+One process at a time writes a run file: it holds an exclusive ``flock`` on a lock file next
+to it (``.RUN.json.lock``) for as long as it runs. The kernel drops the lock when the process
+ends, however it ends, so a killed run never leaves a stale lock behind.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import os
+import stat
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from sglang_nvfp4_patches.accuracy.errors import ConfigError, ResumeError, RunFileError
+from sglang_nvfp4_patches.accuracy.errors import BusyError, ConfigError, ResumeError, RunFileError
+from sglang_nvfp4_patches.accuracy.files import kind_of, read_bounded, require_writable_target
 from sglang_nvfp4_patches.errors import loads_json
 
 PARTIAL_SUFFIX = ".partial.jsonl"
 RUN_FORMAT = "sglang-nvfp4-patches/accuracy-run"
+PARTIAL_FORMAT = RUN_FORMAT + "/partial"
+RUN_VERSION = 1  # the run-file layout this version writes and reads
 # Keys of RUN.json (and of the partial header) that must match for answers to be reusable;
 # ``server`` is the model path, flags and launcher ``accuracy ab`` started the server with
 # (else None).
 SETTING_KEYS: tuple[str, ...] = ("api", "model", "shots", "max_new_tokens", "server")
 
 Record = dict[str, Any]
+# The longest process id Linux hands out (pid_max is at most 2**22): temporary names carry it.
+_PID_DIGITS = len(str(2**22))
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What an earlier run left in one file: its metadata (the partial file's header, or
+    RUN.json without its records; empty when there is no file) and its answers."""
+
+    meta: Mapping[str, Any]
+    records: list[Record]
 
 
 def partial_path(out: Path) -> Path:
     """``RUN.json`` -> ``RUN.json.partial.jsonl``."""
     return out.with_name(out.name + PARTIAL_SUFFIX)
+
+
+def lock_path(out: Path) -> Path:
+    """``RUN.json`` -> ``.RUN.json.lock``: what a process writing ``out`` holds locked."""
+    return out.with_name(f".{out.name}.lock")
 
 
 def ensure_output_dir(directory: Path, option: str) -> None:
@@ -42,22 +70,51 @@ def ensure_output_dir(directory: Path, option: str) -> None:
 
 
 def ensure_output_file(out: Path, option: str) -> None:
-    """``out`` can be written: not a directory, in a directory that exists or can be made."""
+    """``out`` can be written: a regular file or nothing yet (its partial file too), with a
+    name this file system takes, in a directory that exists or can be made."""
     if out.is_dir():
         raise ConfigError(f"{option} {out}: is a directory; give a file name such as RUN.json")
-    _writable_dir(out.parent, option, out)
-
-
-def _writable_dir(directory: Path, option: str, target: Path) -> None:
-    """The nearest existing ancestor of ``directory`` is a directory a file can be created
-    in (a probe file, removed at once); problems name ``option target``."""
-    where = f"{option} {target}"
-    existing = next(p for p in (directory, *directory.parents) if p.exists())
-    if not existing.is_dir():
-        if existing == target:
-            raise ConfigError(f"{where}: is an existing file, not a directory; pick another path")
+    for path in (out, partial_path(out)):
+        require_writable_target(path, option)
+    existing = _writable_dir(out.parent, option, out)
+    longest = f".{partial_path(out).name}.{'9' * _PID_DIGITS}.tmp"  # PartialWriter's temporary
+    limit = _name_max(existing)
+    if len(os.fsencode(longest)) > limit:
         raise ConfigError(
-            f"{where}: lies under {existing}, which is a file, not a directory; pick another path"
+            f"{option} {out}: the file name is too long: with the suffixes of its partial and "
+            f"temporary files it passes the {limit} bytes this file system allows; pick a "
+            "shorter name"
+        )
+
+
+def _name_max(directory: Path) -> int:
+    try:
+        return os.pathconf(directory, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
+def _writable_dir(directory: Path, option: str, target: Path) -> Path:
+    """The nearest existing ancestor of ``directory`` (returned) is a directory a file can be
+    created in (a probe file, removed at once); problems name ``option target``."""
+    where = f"{option} {target}"
+    existing = directory
+    for existing in (directory, *directory.parents):
+        if existing.exists():
+            break
+        if existing.is_symlink():  # dangling, or a loop: mkdir would fail on it
+            raise ConfigError(
+                f"{where}: {existing} is a symbolic link to {os.readlink(existing)}, which does "
+                "not exist or loops back on itself; remove or fix the link, or pick another path"
+            )
+    if not existing.is_dir():
+        kind = None if existing.is_file() else kind_of(existing.stat().st_mode)
+        if existing == target:
+            what = kind or "an existing file"
+            raise ConfigError(f"{where}: is {what}, not a directory; pick another path")
+        raise ConfigError(
+            f"{where}: lies under {existing}, which is {kind or 'a file'}, not a directory; "
+            "pick another path"
         )
     try:
         handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=existing)
@@ -67,6 +124,72 @@ def _writable_dir(directory: Path, option: str, target: Path) -> None:
         raise ConfigError(
             f"{where}: cannot write there ({exc.strerror or exc}); pick a directory you can "
             "write to"
+        ) from None
+    return existing
+
+
+@contextlib.contextmanager
+def run_file_lock(out: Path, option: str) -> Iterator[None]:
+    """Hold the exclusive lock of ``out`` while the block runs; raises BusyError at once
+    when another process holds it. The lock file is removed on the way out (still locked,
+    which :func:`_lock` allows for); a killed process leaves it behind, unlocked."""
+    path = lock_path(out)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{option} {out}: cannot create {path.parent} ({exc.strerror})") from None
+    fd = _lock(path, out, option)
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        os.close(fd)
+
+
+def _lock(path: Path, out: Path, option: str) -> int:
+    """A descriptor of ``path`` holding its flock, with this process's id written in it."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise ConfigError(
+                f"{option} {out}: cannot create its lock file {path} ({exc.strerror or exc})"
+            ) from None
+        try:
+            _flock(fd, path, out, option)
+        except BaseException:
+            os.close(fd)
+            raise
+        # The holder before us removes the file as it ends; if it did so after we opened it,
+        # our lock is on a name nobody else sees: lock the file now at that path instead.
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{os.getpid()}\n".encode())
+                return fd
+        os.close(fd)
+
+
+def _flock(fd: int, path: Path, out: Path, option: str) -> None:
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        raise ConfigError(
+            f"{option} {out}: its lock file {path} is {kind_of(mode)}, not a regular file; "
+            "remove it"
+        )
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise ConfigError(
+                f"{option} {out}: cannot lock {path} ({exc.strerror or exc}); pick a path on "
+                "a local file system"
+            ) from None
+        holder = os.pread(fd, 16, 0).decode("ascii", errors="replace").strip()
+        process = f"process {holder}" if holder.isdigit() else "another process"
+        raise BusyError(
+            f"{option} {out}: {process} is writing this run right now (it holds {path}); "
+            f"wait for it to end, or pick another {option}"
         ) from None
 
 
@@ -110,22 +233,29 @@ def is_valid_record(record: object) -> bool:
     )
 
 
-def _setting_diffs(key: str, stored: object, now: object) -> list[str]:
-    """``key: stored X, now Y`` per differing setting; ``server`` is compared field by field
-    (``server.launcher: ...``), so the message names the flag that changed."""
-    if isinstance(stored, Mapping) and isinstance(now, Mapping):
+def setting_differences(
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    keys: Sequence[str],
+    labels: tuple[str, str] = ("stored", "now"),
+) -> list[str]:
+    """``key: stored X, now Y`` per differing setting of ``keys``; a mapping (``server``) is
+    compared field by field (``server.launcher: ...``), so the message names what changed."""
+    return [diff for key in keys for diff in _differences(key, old.get(key), new.get(key), labels)]
+
+
+def _differences(key: str, old: object, new: object, labels: tuple[str, str]) -> list[str]:
+    if isinstance(old, Mapping) and isinstance(new, Mapping):
         return [
             diff
-            for field in dict.fromkeys([*stored, *now])
-            for diff in _setting_diffs(f"{key}.{field}", stored.get(field), now.get(field))
+            for field in dict.fromkeys([*old, *new])
+            for diff in _differences(f"{key}.{field}", old.get(field), new.get(field), labels)
         ]
-    return [] if stored == now else [f"{key}: stored {stored!r}, now {now!r}"]
+    return [] if old == new else [f"{key}: {labels[0]} {old!r}, {labels[1]} {new!r}"]
 
 
 def _check_settings(source: Path, stored: Mapping[str, Any], settings: Mapping[str, Any]) -> None:
-    diffs = [
-        diff for key in SETTING_KEYS for diff in _setting_diffs(key, stored.get(key), settings[key])
-    ]
+    diffs = setting_differences(stored, settings, SETTING_KEYS)
     if diffs:
         raise ResumeError(
             f"{source} holds answers from a run with other settings ({'; '.join(diffs)}); "
@@ -135,25 +265,51 @@ def _check_settings(source: Path, stored: Mapping[str, Any], settings: Mapping[s
         )
 
 
-def load_partial(path: Path, settings: Mapping[str, Any]) -> list[Record]:
+def check_run_document(path: Path, data: object) -> dict[str, Any]:
+    """``data`` (a parsed RUN.json) is a run file this version reads: an object with a
+    ``records`` list, our ``format`` and a known ``version``; else RunFileError naming the
+    field."""
+    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
+        raise RunFileError(
+            f"{path}: not a run file (expected an object with a 'records' list, as accuracy run "
+            "writes)"
+        )
+    if data.get("format") != RUN_FORMAT:
+        found = f"is {data['format']!r}" if "format" in data else "is missing"
+        raise RunFileError(
+            f"{path}: not a run file of accuracy run: its 'format' field {found}, expected "
+            f"{RUN_FORMAT!r}"
+        )
+    _check_version(path, data.get("version"), "'version' field")
+    return data
+
+
+def _check_version(path: Path, version: object, what: str) -> None:
+    if isinstance(version, bool) or version != RUN_VERSION:
+        raise RunFileError(
+            f"{path}: its {what} is {version!r}; this sglang-nvfp4-patches reads version "
+            f"{RUN_VERSION} only (a newer release may have written it: upgrade to read it)"
+        )
+
+
+def load_partial(path: Path, settings: Mapping[str, Any]) -> Stored:
     """Answers from an interrupted run. A torn last line (killed mid-write) or other damaged
     lines are dropped, so those questions are simply asked again."""
     try:
-        lines = path.read_bytes().split(b"\n")
+        lines = read_bounded(path).split(b"\n")
     except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise ResumeError(f"{path}: cannot read partial results ({exc})") from exc
+        return Stored({}, [])
     try:
         header = loads_json(lines[0])
     except ValueError:
         if len(lines) == 1:  # only a torn header (or nothing) was ever written
-            return []
+            return Stored({}, [])
         raise ResumeError(
             f"{path}:1: damaged header line; delete {path} to start the run over"
         ) from None
-    if not isinstance(header, dict) or header.get("format") != RUN_FORMAT + "/partial":
+    if not isinstance(header, dict) or header.get("format") != PARTIAL_FORMAT:
         raise ResumeError(f"{path}:1: not a partial results file of this tool; delete it")
+    _check_version(path, header.get("version", RUN_VERSION), "header's 'version'")
     _check_settings(path, header, settings)
     records: list[Record] = []
     for line in lines[1:]:
@@ -163,33 +319,40 @@ def load_partial(path: Path, settings: Mapping[str, Any]) -> list[Record]:
             continue
         if is_valid_record(record):
             records.append(record)
-    return records
+    return Stored(header, records)
 
 
-def load_finished_run(path: Path, settings: Mapping[str, Any]) -> list[Record]:
+def load_finished_run(path: Path, settings: Mapping[str, Any]) -> Stored:
     """Records of an earlier RUN.json with the same settings, so rerunning a finished command
     only asks what is still missing."""
-    if not path.exists():
-        return []
     try:
-        data = loads_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        raw = read_bounded(path)
+    except FileNotFoundError:
+        return Stored({}, [])
+    try:
+        data = loads_json(raw)
+    except ValueError as exc:
         raise RunFileError(
             f"{path}: exists but is not readable JSON ({exc}); move it away"
         ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
-        raise RunFileError(f"{path}: exists but is not a run file; move it away or pick --out")
+    try:
+        check_run_document(path, data)
+    except RunFileError as exc:
+        raise RunFileError(f"{exc}; move it away or pick another --out") from None
     _check_settings(path, data, settings)
-    return [r for r in data["records"] if is_valid_record(r)]
+    meta = {key: value for key, value in data.items() if key != "records"}
+    return Stored(meta, [r for r in data["records"] if is_valid_record(r)])
 
 
 class PartialWriter:
     """Appends answered records; the file is first rewritten (atomically) with the header and
     the records being carried over, which also drops any torn line of a killed run."""
 
-    def __init__(self, path: Path, settings: Mapping[str, Any], carried: Iterable[Record]):
+    def __init__(self, path: Path, fields: Mapping[str, Any], carried: Iterable[Record]):
+        """``fields``: the run's settings (every key of SETTING_KEYS) and what else the
+        header records (endpoint, question set)."""
         self.path = path
-        header = {"format": RUN_FORMAT + "/partial", **{k: settings[k] for k in SETTING_KEYS}}
+        header = {"format": PARTIAL_FORMAT, "version": RUN_VERSION, **fields}
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             with tmp.open("w", encoding="utf-8") as handle:

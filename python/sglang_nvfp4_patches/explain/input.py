@@ -22,6 +22,11 @@ class ModelDirError(UsageError):
 
 def read_model_config(model_dir: Path) -> dict[str, Any]:
     """The checkpoint's config.json as a dict, or :class:`ModelDirError` saying what to fix."""
+    if model_dir.is_file():
+        raise ModelDirError(
+            f"--model {model_dir}: is a file; --model takes the directory that holds the "
+            f"checkpoint's config.json (here: --model {model_dir.parent})"
+        )
     if not model_dir.is_dir():
         raise ModelDirError(
             f"--model {model_dir}: not a local directory; explain never contacts the Hub, "

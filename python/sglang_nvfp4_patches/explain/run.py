@@ -18,6 +18,7 @@ from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, UsageError
 from sglang_nvfp4_patches.explain.input import architecture, config_problem, read_model_config
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
 from sglang_nvfp4_patches.patches import PATCHES
+from sglang_nvfp4_patches.progress import tracked
 from sglang_nvfp4_patches.release_gate import release_gate
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS, EXAMPLES_DIR
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
@@ -162,10 +163,10 @@ def run_explain(args: argparse.Namespace) -> int:
     else:
         models = [(name, EXAMPLES_DIR / directory) for directory, name in BUNDLED_MODELS.items()]
     gpus = [GPU_PROFILES[args.gpu]] if args.gpu else list(GPU_PROFILES.values())
+    cells = [(name, path, gpu) for name, path in models for gpu in gpus]
     rows = [
         explain_one(name, path, gpu, with_patches, flags, disabled)
-        for name, path in models
-        for gpu in gpus
+        for name, path, gpu in tracked(cells, len(cells), "row")
     ]
     for line in problems:  # after the rows: input SGLang refuses stays one error line
         print(line, file=sys.stderr)

@@ -1,0 +1,62 @@
+"""Bounds on what the accuracy tool accepts, checked up front and named in messages (pure)."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+import urllib.parse
+
+# The longest a time option may be (--timeout, --backoff, --startup-timeout, --stop-grace):
+# a week. Larger values, inf among them, overflow the event loop's timers, and no request or
+# server start is worth waiting for that long.
+MAX_SECONDS = 7 * 24 * 3600.0
+
+# The largest file read as a run file, partial file, sgl-eval repeat or metrics.json: a full
+# MMLU run file is a few MB, an sgl-eval repeat with long generations tens of MB.
+MAX_FILE_BYTES = 512 * 2**20
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a server's base URL, or None: checked before any request."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port  # raises for a port out of range or not a number
+    except ValueError as exc:
+        return f"is not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return "must start with http:// or https://"
+    if not _valid_host(parts.hostname or "") or any(c.isspace() for c in url):
+        return "has no valid host name"
+    if port == 0:
+        return "has port 0; give the port the server listens on (1-65535)"
+    if parts.query or parts.fragment:
+        return "must not have a query (?...) or fragment (#...): the API path is appended to it"
+    return None
+
+
+_HOST_NAME = re.compile(r"[A-Za-z0-9_-]{1,63}(\.[A-Za-z0-9_-]{1,63})*\.?")
+
+
+def _valid_host(host: str) -> bool:
+    """An IP address, or a host name whose IDNA form is dot-separated labels of letters,
+    digits, ``-`` and ``_`` (as Docker and Kubernetes service names have)."""
+    try:
+        ipaddress.ip_address(host)
+        return True
+    except ValueError:
+        pass
+    try:
+        ascii_name = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return False
+    return len(ascii_name) <= 253 and _HOST_NAME.fullmatch(ascii_name) is not None
+
+
+def seconds_problem(value: float, minimum_inclusive: bool) -> str | None:
+    """Why ``value`` cannot be a number of seconds (> 0, or >= 0), or None."""
+    low_ok = value >= 0 if minimum_inclusive else value > 0
+    if math.isfinite(value) and low_ok and value <= MAX_SECONDS:
+        return None
+    low = ">= 0" if minimum_inclusive else "> 0"
+    return f"must be a finite number of seconds {low} and <= {MAX_SECONDS:g} (a week)"

@@ -1,0 +1,60 @@
+"""What a long command shows on stderr while it works, only when stderr is a terminal (pure).
+
+Logs, pipes and ``--json`` consumers see none of it; a person at a terminal sees that the
+command is working: one line when slow work starts, and a tqdm bar over a known number of
+steps (the bar ``accuracy run`` shows).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Protocol, TextIO, TypeVar
+
+T = TypeVar("T")
+
+
+class Progress(Protocol):
+    def update(self, n: int = 1) -> object: ...
+
+    def close(self) -> None: ...
+
+
+class _NoProgress:
+    def update(self, n: int = 1) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def _stderr_is_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+def announce(line: str) -> None:
+    """``line`` on stderr when stderr is a terminal; nothing otherwise."""
+    if _stderr_is_terminal():
+        print(line, file=sys.stderr, flush=True)
+
+
+def progress_bar(
+    total: int, unit: str, show: bool | None = None, initial: int = 0, stream: TextIO | None = None
+) -> Progress:
+    """A tqdm bar on ``stream`` (stderr); ``show`` None: only when stderr is a terminal."""
+    if not (_stderr_is_terminal() if show is None else show):
+        return _NoProgress()
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, unit=unit, file=stream or sys.stderr, mininterval=0.5)
+
+
+def tracked(items: Iterable[T], total: int, unit: str) -> Iterator[T]:
+    """``items``, advancing a :func:`progress_bar` (terminal only) per item."""
+    bar = progress_bar(total, unit)
+    try:
+        for item in items:
+            yield item
+            bar.update(1)
+    finally:
+        bar.close()
