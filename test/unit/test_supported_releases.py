@@ -28,3 +28,12 @@ def test_releases_with_the_live_root_cause_are_supported(version: str) -> None:
 def test_post_releases_and_dev_builds_inside_the_range() -> None:
     assert is_supported("0.5.20.post2")
     assert is_supported("0.5.23.dev1")
+
+
+@pytest.mark.parametrize(
+    ("version", "supported"),
+    [("0.5.22rc1", True), ("0.5.14.dev20260601", True), ("0.5.24rc0", False)],
+)
+def test_pre_releases_count_as_the_release_they_lead_to(version: str, supported: bool) -> None:
+    """A release candidate or nightly of a supported release is supported; of 0.5.24 is not."""
+    assert is_supported(version) is supported
