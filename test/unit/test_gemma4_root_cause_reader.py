@@ -11,9 +11,9 @@ import pytest
 
 from sglang_nvfp4_patches.gemma4_attention.root_cause import (
     KvScaleHandoff,
-    KvScaleVerdict,
     analyse_backend_source,
 )
+from support.probe_sources import FORWARD, line_of, verdict_of
 
 APPLIED, DROPPED, UNKNOWN = KvScaleHandoff.APPLIED, KvScaleHandoff.DROPPED, KvScaleHandoff.UNKNOWN
 
@@ -74,15 +74,6 @@ BF16_ONLY_METHOD = """
 
 def backend(**changes: str) -> str:
     return BACKEND.format(**{**RIGHT, **changes})
-
-
-def verdict_of(source: str) -> KvScaleVerdict:
-    return analyse_backend_source(textwrap.dedent(source))
-
-
-def line_of(source: str, text: str) -> int:
-    (number,) = [i for i, line in enumerate(source.splitlines(), 1) if line.strip() == text]
-    return number
 
 
 # ---------------------------------------------------------------- the traps of the issue
@@ -152,16 +143,6 @@ def test_the_helper_shape_of_the_fix_is_applied() -> None:
     # where the V scale's name is written: the reader's caller, not the reader's getattr
     read = 'v_scale = self._scalar(layer, "v_scale_float", "v_scale")'
     assert f"`{read}` l.{line_of(source, read)} in _scales()" in verdict.evidence
-
-
-FORWARD = """
-import torch
-from flashinfer.decode import trtllm_batch_decode_with_kv_cache
-
-class Backend:
-    def forward_decode(self, q, layer):
-{body}
-"""
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,7 @@ from sglang_nvfp4_patches.gemma4_attention.root_cause.values import (
 )
 
 _MAX_DEPTH = 12  # helper calls followed into; deeper is "cannot follow"
+Comprehension = ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
 
 
 @dataclass
@@ -148,6 +149,7 @@ class Walker:
         if isinstance(node, ast.Raise):
             return None
         if isinstance(node, ast.Assert):
+            self.expr(node.test, env)
             return None if fp8_sides(node.test, env.flags)[0] == OTHER else env
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             return self.assign(node, env)
@@ -171,7 +173,8 @@ class Walker:
             for item in node.items:
                 self.expr(item.context_expr, env)
                 if item.optional_vars is not None:
-                    self.bind(item.optional_vars, frozenset({Origin(Kind.OPAQUE, item)}), env)
+                    opaque = frozenset({Origin(Kind.OPAQUE, item.context_expr)})
+                    self.bind(item.optional_vars, opaque, env)
             return self.block(node.body, env, run)
         if isinstance(node, ast.Match):
             self.expr(node.subject, env)
@@ -221,6 +224,7 @@ class Walker:
             self.bind(target.value, frozenset({Origin(Kind.OPAQUE, target)}), env)
 
     def branch(self, node: ast.If, env: Env, run: _Invocation) -> Env | None:
+        self.expr(node.test, env)  # calls in the test run, and `:=` binds, before either side
         when_true, when_false = fp8_sides(node.test, env.flags)
         guard = has(self.test_value(node.test, env), Kind.V_SCALE)
         absent = absent_side(node.test) if guard else ""
@@ -256,7 +260,7 @@ class Walker:
         if isinstance(node, ast.For | ast.AsyncFor):
             self.expr(node.iter, env)
         else:
-            self.test_value(node.test, env)
+            self.expr(node.test, env)
         outer_exits, run.loop_exits = run.loop_exits, []
         state = env
         for _ in range(2):  # twice: values set late in the body reach its start once
@@ -326,14 +330,11 @@ class Walker:
         if isinstance(node, ast.Subscript):
             base = self.expr(node.value, env)
             self.expr(node.slice, env)
-            index = node.slice
-            if (
-                isinstance(base, Tup)
-                and isinstance(index, ast.Constant)
-                and isinstance(index.value, int)
-                and -len(base.items) <= index.value < len(base.items)
-            ):
-                return base.items[index.value]
+            if isinstance(base, Tup):
+                index = _int_literal(node.slice)
+                if index is not None and -len(base.items) <= index < len(base.items):
+                    return base.items[index]
+                return flatten(base) or self.opaque(node)  # an unread index may pick any item
             return combine([base], node) if has(base, Kind.V_SCALE) else self.opaque(node)
         if isinstance(node, ast.BinOp):
             left, right = self.expr(node.left, env), self.expr(node.right, env)
@@ -362,16 +363,49 @@ class Walker:
             return self.expr(node.value, env)
         if isinstance(node, ast.Call):
             return self.call(node, env)
-        for child in ast.iter_child_nodes(node):  # comprehensions, f-strings, lambdas, ...
-            if isinstance(child, ast.expr) and not isinstance(node, ast.Lambda):
-                self.expr(child, env)
+        if isinstance(node, ast.Lambda):
+            self.lambda_body(node, env)
+        elif isinstance(node, Comprehension):
+            self.comprehension(node, env)
+        else:
+            for child in ast.iter_child_nodes(node):  # f-strings, slices, ...
+                if isinstance(child, ast.expr):
+                    self.expr(child, env)
         return self.opaque(node)
+
+    def lambda_body(self, node: ast.Lambda, env: Env) -> None:
+        """Walk a lambda's body (a kernel call in it still reaches the kernel), with its
+        parameters unknown rather than the enclosing names they shadow."""
+        for default in (*node.args.defaults, *node.args.kw_defaults):
+            if default is not None:
+                self.expr(default, env)
+        local = Env(parent=env)
+        for param in ast.walk(node.args):
+            if isinstance(param, ast.arg):
+                local.names[param.arg] = self.opaque(param)
+        self.expr(node.body, local)
+
+    def comprehension(self, node: Comprehension, env: Env) -> None:
+        """Walk a comprehension's iterables, conditions and element, with its loop targets
+        unknown rather than the enclosing names they shadow."""
+        local = Env(parent=env)
+        for generator in node.generators:
+            self.expr(generator.iter, local)
+            for target in ast.walk(generator.target):
+                if isinstance(target, ast.Name):
+                    local.names[target.id] = self.opaque(target)
+            for condition in generator.ifs:
+                self.expr(condition, local)
+        parts = (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)
+        for part in parts:
+            self.expr(part, local)
 
     @staticmethod
     def opaque(node: ast.AST, note: str = "") -> Origins:
         return frozenset({Origin(Kind.OPAQUE, node, note=note)})
 
     def if_expr(self, node: ast.IfExp, env: Env) -> Value:
+        self.expr(node.test, env)
         when_true, when_false = fp8_sides(node.test, env.flags)
         body = BOTTOM if when_true == OTHER else self.expr(node.body, env)
         orelse = BOTTOM if when_false == OTHER else self.expr(node.orelse, env)
@@ -521,6 +555,16 @@ class Walker:
                 if params and params[0].arg in ("self", "cls"):
                     env.names[params[0].arg] = self.opaque(params[0])
                 self.run(fn, env)
+
+
+def _int_literal(node: ast.expr) -> int | None:
+    """An int written in the source: ``1``, or ``-1`` (a minus applied to one)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_literal(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
 
 
 def _annihilates(node: ast.BinOp) -> bool:
