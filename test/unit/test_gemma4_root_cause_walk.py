@@ -87,6 +87,13 @@ def skipped_sides(test: str) -> tuple[bool, bool]:
         ("self.is_nvfp4_kvcache or self.use_cuda_graph", False, False),
         ("self.is_fp8_kv or self.data_type == torch.float8_e5m2", False, True),
         ("not (self.is_fp8_kv or self.data_type == torch.float8_e5m2)", True, False),
+        # an FP8 test and a test for another dtype at once: nothing can be concluded
+        ("self.data_type in (torch.float8_e4m3fn,) and self.is_nvfp4_kvcache", False, False),
+        (
+            "self.data_type in (torch.float8_e4m3fn, torch.bfloat16) and self.is_nvfp4_kvcache",
+            True,
+            False,
+        ),
     ],
 )
 def test_which_side_of_a_test_is_off_the_fp8_path(
@@ -121,19 +128,26 @@ def test_a_local_holding_a_dtype_test_is_read_where_it_is_tested(
     assert verdict.handoff is handoff, verdict.evidence
 
 
-def test_a_local_set_on_one_path_only_says_nothing_after_it() -> None:
-    source = forward(
-        f"""
-        if self.use_cuda_graph:
-            pass
-        else:
-            kvq = self.data_type == torch.float8_e4m3fn
-        if not kvq:
-            return {SINK}(q, bmm2_scale=1.0)
-        return {SINK}(q, bmm2_scale=layer.v_scale)
-        """
-    )
+ONE_PATH = """
+if self.use_cuda_graph:
+    {then}
+else:
+    {otherwise}
+if not kvq:
+    return trtllm_batch_decode_with_kv_cache(q, bmm2_scale=1.0)
+return trtllm_batch_decode_with_kv_cache(q, bmm2_scale=layer.v_scale)
+"""
+FP8_TEST = "kvq = self.data_type == torch.float8_e4m3fn"
+
+
+@pytest.mark.parametrize(
+    ("then", "otherwise"), [(FP8_TEST, "pass"), ("pass", FP8_TEST)], ids=["if", "else"]
+)
+def test_a_local_set_on_one_path_only_says_nothing_after_it(then: str, otherwise: str) -> None:
+    source = forward(ONE_PATH.format(then=then, otherwise=otherwise))
     assert verdict_of(source).handoff is DROPPED
+    both = forward(ONE_PATH.format(then=FP8_TEST, otherwise=FP8_TEST))
+    assert verdict_of(both).handoff is APPLIED
 
 
 # ---------------------------------------------------------------- tests on the V scale itself
@@ -147,6 +161,7 @@ GUARDS = [
     ("layer.v_scale", "layer.v_scale", "self.default", APPLIED),
     ("layer.v_scale > 0", "layer.v_scale", "1.0", APPLIED),
     ("self.has_scale(layer.v_scale)", "layer.v_scale", "1.0", APPLIED),
+    ("self.has_scale(layer.v_scale)", "layer.v_scale", "self.default", UNKNOWN),
     ("not self.has_scale(layer.v_scale)", "1.0", "layer.v_scale", APPLIED),
     # a test that does not say the V scale is missing: what its other side holds is unknown
     ("layer.v_scale > 0", "layer.v_scale", "self.default", UNKNOWN),
@@ -372,9 +387,9 @@ STATEMENTS = [
         id="starred-target",
     ),
     pytest.param(
-        "bmm1, bmm2 = layer.scaling, layer.v_scale, self.o_scale",
+        "bmm1, bmm2 = layer.v_scale, 1.0, 2.0",
         UNKNOWN,
-        "bmm1, bmm2 = layer.scaling, layer.v_scale, self.o_scale",
+        "bmm1, bmm2 = layer.v_scale, 1.0, 2.0",
         id="unpacking-a-tuple-of-another-length",
     ),
     pytest.param(
@@ -508,6 +523,10 @@ VALUES = [
     ("(1.0, layer.v_scale)[0]", DROPPED),
     ("(1.0, layer.v_scale)[-2]", DROPPED),
     ("(1.0, layer.v_scale)[self.use_fp8]", DROPPED),  # either item may reach the kernel
+    ("(1.0, layer.v_scale)[i]", DROPPED),
+    ("(1.0, layer.v_scale)[-self.i]", DROPPED),
+    ("(1.0, 2.0, layer.v_scale)[-1]", APPLIED),
+    ("-()", UNKNOWN),  # nothing known at all
     ("(layer.k_scale, layer.v_scale)[2]", UNKNOWN),
 ]
 
@@ -864,14 +883,15 @@ def test_the_verdict_line_names_the_file_and_the_path() -> None:
     prefix = "trtllm_mha_backend.py, FP8 KV-cache path: "
     assert verdict_of(forward(f"return {SINK}(q, bmm2_scale=1.0)")).evidence.startswith(prefix)
     assert verdict_of("x = 1\n").evidence == prefix + "no trtllm_batch_* call found"
-    assert verdict_of("def broken(:\n").evidence.startswith(
-        "trtllm_mha_backend.py does not parse: "
-    )
+    broken = verdict_of("def broken(:\n").evidence
+    assert broken.startswith("trtllm_mha_backend.py does not parse: ")
+    assert "(trtllm_mha_backend.py, line 1)" in broken
 
 
 def test_a_call_off_the_fp8_path_before_a_dropping_one_does_not_hide_it() -> None:
+    """The first call's bmm2_scale comes only from code off the FP8 path."""
     source = forward(
-        f"if self.data_type == torch.bfloat16:\n    {SINK}(q, bmm2_scale=1.0)\n"
+        f"{SINK}(q, bmm2_scale=1.0 if self.data_type == torch.bfloat16 else ())\n"
         f"return {SINK}(q, bmm2_scale=2.0)"
     )
     verdict = verdict_of(source)
@@ -904,9 +924,11 @@ def test_a_fallback_alone_is_a_drop() -> None:
     assert named(source, culprit, owner="forward_decode") in verdict.evidence
 
 
-def test_a_tuple_of_fallbacks_keeps_the_v_scale_where_it_is() -> None:
+@pytest.mark.parametrize("default", ["1.0", "self.default"])
+def test_a_tuple_of_fallbacks_keeps_the_v_scale_where_it_is(default: str) -> None:
     source = forward(
-        "scales = (1.0, 1.0) if layer.v_scale is None else (layer.k_scale, layer.v_scale)\n"
+        f"scales = ({default}, {default}) if layer.v_scale is None else "
+        "(layer.k_scale, layer.v_scale)\n"
         f"return {SINK}(q, bmm2_scale=scales[1])"
     )
     assert verdict_of(source).handoff is APPLIED
