@@ -175,7 +175,11 @@ def test_sides_that_do_not_pair_name_their_repeats_and_an_example(tmp_path: Path
     )
     with pytest.raises(RunFileError) as from_file:
         paired_runs(ours, many)
-    assert str(from_file.value).endswith(f"(e.g. {ours})")
+    assert str(from_file.value) == (
+        "A has 1 repeat(s) (rs0) and B 2 repeat(s) (rs2, rs10): compare pairs two sgl-eval "
+        "directories repeat by repeat only when both hold the same repeats; name one file per "
+        f"side instead (e.g. {ours})"
+    )
 
 
 def test_our_run_file_pairs_with_a_single_repeat(tmp_path: Path) -> None:

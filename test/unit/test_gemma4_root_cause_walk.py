@@ -11,6 +11,7 @@ so that a change to how one is read shows up as a wrong verdict or a wrong line
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -192,6 +193,9 @@ def test_a_branch_on_the_v_scale(
         ("1.0 if layer.v_scale is None else layer.v_scale", APPLIED),
         ("self.default if layer.v_scale is None else layer.v_scale", APPLIED),
         ("layer.v_scale if layer.v_scale > 0 else 1.0", APPLIED),
+        # a test that does not say which side lacks the V scale: a constant on either side is
+        # taken for its fallback
+        ("1.0 if layer.v_scale > 0 else layer.v_scale", APPLIED),
         ("1.0 if self.data_type == torch.bfloat16 else layer.v_scale", APPLIED),
         ("self.default if layer.v_scale > 0 else layer.v_scale", UNKNOWN),
         ("1.0 if layer.v_scale is None else self.other", DROPPED),
@@ -246,8 +250,48 @@ class Backend:
             "return layer.v_scale",
             APPLIED,
         ),
+        (
+            "if layer.v_scale is None:\n"
+            "    if layer.v_scale_float is None:\n"
+            "        pass\n"
+            "    return self.default\n"
+            "return layer.v_scale",
+            APPLIED,
+        ),
+        ("if self.use_graph:\n    return layer.v_scale\nelse:\n    return self.default", UNKNOWN),
+        ("with self.lock:\n    return layer.v_scale", APPLIED),
+        (
+            'match self.mode:\n    case "decode":\n        return layer.v_scale\n'
+            "return layer.v_scale_float",
+            APPLIED,
+        ),
+        (
+            "try:\n    return layer.v_scale\nexcept KeyError:\n    return layer.v_scale_float",
+            APPLIED,
+        ),
+        (
+            "try:\n    self.read(layer)\nexcept KeyError:\n    raise\nelse:\n"
+            "    return layer.v_scale",
+            APPLIED,
+        ),
+        ("try:\n    pass\nfinally:\n    return layer.v_scale", APPLIED),
+        ("for part in self.parts:\n    pass\nelse:\n    return layer.v_scale", APPLIED),
     ],
-    ids=["missing-opaque", "maybe-constant", "maybe-opaque", "nested-missing", "nested-maybe"],
+    ids=[
+        "missing-opaque",
+        "maybe-constant",
+        "maybe-opaque",
+        "nested-missing",
+        "nested-maybe",
+        "nested-missing-twice",
+        "not-a-test-on-the-v-scale",
+        "in-with",
+        "in-match",
+        "in-try-and-except",
+        "in-try-else",
+        "in-finally",
+        "in-for-else",
+    ],
 )
 def test_a_helper_returning_the_v_scale_or_its_default(
     helper: str, handoff: KvScaleHandoff
@@ -371,6 +415,26 @@ STATEMENTS = [
     pytest.param(
         "assert layer.v_scale is not None\nbmm2 = layer.v_scale", APPLIED, None, id="assert"
     ),
+    pytest.param("assert self.is_fp8_kv\nbmm2 = layer.v_scale", APPLIED, None, id="assert-a-flag"),
+    pytest.param(
+        "bmm2 = 1.0\nfor part in self.parts:\n    bmm2 = layer.v_scale\n    if part.last:\n"
+        "        break",
+        DROPPED,
+        "bmm2 = 1.0",
+        id="break-after-setting-it",
+    ),
+    pytest.param(
+        "scale = layer.v_scale\nif (bmm2 := scale) is None:\n    raise ValueError(layer)",
+        APPLIED,
+        None,
+        id="walrus-of-a-name",
+    ),
+    pytest.param(
+        "bmm2, *rest = layer.v_scale, self.o_scale",
+        UNKNOWN,
+        "bmm2, *rest = layer.v_scale, self.o_scale",
+        id="starred-target-of-the-same-length",
+    ),
     pytest.param("bmm2 = layer.v_scale\nbmm2 *= 2.0", APPLIED, None, id="augmented-v-scale"),
     pytest.param("bmm2 = 1.0\nbmm2 *= layer.v_scale", APPLIED, None, id="augmented-by-v-scale"),
     pytest.param("bmm2 = 2.0\nbmm2 *= 0.5", DROPPED, "bmm2 = 2.0", id="augmented-constant"),
@@ -453,6 +517,50 @@ def test_a_statement_on_the_way_to_the_kernel(
             id="a-lambda-parameter-shadows",
         ),
         pytest.param(
+            "try:\n    bmm2 = layer.v_scale\n    out = self.fast(bmm2)\nexcept RuntimeError:\n"
+            f"    out = {SINK}(q, bmm2_scale=bmm2)\nreturn out",
+            APPLIED,
+            None,
+            id="in-an-except-after-the-value-was-set",
+        ),
+        pytest.param(
+            f"run = lambda s={SINK}(q, bmm2_scale=1.0): s\nreturn run()",
+            DROPPED,
+            f"run = lambda s={SINK}(q, bmm2_scale=1.0): s",
+            id="a-lambda-default",
+        ),
+        pytest.param(
+            f"run = lambda *, s: {SINK}(q, bmm2_scale=s)\nreturn run(s=layer.v_scale)",
+            UNKNOWN,
+            f"run = lambda *, s: {SINK}(q, bmm2_scale=s)",
+            id="a-lambda-keyword-only-parameter",
+        ),
+        pytest.param(
+            f"scale = layer.v_scale\nrun = lambda: {SINK}(q, bmm2_scale=scale)\nreturn run()",
+            APPLIED,
+            None,
+            id="a-lambda-reads-the-enclosing-value",
+        ),
+        pytest.param(
+            f"run = lambda bmm2: {SINK}(\n    q, bmm2_scale=bmm2\n)\nreturn run(layer.v_scale)",
+            UNKNOWN,
+            f"run = lambda bmm2: {SINK}(",
+            id="a-lambda-parameter-on-another-line",
+        ),
+        pytest.param(
+            f"scale = layer.v_scale\nreturn [{SINK}(part, bmm2_scale=scale) for part in q]",
+            APPLIED,
+            None,
+            id="a-comprehension-reads-the-enclosing-value",
+        ),
+        pytest.param(
+            f"bmm2 = layer.v_scale\nreturn [\n    {SINK}(q, bmm2_scale=bmm2)\n"
+            "    for bmm2 in self.units\n]",
+            UNKNOWN,
+            "for bmm2 in self.units",
+            id="a-comprehension-target-on-another-line",
+        ),
+        pytest.param(
             f"return [{SINK}(part, bmm2_scale=1.0) for part in q]",
             DROPPED,
             f"return [{SINK}(part, bmm2_scale=1.0) for part in q]",
@@ -528,6 +636,12 @@ VALUES = [
     ("(1.0, 2.0, layer.v_scale)[-1]", APPLIED),
     ("-()", UNKNOWN),  # nothing known at all
     ("(layer.k_scale, layer.v_scale)[2]", UNKNOWN),
+    ("(layer.v_scale, 1.0)[-2]", APPLIED),
+    ("()[i]", UNKNOWN),
+    ("self.scales[0]", UNKNOWN),
+    ('{"v": layer.v_scale}', UNKNOWN),
+    ("() + ()", UNKNOWN),
+    ("float(())", UNKNOWN),
 ]
 
 
@@ -712,15 +826,6 @@ def helper_chain(depth: int) -> str:
     )
 
 
-def test_helpers_are_followed_eleven_calls_deep_and_no_deeper() -> None:
-    assert verdict_of(helper_chain(11)).handoff is APPLIED
-    deep = helper_chain(12)
-    verdict = verdict_of(deep)
-    assert verdict.handoff is UNKNOWN
-    note = "_h12() is recursive or nested too deep"
-    assert named(deep, "return self._h12(layer)", note, "_h11") in verdict.evidence
-
-
 # ---------------------------------------------------------------- nested functions
 
 CLOSURES = [
@@ -760,9 +865,10 @@ CLOSURES = [
         id="redefines-a-name",
     ),
     pytest.param(
-        f"def run():\n    return run()\nreturn {SINK}(q, bmm2_scale=run())",
-        UNKNOWN,
-        id="recursive",
+        f"scale = layer.v_scale\ndef run():\n    return {SINK}(q, bmm2_scale=scale)\n"
+        "return self.graph.capture(run)",
+        APPLIED,
+        id="handed-on-reads-the-enclosing-value",
     ),
 ]
 
@@ -771,6 +877,46 @@ CLOSURES = [
 def test_a_nested_function(body: str, handoff: KvScaleHandoff) -> None:
     verdict = verdict_of(forward(body))
     assert verdict.handoff is handoff, verdict.evidence
+
+
+def test_a_recursive_nested_function_is_named() -> None:
+    source = forward(f"def run():\n    return run()\nreturn {SINK}(q, bmm2_scale=run())")
+    verdict = verdict_of(source)
+    assert verdict.handoff is UNKNOWN
+    note = "run() is recursive or nested too deep"
+    assert named(source, "return run()", note, "forward_decode") in verdict.evidence
+
+
+def test_a_nested_function_as_the_value_is_unknown() -> None:
+    source = forward(f"def run():\n    return 1.0\nbmm2 = run\nreturn {SINK}(q, bmm2_scale=bmm2)")
+    verdict = verdict_of(source)
+    assert verdict.handoff is UNKNOWN
+    assert named(source, "bmm2 = run", owner="forward_decode") in verdict.evidence
+
+
+def closure_chain(depth: int) -> str:
+    """forward_decode defines c1 ... c{depth}; each calls the next, the last reads V."""
+    calls = [f"def c{i}():\n    return c{i + 1}()" for i in range(1, depth)]
+    body = "\n".join([*calls, f"def c{depth}():\n    return layer.v_scale"])
+    return forward(f"{body}\nreturn {SINK}(q, bmm2_scale=c1())")
+
+
+@pytest.mark.parametrize(
+    ("chain", "call", "owner"),
+    [
+        (helper_chain, "return self._h12(layer)", "_h11"),
+        (closure_chain, "return c12()", "forward_decode"),
+    ],
+    ids=["helpers", "nested-functions"],
+)
+def test_calls_are_followed_eleven_deep_and_no_deeper(chain: Any, call: str, owner: str) -> None:
+    assert verdict_of(chain(11)).handoff is APPLIED
+    deep = chain(12)
+    verdict = verdict_of(deep)
+    assert verdict.handoff is UNKNOWN
+    callee_name = call.removeprefix("return ").removeprefix("self.").split("(")[0]
+    note = f"{callee_name}() is recursive or nested too deep"
+    assert named(deep, call, note, owner) in verdict.evidence
 
 
 def test_a_nested_function_handed_on_runs_with_arguments_it_cannot_pair() -> None:
@@ -847,14 +993,15 @@ def test_a_root_with_few_parameters(source: str, handoff: KvScaleHandoff) -> Non
     assert verdict_of(source).handoff is handoff
 
 
-def test_self_is_not_a_parameter_set_by_callers() -> None:
-    source = forward(f"return {SINK}(q, bmm2_scale=self)")
+@pytest.mark.parametrize("first", ["self", "cls"])
+def test_self_or_cls_is_not_a_parameter_set_by_callers(first: str) -> None:
+    source = forward(f"return {SINK}(q, bmm2_scale={first})").replace("(self, q", f"({first}, q")
     verdict = verdict_of(source)
     assert verdict.handoff is UNKNOWN
-    assert named(source, "def forward_decode(self, q, layer):", owner="forward_decode") in (
+    assert named(source, f"def forward_decode({first}, q, layer):", owner="forward_decode") in (
         verdict.evidence
     )
-    assert "parameter self" not in verdict.evidence
+    assert f"parameter {first}" not in verdict.evidence
 
 
 def test_a_parameter_is_named_on_its_def_line() -> None:
@@ -932,3 +1079,81 @@ def test_a_tuple_of_fallbacks_keeps_the_v_scale_where_it_is(default: str) -> Non
         f"return {SINK}(q, bmm2_scale=scales[1])"
     )
     assert verdict_of(source).handoff is APPLIED
+
+
+def test_the_v_scale_is_named_where_it_is_read() -> None:
+    source = forward(f"return {SINK}(q, bmm2_scale=layer.v_scale)")
+    culprit = f"return {SINK}(q, bmm2_scale=layer.v_scale)"
+    assert verdict_of(source).evidence.endswith(
+        f"comes from the layer's V scale ({named(source, culprit, owner='forward_decode')})"
+    )
+
+
+def test_an_awaited_helper_is_followed() -> None:
+    source = textwrap.dedent(
+        f"""
+        class Backend:
+            async def _v_scale(self, layer):
+                return layer.v_scale
+
+            async def forward_decode(self, q, layer):
+                return {SINK}(q, bmm2_scale=await self._v_scale(layer))
+        """
+    )
+    assert verdict_of(source).handoff is APPLIED
+
+
+def test_an_index_into_a_class_constant_is_unknown() -> None:
+    source = forward(f"return {SINK}(q, bmm2_scale=self.UNIT[0])").replace(
+        "class Backend:\n", "class Backend:\n    UNIT = 1.0\n", 1
+    )
+    verdict = verdict_of(source)
+    assert verdict.handoff is UNKNOWN, verdict.evidence
+
+
+def test_a_default_that_names_a_module_constant() -> None:
+    source = "_UNIT = 1.0\n" + forward(f"return {SINK}(q, bmm2_scale=self._scale(layer))").replace(
+        "class Backend:\n",
+        "class Backend:\n    def _scale(self, layer, default=_UNIT):\n        return default\n",
+        1,
+    )
+    verdict = verdict_of(source)
+    assert verdict.handoff is DROPPED
+    assert "`_UNIT = 1.0` l.1" in verdict.evidence
+
+
+@pytest.mark.parametrize(
+    ("helper", "call", "culprit"),
+    [
+        ("def _pick(self, first, second):\n    return second", "self._pick(1.0)", None),
+        ("def _scale(self, *parts):\n    return parts", "self._scale(layer.v_scale)", None),
+        (
+            "def _run(self, q, bmm2, extra):\n    return bmm2",
+            "self._run(*head, layer.v_scale)",
+            "head = (q, 1.0)",
+        ),
+    ],
+    ids=["a-missing-argument", "varargs", "after-a-starred-argument"],
+)
+def test_arguments_that_cannot_be_paired_are_unknown_at_the_call(
+    helper: str, call: str, culprit: str | None
+) -> None:
+    body = ("head = (q, 1.0)\n" if culprit else "") + f"return {SINK}(q, bmm2_scale={call})"
+    source = forward(body).replace(
+        "class Backend:\n", "class Backend:\n" + textwrap.indent(helper, "    ") + "\n", 1
+    )
+    verdict = verdict_of(source)
+    assert verdict.handoff is UNKNOWN, verdict.evidence
+    note = "arguments this probe cannot pair"
+    line = f"return {SINK}(q, bmm2_scale={call})"
+    assert named(source, line, note, "forward_decode") in verdict.evidence
+
+
+def test_keyword_arguments_gathered_in_kwargs_are_unknown() -> None:
+    helper = "def _scale(self, **parts):\n    return parts['v']"
+    source = forward(f"return {SINK}(q, bmm2_scale=self._scale(v=layer.v_scale))").replace(
+        "class Backend:\n", "class Backend:\n" + textwrap.indent(helper, "    ") + "\n", 1
+    )
+    verdict = verdict_of(source)
+    assert verdict.handoff is UNKNOWN
+    assert named(source, "return parts['v']", owner="_scale") in verdict.evidence

@@ -419,13 +419,18 @@ class Walker:
 
     def call(self, node: ast.Call, env: Env) -> Value:
         name = callee(node)
-        args = [self.expr(a.value if isinstance(a, ast.Starred) else a, env) for a in node.args]
+        # From the first `*x` on, which parameter an argument meets cannot be told: those
+        # arguments are walked (calls in them run) but not paired.
+        starred = [isinstance(a, ast.Starred) for a in node.args]
+        cut = starred.index(True) if any(starred) else len(node.args)
+        args = [self.expr(a, env) for a in node.args[:cut]]
+        for later in node.args[cut:]:
+            self.expr(later.value if isinstance(later, ast.Starred) else later, env)
         call = _Arguments(
             node,
             args,
             {k.arg: self.expr(k.value, env) for k in node.keywords if k.arg},
-            any(isinstance(a, ast.Starred) for a in node.args)
-            or any(k.arg is None for k in node.keywords),
+            cut < len(node.args) or any(k.arg is None for k in node.keywords),
         )
         if name and name.startswith(SINK_PREFIX) and name not in self.functions:
             self.record_sink(call)
@@ -437,12 +442,16 @@ class Walker:
         if self.module_target(node) and name is not None:
             method = isinstance(node.func, ast.Attribute)
             return join(*(self.call_function(fn, call, method) for fn in self.functions[name]))
-        if name == "getattr" and len(node.args) >= 2:
-            (name_origin, *others) = flatten(args[1]) or {Origin(Kind.OPAQUE, node)}
-            text = name_origin.literal
-            if not others and isinstance(text, str) and V_SCALE_NAME.fullmatch(text):
+        if name == "getattr" and len(args) >= 2:
+            names = flatten(args[1])
+            written = next(iter(names)) if len(names) == 1 else None
+            if (
+                written
+                and isinstance(written.literal, str)
+                and V_SCALE_NAME.fullmatch(written.literal)
+            ):
                 # the evidence is where the name is written (a helper's caller, often)
-                return frozenset({Origin(Kind.V_SCALE, name_origin.node)})
+                return frozenset({Origin(Kind.V_SCALE, written.node)})
             return self.opaque(node)
         if isinstance(node.func, ast.Attribute):
             receiver = self.expr(node.func.value, env)
@@ -450,7 +459,7 @@ class Walker:
                 if name in CONSTANT_METHODS:
                     return frozenset({Origin(Kind.CONSTANT, node)})
                 return combine([receiver], node)
-        if name in PRESERVING_CALLS and node.args and not call.unpaired:
+        if name in PRESERVING_CALLS and args and not call.unpaired:
             return combine(args, node)
         return self.opaque(node)
 
