@@ -438,6 +438,7 @@ STATEMENTS = [
     pytest.param("bmm2 = layer.v_scale\nbmm2 *= 2.0", APPLIED, None, id="augmented-v-scale"),
     pytest.param("bmm2 = 1.0\nbmm2 *= layer.v_scale", APPLIED, None, id="augmented-by-v-scale"),
     pytest.param("bmm2 = 2.0\nbmm2 *= 0.5", DROPPED, "bmm2 = 2.0", id="augmented-constant"),
+    pytest.param("bmm2 = ()\nbmm2 += ()", UNKNOWN, "bmm2 += ()", id="augmented-nothing"),
     pytest.param(
         "if (bmm2 := layer.v_scale) is None:\n    raise ValueError(layer)",
         APPLIED,
@@ -642,6 +643,7 @@ VALUES = [
     ('{"v": layer.v_scale}', UNKNOWN),
     ("() + ()", UNKNOWN),
     ("float(())", UNKNOWN),
+    ("getattr(layer, ())", UNKNOWN),
 ]
 
 
@@ -1129,8 +1131,8 @@ def test_a_default_that_names_a_module_constant() -> None:
         ("def _scale(self, *parts):\n    return parts", "self._scale(layer.v_scale)", None),
         (
             "def _run(self, q, bmm2, extra):\n    return bmm2",
-            "self._run(*head, layer.v_scale)",
-            "head = (q, 1.0)",
+            "self._run(*head, scale)",
+            "head, scale = (q, 1.0), layer.v_scale",
         ),
     ],
     ids=["a-missing-argument", "varargs", "after-a-starred-argument"],
@@ -1138,7 +1140,7 @@ def test_a_default_that_names_a_module_constant() -> None:
 def test_arguments_that_cannot_be_paired_are_unknown_at_the_call(
     helper: str, call: str, culprit: str | None
 ) -> None:
-    body = ("head = (q, 1.0)\n" if culprit else "") + f"return {SINK}(q, bmm2_scale={call})"
+    body = (f"{culprit}\n" if culprit else "") + f"return {SINK}(q, bmm2_scale={call})"
     source = forward(body).replace(
         "class Backend:\n", "class Backend:\n" + textwrap.indent(helper, "    ") + "\n", 1
     )
