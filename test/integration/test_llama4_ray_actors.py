@@ -37,6 +37,8 @@ JOB_PROBE = str(SCRIPTS / "ray_job_probe.py")
 ENV_VARS = {"SGLANG_PLUGINS": "nvfp4_patches"}
 HOOKED_ENV = {"worker_process_setup_hook": "sglang.srt.plugins.load_plugins", "env_vars": ENV_VARS}
 UNHOOKED_ENV = {"env_vars": ENV_VARS}
+# A site's own setup hook (not SGLang's load_plugins): the actors still miss the plugin.
+OTHER_HOOK_ENV = {"worker_process_setup_hook": "my_site.setup", "env_vars": ENV_VARS}
 JOBS = {"hooked": HOOKED_ENV, "unhooked": UNHOOKED_ENV}
 MOE_METHODS = ("ModelOptNvFp4FusedMoEMethod", "CompressedTensorsW4A4Nvfp4MoE")
 
@@ -116,9 +118,15 @@ def import_ray_engine(job_runtime_env: dict[str, Any] | None) -> tuple[dict, lis
     [
         (None, ray_actors.RayJob.NO_JOB),
         (UNHOOKED_ENV, ray_actors.RayJob.NO_HOOK),
+        (OTHER_HOOK_ENV, ray_actors.RayJob.OTHER_HOOK),
         (HOOKED_ENV, ray_actors.RayJob.HOOKED),
     ],
-    ids=["launch-server", "job-submit-without-hook", "job-submit-with-hook"],
+    ids=[
+        "launch-server",
+        "job-submit-without-hook",
+        "job-submit-with-another-hook",
+        "job-submit-with-hook",
+    ],
 )
 def test_importing_sglang_ray_engine_checks_the_job(
     job_runtime_env: dict[str, Any] | None, expected: ray_actors.RayJob
@@ -134,3 +142,6 @@ def test_importing_sglang_ray_engine_checks_the_job(
     else:
         assert len(warnings) == 1, warnings
         assert expected.value in warnings[0]
+        assert "'worker_process_setup_hook': 'sglang.srt.plugins.load_plugins'" in warnings[0]
+    if expected is ray_actors.RayJob.OTHER_HOOK:
+        assert "(it is 'my_site.setup')" in warnings[0]

@@ -28,6 +28,7 @@ from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
 from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     RouterWeightOnInputError,
     TopKNotOneError,
+    UnverifiedWrapperError,
 )
 from sglang_nvfp4_patches.simulation.moe_layer import LLAMA4_MOE_PREFIX, fused_moe_layer
 from support.configs import LLAMA4_NVFP4, LLAMA4_NVFP4_CT, edited_copy
@@ -43,6 +44,7 @@ HIDDEN, INTERMEDIATE, EXPERTS = 64, 64, 4
 DP_ATTENTION_EP = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "ep_size": 2}
 MODELOPT_FLAGS = {"quantization": "modelopt_fp4", "moe_runner_backend": "flashinfer_cutlass"}
 TOP_K_REMEDY = "top-k must be 1 on this runner; use another MoE runner backend"
+PER_TOKEN_ENV = "SGLANG_FLASHINFER_NVFP4_PER_TOKEN_ACTIVATION"
 
 
 def modelopt_layer() -> tuple[Any, Any, Any]:
@@ -74,6 +76,12 @@ def compressed_tensors_layer() -> tuple[Any, Any, Any]:
         )
     runner_config = llama4_runner_config(EXPERTS, HIDDEN, INTERMEDIATE, top_k=None, layer=layer)
     return layer, layer.quant_method, runner_config
+
+
+def lifted_method(layer: Any) -> Any:
+    """The NVFP4 method whose rejection the plugin lifts: the compressed-tensors scheme, else
+    the layer's own quant method."""
+    return getattr(layer, "scheme", None) or layer.quant_method
 
 
 def build(layer: Any, config: Any) -> None:
@@ -191,6 +199,103 @@ def test_a_wrapped_method_is_refused_at_build_naming_the_wrapper(
     assert f"wrapped by {name}" in str(refused.value)
     if name == "KTEPWrapperMethod":
         assert "--kt-weight-path" in str(refused.value)
+
+
+def test_a_compressed_tensors_layer_holding_another_scheme_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The layer's own compressed-tensors method, but ``layer.scheme`` is not the NVFP4 scheme
+    being built (a scheme in front of it): refused, not lifted."""
+    with moe_layer_build_on("sm120", LLAMA4_NVFP4_CT, monkeypatch):
+        layer, method, config = compressed_tensors_layer()
+        nvfp4_scheme = layer.scheme
+        layer.scheme = ForwardingWrapper(nvfp4_scheme)
+        with pytest.raises(UnverifiedWrapperError) as refused:
+            build(layer, config)
+    assert type(method).__name__ == "CompressedTensorsFusedMoEMethod"
+    message = str(refused.value)
+    assert (
+        f"this MoE layer's {type(nvfp4_scheme).__name__} is wrapped by {type(method).__name__}"
+        in message
+    )
+    assert f"only for an unwrapped {type(nvfp4_scheme).__name__}" in message
+    assert nvfp4_scheme.moe_runner_config is config  # SGLang's own view: the flag stands
+
+
+@pytest.mark.parametrize("build_layer", [modelopt_layer, compressed_tensors_layer])
+def test_a_layer_without_a_quant_method_is_refused_as_an_unknown_holder(
+    build_layer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = LLAMA4_NVFP4 if build_layer is modelopt_layer else LLAMA4_NVFP4_CT
+    flags = MODELOPT_FLAGS if build_layer is modelopt_layer else {}
+    with moe_layer_build_on("sm120", source, monkeypatch, **flags):
+        layer, _, config = build_layer()
+        nvfp4_method = lifted_method(layer)
+        del layer.quant_method
+        with pytest.raises(UnverifiedWrapperError) as refused:
+            nvfp4_method.create_moe_runner(layer, config)
+    message = str(refused.value)
+    name = type(nvfp4_method).__name__
+    assert f"this MoE layer's {name} is wrapped by an unknown holder (no quant_method)" in message
+    assert nvfp4_method.moe_runner_config is config
+
+
+# Llama 4 on a simulated B200 with the FlashInfer TRT-LLM MoE runner: SGLang's ModelOpt default
+# there (``auto``), or asked for; the compressed-tensors scheme builds it when asked.
+OTHER_RUNNERS = [
+    pytest.param(
+        modelopt_layer, LLAMA4_NVFP4, {"quantization": "modelopt_fp4"}, id="modelopt-auto"
+    ),
+    pytest.param(
+        modelopt_layer,
+        LLAMA4_NVFP4,
+        {"quantization": "modelopt_fp4", "moe_runner_backend": "flashinfer_trtllm"},
+        id="modelopt-flashinfer_trtllm",
+    ),
+    pytest.param(
+        compressed_tensors_layer,
+        LLAMA4_NVFP4_CT,
+        {"moe_runner_backend": "flashinfer_trtllm"},
+        id="compressed-tensors-flashinfer_trtllm",
+    ),
+]
+
+
+@pytest.mark.parametrize(("build_layer", "source", "flags"), OTHER_RUNNERS)
+def test_a_method_on_another_runner_keeps_sglangs_own_view_of_the_flag(
+    build_layer: Any, source: Path, flags: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lift is for the CUTLASS runner only: elsewhere the method builds what SGLang's own
+    create_moe_runner builds, and reads the layer's real config, flag and all."""
+    with moe_layer_build_on("sm100", source, monkeypatch, **flags):
+        layer, _, config = build_layer()
+        build(layer, config)
+        twin_layer, _, twin_config = build_layer()
+        twin = lifted_method(twin_layer)
+        type(twin).create_moe_runner.__wrapped__(twin, twin_layer, twin_config)  # SGLang's own
+    method = lifted_method(layer)
+    assert method.runner.runner_backend is twin.runner.runner_backend
+    assert not method.runner.runner_backend.is_flashinfer_cutlass()
+    assert method.runner.config is config and twin.moe_runner_config is twin_config
+    assert method.moe_runner_config is config
+    assert method.moe_runner_config.apply_router_weight_on_input is True
+
+
+def test_per_token_activations_are_not_quantized_by_the_all_to_all_and_build(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SGLang's FlashInfer all-to-all dispatches NVFP4 only without per-token activation
+    scales; with them (SGLang's own switch) the layer is lifted, not refused."""
+    from sglang.srt.environ import envs
+
+    if not hasattr(envs, PER_TOKEN_ENV):
+        pytest.skip(f"not applicable: this SGLang has no {PER_TOKEN_ENV}")
+    monkeypatch.setenv(PER_TOKEN_ENV, "1")
+    flags = {**MODELOPT_FLAGS, **DP_ATTENTION_EP, "moe_a2a_backend": "flashinfer"}
+    with moe_layer_build_on("sm120", LLAMA4_NVFP4, monkeypatch, **flags):
+        layer, method, config = modelopt_layer()
+        assert method.quant_config.use_per_token_activation is True
+        assert_lifted(layer, method, config)
 
 
 def test_compressed_tensors_main_path_is_lifted(monkeypatch: pytest.MonkeyPatch) -> None:

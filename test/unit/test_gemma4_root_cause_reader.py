@@ -11,9 +11,9 @@ import pytest
 
 from sglang_nvfp4_patches.gemma4_attention.root_cause import (
     KvScaleHandoff,
-    KvScaleVerdict,
     analyse_backend_source,
 )
+from support.probe_sources import FORWARD, line_of, verdict_of
 
 APPLIED, DROPPED, UNKNOWN = KvScaleHandoff.APPLIED, KvScaleHandoff.DROPPED, KvScaleHandoff.UNKNOWN
 
@@ -74,15 +74,6 @@ BF16_ONLY_METHOD = """
 
 def backend(**changes: str) -> str:
     return BACKEND.format(**{**RIGHT, **changes})
-
-
-def verdict_of(source: str) -> KvScaleVerdict:
-    return analyse_backend_source(textwrap.dedent(source))
-
-
-def line_of(source: str, text: str) -> int:
-    (number,) = [i for i, line in enumerate(source.splitlines(), 1) if line.strip() == text]
-    return number
 
 
 # ---------------------------------------------------------------- the traps of the issue
@@ -152,16 +143,6 @@ def test_the_helper_shape_of_the_fix_is_applied() -> None:
     # where the V scale's name is written: the reader's caller, not the reader's getattr
     read = 'v_scale = self._scalar(layer, "v_scale_float", "v_scale")'
     assert f"`{read}` l.{line_of(source, read)} in _scales()" in verdict.evidence
-
-
-FORWARD = """
-import torch
-from flashinfer.decode import trtllm_batch_decode_with_kv_cache
-
-class Backend:
-    def forward_decode(self, q, layer):
-{body}
-"""
 
 
 @pytest.mark.parametrize(
@@ -306,6 +287,60 @@ def test_no_bmm2_scale_is_flashinfers_default_and_dropped() -> None:
     verdict = verdict_of(source)
     assert verdict.handoff is DROPPED
     assert "FlashInfer's default bmm2_scale" in verdict.evidence
+
+
+# FlashInfer's decode entry point: query, kv_cache, workspace_buffer, block_tables, seq_lens,
+# max_seq_len, bmm1_scale, then bmm2_scale (default 1.0).
+SEVEN_POSITIONAL = "q, kv_cache, self.workspace, block_tables, seq_lens, max_seq_len, layer.scaling"
+
+
+def test_as_many_positional_arguments_as_before_bmm2_scale_leave_it_at_the_default() -> None:
+    call = f"return trtllm_batch_decode_with_kv_cache({SEVEN_POSITIONAL})"
+    source = FORWARD.format(body=f"        {call}")
+    verdict = verdict_of(source)
+    assert verdict.handoff is DROPPED, verdict.evidence
+    line = line_of(textwrap.dedent(source), call)
+    assert f"(FlashInfer's default bmm2_scale) l.{line} in forward_decode()" in verdict.evidence
+
+
+def test_one_more_positional_argument_supplies_bmm2_scale() -> None:
+    call = f"return trtllm_batch_decode_with_kv_cache({SEVEN_POSITIONAL}, layer.v_scale)"
+    source = FORWARD.format(body=f"        {call}")
+    verdict = verdict_of(source)
+    assert verdict.handoff is UNKNOWN, verdict.evidence  # supplied, but not followed by position
+    line = line_of(textwrap.dedent(source), call)
+    assert f"(bmm2_scale by position or **kwargs) l.{line} in forward_decode()" in verdict.evidence
+    assert "default" not in verdict.evidence
+
+
+GUARDED = """
+import torch
+from flashinfer.decode import trtllm_batch_decode_with_kv_cache
+
+class Backend:
+    def forward_decode(self, q, layer):
+        if {flag}:
+            bmm2_scale = layer.v_scale
+        else:
+            bmm2_scale = 1.0
+        return trtllm_batch_decode_with_kv_cache(q, bmm2_scale=bmm2_scale)
+"""
+
+
+@pytest.mark.parametrize("flag", ["self.use_fp8_gemm", "self.fp8_linear", "use_fp8_gemm"])
+def test_an_fp8_flag_not_about_the_kv_cache_is_no_kv_cache_guard(flag: str) -> None:
+    """Its else branch may run with an FP8 KV cache, so the unit bmm2 there reaches the kernel."""
+    source = textwrap.dedent(GUARDED.format(flag=flag))
+    verdict = verdict_of(source)
+    assert verdict.handoff is DROPPED, verdict.evidence
+    line = line_of(source, "bmm2_scale = 1.0")
+    assert f"is a constant: `bmm2_scale = 1.0` l.{line} in forward_decode()" in verdict.evidence
+
+
+@pytest.mark.parametrize("flag", ["self.is_fp8_kv", "self.kv_cache_is_fp8", "self.fp8_kvcache"])
+def test_an_fp8_kv_cache_flag_keeps_its_else_branch_off_the_fp8_path(flag: str) -> None:
+    verdict = verdict_of(GUARDED.format(flag=flag))
+    assert verdict.handoff is APPLIED, verdict.evidence
 
 
 def test_one_dropping_call_among_fixed_ones_is_dropped() -> None:

@@ -15,6 +15,8 @@ from sglang_nvfp4_patches.gemma4_attention.rule import (
     Gemma4Mode,
     decide_gemma4_attention,
     kv_cache_is_fp8,
+    override_hint,
+    why_triton,
 )
 
 AFFECTED = dict(
@@ -202,3 +204,93 @@ def test_kv_cache_dtype_follows_flag_then_checkpoint(
     flag: object, checkpoint: object, fp8: bool
 ) -> None:
     assert kv_cache_is_fp8(flag, checkpoint) is fp8
+
+
+def test_mxfp8_is_an_fp8_kv_cache() -> None:
+    assert kv_cache_is_fp8("mxfp8", None) is True
+    assert kv_cache_is_fp8("MXFP8", "NVFP4") is True
+
+
+# ---------------------------------------------------------------- what the operator reads
+
+LIVE_REASON = (
+    "this SGLang's trtllm_mha drops the FP8 KV-cache scales (sglang#26518); Gemma 4 NVFP4 "
+    "(modelopt_fp4) MoE on SM10X with an FP8 KV cache defaults the attention backend to triton"
+)
+FORCED_REASON = (
+    "SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention: Gemma 4 NVFP4 (modelopt_fp4) MoE on SM10X "
+    "defaults the attention backend to triton"
+)
+
+
+@pytest.mark.parametrize(
+    ("mode", "changes", "reason"),
+    [
+        (Gemma4Mode.LIVE, {}, LIVE_REASON),
+        (Gemma4Mode.FORCED, {}, FORCED_REASON),
+        (
+            Gemma4Mode.LIVE,
+            {"decode_attention_backend": "flashinfer"},
+            LIVE_REASON + " for the split side that was not given (flashinfer was given)",
+        ),
+        (
+            Gemma4Mode.LIVE,
+            {"prefill_attention_backend": "triton", "decode_attention_backend": "flashinfer"},
+            "the attention backend was given explicitly (triton, flashinfer); honoured",
+        ),
+        (
+            Gemma4Mode.FIXED,
+            {},
+            "trtllm_mha applies FP8 KV-cache scales here (sglang#28144); SGLang's default stands",
+        ),
+        (
+            Gemma4Mode.LIVE,
+            {"kv_cache_fp8": False},
+            "the KV cache is not FP8, so trtllm_mha's dropped FP8 KV-cache scales do not apply; "
+            "SGLang's default stands",
+        ),
+        (
+            Gemma4Mode.FORCED,
+            {"compute_capability_major": 12},
+            "not Gemma 4 NVFP4 MoE on SM10X; SGLang's default is unaffected",
+        ),
+    ],
+    ids=["live", "forced", "split-side", "both-sides", "fixed", "bf16-kv-cache", "not-sm10x"],
+)
+def test_the_reason_reads_in_full(mode: Gemma4Mode, changes: dict, reason: str) -> None:
+    assert decide(mode, **changes).reason == reason
+
+
+def test_the_warnings_for_an_explicit_trtllm_mha_read_in_full() -> None:
+    assert decide(Gemma4Mode.LIVE, attention_backend="trtllm_mha").warning == (
+        "trtllm_mha is honoured as given, but this SGLang's trtllm_mha drops the FP8 KV-cache "
+        "scales (sglang#26518; fixed upstream in sglang#28144): Gemma 4 NVFP4 MoE loses accuracy "
+        "with it (MMLU 0.622 -> 0.037 in one report). Use --attention-backend triton or "
+        "--kv-cache-dtype bfloat16"
+    )
+    assert decide(Gemma4Mode.FORCED, attention_backend="trtllm_mha").warning == (
+        "trtllm_mha is honoured as given although SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention "
+        "asks for the triton default"
+    )
+
+
+@pytest.mark.parametrize(
+    ("mode", "why", "hint"),
+    [
+        (
+            Gemma4Mode.LIVE,
+            "which drops the FP8 KV-cache scales on this SGLang (sglang#26518; fixed upstream in "
+            "sglang#28144)",
+            "pass --attention-backend trtllm_mha to override (after checking accuracy), or set "
+            "SGLANG_NVFP4_PATCHES_DISABLE=gemma4-attention",
+        ),
+        (
+            Gemma4Mode.FORCED,
+            "although SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention asks for triton",
+            "pass --attention-backend trtllm_mha to override, or unset SGLANG_NVFP4_PATCHES_FORCE",
+        ),
+    ],
+)
+def test_why_triton_and_how_to_override_read_in_full(mode: Gemma4Mode, why: str, hint: str) -> None:
+    assert why_triton(mode) == why
+    assert override_hint(mode) == hint

@@ -45,6 +45,20 @@ def test_callback_runs_at_once_for_an_imported_module(module_dir: Path) -> None:
     assert seen == [module]
 
 
+def test_a_callback_run_at_once_is_not_queued_for_a_later_import(module_dir: Path) -> None:
+    """Once only: importing the module again (a reload, or a fresh import after it left
+    ``sys.modules``) does not call it a second time."""
+    (module_dir / "nvfp4_probe_once.py").write_text("VALUE = 1\n")
+    module = importlib.import_module("nvfp4_probe_once")
+    seen: list[object] = []
+    when_imported("nvfp4_probe_once", seen.append)
+    assert "nvfp4_probe_once" not in pending_modules()
+    importlib.reload(module)
+    del sys.modules["nvfp4_probe_once"]
+    importlib.import_module("nvfp4_probe_once")
+    assert seen == [module]
+
+
 def test_submodule_of_a_package(module_dir: Path) -> None:
     package = module_dir / "nvfp4_probe_pkg"
     package.mkdir()

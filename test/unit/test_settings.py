@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.settings import (
     DISABLE_ENV,
     FORCE_ENV,
@@ -72,3 +73,43 @@ def test_invalid_force_is_an_error_that_forces_nothing(raw: str, named: str) -> 
     message = str(caught.value)
     assert named in message and FORCE_ENV in message
     assert "Nothing is forced" in message
+
+
+# ------------------------------------------------------------------ what the operator reads
+
+
+def test_the_process_environment_is_read_when_no_mapping_is_given(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(DISABLE_ENV, "llama4-router-weight")
+    monkeypatch.setenv(FORCE_ENV, "gemma4-attention")
+    assert disabled_patches() == {"llama4-router-weight"}
+    assert forced_patches() == {"gemma4-attention"}
+
+
+def test_unknown_names_read_in_full() -> None:
+    raw = "gemma4-atention,llama-router"
+    with pytest.raises(UnknownPatchNameError) as disabled:
+        disabled_patches({DISABLE_ENV: raw})
+    assert str(disabled.value) == (
+        f"{DISABLE_ENV}='{raw}' names unknown patch(es) gemma4-atention, llama-router; known "
+        "patches are gemma4-attention, llama4-router-weight (comma-separated)."
+    )
+    with pytest.raises(InvalidForceError) as forced:
+        forced_patches({FORCE_ENV: raw})
+    assert str(forced.value) == (
+        f"{FORCE_ENV}='{raw}' names unknown patch(es) gemma4-atention, llama-router; only "
+        "gemma4-attention can be forced. Nothing is forced."
+    )
+
+
+def test_a_patch_that_cannot_be_forced_says_why_in_full() -> None:
+    (llama4,) = [patch for patch in PATCHES if patch.name == "llama4-router-weight"]
+    with pytest.raises(InvalidForceError) as forced:
+        forced_patches({FORCE_ENV: "llama4-router-weight"})
+    assert str(forced.value) == (
+        f"{FORCE_ENV}='llama4-router-weight': llama4-router-weight cannot be forced "
+        f"({llama4.not_forceable_because}); only gemma4-attention can be forced. "
+        "Nothing is forced."
+    )
+    assert "apply it twice" in llama4.not_forceable_because

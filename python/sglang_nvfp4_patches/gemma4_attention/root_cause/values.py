@@ -61,7 +61,7 @@ def has(value: Value, kind: Kind) -> bool:
     return any(origin.kind is kind for origin in flatten(value))
 
 
-def as_fallback(value: Value, opaque_too: bool = False) -> Value:
+def as_fallback(value: Value, opaque_too: bool) -> Value:
     """Constants (and, where a test says the V scale is missing, anything else but the V
     scale) used instead of a V scale are fallbacks, not drops."""
     if isinstance(value, Tup):

@@ -36,6 +36,7 @@ from sglang_nvfp4_patches.gemma4_attention.root_cause.values import (
 )
 
 _MAX_DEPTH = 12  # helper calls followed into; deeper is "cannot follow"
+Comprehension = ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
 
 
 @dataclass
@@ -148,6 +149,7 @@ class Walker:
         if isinstance(node, ast.Raise):
             return None
         if isinstance(node, ast.Assert):
+            self.expr(node.test, env)
             return None if fp8_sides(node.test, env.flags)[0] == OTHER else env
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             return self.assign(node, env)
@@ -171,7 +173,8 @@ class Walker:
             for item in node.items:
                 self.expr(item.context_expr, env)
                 if item.optional_vars is not None:
-                    self.bind(item.optional_vars, frozenset({Origin(Kind.OPAQUE, item)}), env)
+                    opaque = frozenset({Origin(Kind.OPAQUE, item.context_expr)})
+                    self.bind(item.optional_vars, opaque, env)
             return self.block(node.body, env, run)
         if isinstance(node, ast.Match):
             self.expr(node.subject, env)
@@ -221,6 +224,7 @@ class Walker:
             self.bind(target.value, frozenset({Origin(Kind.OPAQUE, target)}), env)
 
     def branch(self, node: ast.If, env: Env, run: _Invocation) -> Env | None:
+        self.expr(node.test, env)  # calls in the test run, and `:=` binds, before either side
         when_true, when_false = fp8_sides(node.test, env.flags)
         guard = has(self.test_value(node.test, env), Kind.V_SCALE)
         absent = absent_side(node.test) if guard else ""
@@ -256,7 +260,7 @@ class Walker:
         if isinstance(node, ast.For | ast.AsyncFor):
             self.expr(node.iter, env)
         else:
-            self.test_value(node.test, env)
+            self.expr(node.test, env)
         outer_exits, run.loop_exits = run.loop_exits, []
         state = env
         for _ in range(2):  # twice: values set late in the body reach its start once
@@ -326,14 +330,11 @@ class Walker:
         if isinstance(node, ast.Subscript):
             base = self.expr(node.value, env)
             self.expr(node.slice, env)
-            index = node.slice
-            if (
-                isinstance(base, Tup)
-                and isinstance(index, ast.Constant)
-                and isinstance(index.value, int)
-                and -len(base.items) <= index.value < len(base.items)
-            ):
-                return base.items[index.value]
+            if isinstance(base, Tup):
+                index = _int_literal(node.slice)
+                if index is not None and -len(base.items) <= index < len(base.items):
+                    return base.items[index]
+                return flatten(base) or self.opaque(node)  # an unread index may pick any item
             return combine([base], node) if has(base, Kind.V_SCALE) else self.opaque(node)
         if isinstance(node, ast.BinOp):
             left, right = self.expr(node.left, env), self.expr(node.right, env)
@@ -362,16 +363,49 @@ class Walker:
             return self.expr(node.value, env)
         if isinstance(node, ast.Call):
             return self.call(node, env)
-        for child in ast.iter_child_nodes(node):  # comprehensions, f-strings, lambdas, ...
-            if isinstance(child, ast.expr) and not isinstance(node, ast.Lambda):
-                self.expr(child, env)
+        if isinstance(node, ast.Lambda):
+            self.lambda_body(node, env)
+        elif isinstance(node, Comprehension):
+            self.comprehension(node, env)
+        else:
+            for child in ast.iter_child_nodes(node):  # f-strings, slices, ...
+                if isinstance(child, ast.expr):
+                    self.expr(child, env)
         return self.opaque(node)
+
+    def lambda_body(self, node: ast.Lambda, env: Env) -> None:
+        """Walk a lambda's body (a kernel call in it still reaches the kernel), with its
+        parameters unknown rather than the enclosing names they shadow."""
+        for default in (*node.args.defaults, *node.args.kw_defaults):
+            if default is not None:
+                self.expr(default, env)
+        local = Env(parent=env)
+        for param in ast.walk(node.args):
+            if isinstance(param, ast.arg):
+                local.names[param.arg] = self.opaque(param)
+        self.expr(node.body, local)
+
+    def comprehension(self, node: Comprehension, env: Env) -> None:
+        """Walk a comprehension's iterables, conditions and element, with its loop targets
+        unknown rather than the enclosing names they shadow."""
+        local = Env(parent=env)
+        for generator in node.generators:
+            self.expr(generator.iter, local)
+            for target in ast.walk(generator.target):
+                if isinstance(target, ast.Name):
+                    local.names[target.id] = self.opaque(target)
+            for condition in generator.ifs:
+                self.expr(condition, local)
+        parts = (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)
+        for part in parts:
+            self.expr(part, local)
 
     @staticmethod
     def opaque(node: ast.AST, note: str = "") -> Origins:
         return frozenset({Origin(Kind.OPAQUE, node, note=note)})
 
     def if_expr(self, node: ast.IfExp, env: Env) -> Value:
+        self.expr(node.test, env)
         when_true, when_false = fp8_sides(node.test, env.flags)
         body = BOTTOM if when_true == OTHER else self.expr(node.body, env)
         orelse = BOTTOM if when_false == OTHER else self.expr(node.orelse, env)
@@ -385,13 +419,18 @@ class Walker:
 
     def call(self, node: ast.Call, env: Env) -> Value:
         name = callee(node)
-        args = [self.expr(a.value if isinstance(a, ast.Starred) else a, env) for a in node.args]
+        # From the first `*x` on, which parameter an argument meets cannot be told: those
+        # arguments are walked (calls in them run) but not paired.
+        starred = [isinstance(a, ast.Starred) for a in node.args]
+        cut = starred.index(True) if any(starred) else len(node.args)
+        args = [self.expr(a, env) for a in node.args[:cut]]
+        for later in node.args[cut:]:
+            self.expr(later.value if isinstance(later, ast.Starred) else later, env)
         call = _Arguments(
             node,
             args,
             {k.arg: self.expr(k.value, env) for k in node.keywords if k.arg},
-            any(isinstance(a, ast.Starred) for a in node.args)
-            or any(k.arg is None for k in node.keywords),
+            cut < len(node.args) or any(k.arg is None for k in node.keywords),
         )
         if name and name.startswith(SINK_PREFIX) and name not in self.functions:
             self.record_sink(call)
@@ -403,12 +442,16 @@ class Walker:
         if self.module_target(node) and name is not None:
             method = isinstance(node.func, ast.Attribute)
             return join(*(self.call_function(fn, call, method) for fn in self.functions[name]))
-        if name == "getattr" and len(node.args) >= 2:
-            (name_origin, *others) = flatten(args[1]) or {Origin(Kind.OPAQUE, node)}
-            text = name_origin.literal
-            if not others and isinstance(text, str) and V_SCALE_NAME.fullmatch(text):
+        if name == "getattr" and len(args) >= 2:
+            names = flatten(args[1])
+            written = next(iter(names)) if len(names) == 1 else None
+            if (
+                written
+                and isinstance(written.literal, str)
+                and V_SCALE_NAME.fullmatch(written.literal)
+            ):
                 # the evidence is where the name is written (a helper's caller, often)
-                return frozenset({Origin(Kind.V_SCALE, name_origin.node)})
+                return frozenset({Origin(Kind.V_SCALE, written.node)})
             return self.opaque(node)
         if isinstance(node.func, ast.Attribute):
             receiver = self.expr(node.func.value, env)
@@ -416,7 +459,7 @@ class Walker:
                 if name in CONSTANT_METHODS:
                     return frozenset({Origin(Kind.CONSTANT, node)})
                 return combine([receiver], node)
-        if name in PRESERVING_CALLS and node.args and not call.unpaired:
+        if name in PRESERVING_CALLS and args and not call.unpaired:
             return combine(args, node)
         return self.opaque(node)
 
@@ -521,6 +564,16 @@ class Walker:
                 if params and params[0].arg in ("self", "cls"):
                     env.names[params[0].arg] = self.opaque(params[0])
                 self.run(fn, env)
+
+
+def _int_literal(node: ast.expr) -> int | None:
+    """An int written in the source: ``1``, or ``-1`` (a minus applied to one)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_literal(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
 
 
 def _annihilates(node: ast.BinOp) -> bool:

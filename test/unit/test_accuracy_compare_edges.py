@@ -1,0 +1,46 @@
+"""``accuracy compare`` at its edges: the alpha it accepts, a p-value equal to alpha, and the
+``--json`` fields (no SGLang import). Found by ``scripts/mutation.sh``."""
+
+from __future__ import annotations
+
+import pytest
+
+from sglang_nvfp4_patches.accuracy.compare import LoadedRun, compare_runs
+from sglang_nvfp4_patches.accuracy.errors import CompareError
+
+
+def run(label: str, right: list[bool]) -> LoadedRun:
+    records = {f"q{i}": {"subject": "math", "correct": ok} for i, ok in enumerate(right)}
+    return LoadedRun(label, records, complete=True)
+
+
+# A right on all 8, B wrong on the first 5: b = 5, c = 0, so the exact two-sided p is
+# 2 * (1/2)**5 = 0.0625.
+A = run("A.json", [True] * 8)
+B = run("B.json", [False] * 5 + [True] * 3)
+
+
+@pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1])
+def test_alpha_must_lie_strictly_between_0_and_1(alpha: float) -> None:
+    with pytest.raises(CompareError) as refused:
+        compare_runs(A, B, alpha=alpha)
+    assert str(refused.value) == f"--alpha must be between 0 and 1, got {alpha}"
+
+
+def test_a_p_value_equal_to_alpha_is_not_significant() -> None:
+    at = compare_runs(A, B, alpha=0.0625)
+    assert at.verdict == "no significant difference between A and B (p=0.0625, alpha=0.0625)"
+    assert not at.b_is_worse
+    above = compare_runs(A, B, alpha=0.1)
+    assert above.verdict == "B is significantly worse than A (p=0.0625, alpha=0.1)"
+    assert above.b_is_worse
+    better = compare_runs(B, A, alpha=0.1)
+    assert better.verdict == "B is significantly better than A (p=0.0625, alpha=0.1)"
+
+
+def test_the_json_carries_delta_method_and_alpha() -> None:
+    result = compare_runs(A, B, alpha=0.1).to_json()
+    assert result["delta"] == pytest.approx(3 / 8 - 1)
+    assert result["p_method"] == "exact-binomial"
+    assert result["alpha"] == 0.1
+    assert (result["b"], result["c"], result["p_value"]) == (5, 0, 0.0625)

@@ -1,0 +1,34 @@
+"""``accuracy``'s grading at its edges: the stored record, and where "collapsed" begins (no
+SGLang import). Found by ``scripts/mutation.sh``."""
+
+from __future__ import annotations
+
+import pytest
+
+from sglang_nvfp4_patches.accuracy.dataset import EvalItem, Question
+from sglang_nvfp4_patches.accuracy.scoring import is_collapsed, make_record
+
+
+def test_the_stored_record_keeps_the_question_the_answer_and_the_raw_output() -> None:
+    question = Question("anatomy", 7, "Which bone?", ("a", "b", "c", "d"), "C")
+    record = make_record(EvalItem(question, "prompt"), " C) the femur")
+    assert record == {
+        "id": question.id,
+        "subject": "anatomy",
+        "index": 7,
+        "prediction": "C",
+        "answer": "C",
+        "correct": True,
+        "output": " C) the femur",
+    }
+
+
+@pytest.mark.parametrize(
+    ("accuracy", "collapsed"),
+    [(0.25, True), (3 / 10, True), (31 / 100, False), (0.9, False), (None, False)],
+)
+def test_collapsed_is_at_or_below_chance_plus_five_points(
+    accuracy: float | None, collapsed: bool
+) -> None:
+    """Four choices: chance is 0.25, so 30 % right (3 of 10) is still guessing."""
+    assert is_collapsed(accuracy) is collapsed
