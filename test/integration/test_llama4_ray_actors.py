@@ -12,16 +12,14 @@ import (``ray job submit`` cases: the job config Ray hands the entrypoint).
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 import pytest
-import ray
 
 import sglang_nvfp4_patches
 from sglang_nvfp4_patches.llama4_router_weight import ray_scheduler_actors as ray_actors
 from support import SCRIPTS
+from support import ray_jobs as ray_jobs_support
 from support.forkserver import run_python
 from support.sglang_cpu import runner_module_present
 
@@ -32,7 +30,6 @@ pytestmark = pytest.mark.skipif(
 )
 
 PROBE = SCRIPTS / "ray_engine_import_probe.py"
-JOB_PROBE = str(SCRIPTS / "ray_job_probe.py")
 # README's recipe; SGLANG_PLUGINS names only our plugin, so the hook loads nothing else.
 ENV_VARS = {"SGLANG_PLUGINS": "nvfp4_patches"}
 HOOKED_ENV = {"worker_process_setup_hook": "sglang.srt.plugins.load_plugins", "env_vars": ENV_VARS}
@@ -46,30 +43,13 @@ MOE_METHODS = ("ModelOptNvFp4FusedMoEMethod", "CompressedTensorsW4A4Nvfp4MoE")
 @pytest.fixture(scope="module")
 def ray_jobs() -> dict[str, tuple[dict[str, Any], list[str]]]:
     """One local Ray; both jobs run on it at once, each from its own driver process (one job
-    per driver, and the two workers' SGLang imports overlap). Its workers inherit this
-    process's environment (in CI the editable install, here also PYTHONPATH)."""
-    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
-    try:
-        address = ray.get_runtime_context().gcs_address
-        drivers = {
-            name: subprocess.Popen(
-                [sys.executable, JOB_PROBE, "--address", address, "--runtime-env", runtime_env],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for name, runtime_env in ((n, json.dumps(env)) for n, env in JOBS.items())
-        }
-        results = {}
-        for name, driver in drivers.items():
-            stdout, stderr = driver.communicate(timeout=600)
-            assert driver.returncode == 0, stderr[-3000:]
-            (line,) = [x for x in stdout.splitlines() if x.startswith("STATE ")]
-            warnings = [x for x in stderr.splitlines() if "--use-ray" in x]
-            results[name] = (json.loads(line[len("STATE ") :]), warnings)
-        return results
-    finally:
-        ray.shutdown()
+    per driver, and the two workers' SGLang imports overlap), started in the background when
+    the session began (``support/ray_jobs.py``)."""
+    results = {}
+    for name, outcome in ray_jobs_support.results(JOBS).items():
+        assert "error" not in outcome, outcome.get("error")
+        results[name] = (outcome["state"], outcome["warnings"])
+    return results
 
 
 def test_actor_gets_the_plugin_from_the_job_setup_hook(ray_jobs: dict) -> None:
