@@ -44,13 +44,13 @@ def read_bounded(path: Path) -> bytes:
         raise
     except OSError as exc:
         raise RunFileError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # checked before fdopen, which refuses a directory
+        os.close(fd)
+        raise RunFileError(
+            f"{path}: is {kind_of(info.st_mode)}, not a regular file; give the path of a run file"
+        )
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise RunFileError(
-                f"{path}: is {kind_of(info.st_mode)}, not a regular file; give the path of a "
-                "run file"
-            )
         if info.st_size > MAX_FILE_BYTES:
             raise RunFileError(_too_large(path, info.st_size))
         try:
