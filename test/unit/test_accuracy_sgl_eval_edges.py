@@ -12,6 +12,7 @@ import pytest
 from sglang_nvfp4_patches.accuracy.compare import compare_runs
 from sglang_nvfp4_patches.accuracy.errors import RunFileError
 from sglang_nvfp4_patches.accuracy.sgl_eval import load_sgl_eval, paired_runs, repeat_of
+from sglang_nvfp4_patches.accuracy.store import RUN_FORMAT, RUN_VERSION, write_json_atomic
 
 FINISHED = {"partial": False}
 
@@ -27,6 +28,15 @@ def sgl_eval_run(
     if metrics is not None:
         (run / "metrics.json").write_text(json.dumps(metrics), encoding="utf-8")
     return run
+
+
+def our_run(path: Path, **meta: object) -> Path:
+    """A run file as ``accuracy run`` writes it, holding one right answer to question ``a``."""
+    record = {"id": "a", "subject": "s", "answer": "A", "correct": True, "prediction": "A"}
+    write_json_atomic(
+        path, {"format": RUN_FORMAT, "version": RUN_VERSION, **meta, "records": [record]}
+    )
+    return path
 
 
 def sample(qid: object, score: object = True, **extra: object) -> str:
@@ -144,7 +154,9 @@ def test_missing_and_unreadable_paths_are_named(tmp_path: Path) -> None:
     folder.mkdir()
     with pytest.raises(RunFileError) as unreadable:
         load_sgl_eval(folder.parent, allow_partial=False)
-    assert str(unreadable.value) == f"{folder}: cannot read (Is a directory)"
+    assert str(unreadable.value) == (
+        f"{folder}: is a directory, not a regular file; give the path of a run file"
+    )
     with pytest.raises(RunFileError) as not_a_repeat:
         repeat_of(tmp_path / "output.jsonl")
     assert str(not_a_repeat.value) == (
@@ -154,18 +166,7 @@ def test_missing_and_unreadable_paths_are_named(tmp_path: Path) -> None:
 
 def test_sides_that_do_not_pair_name_their_repeats_and_an_example(tmp_path: Path) -> None:
     many = sgl_eval_run(tmp_path, "sgl_eval_gsm8k_a", {10: [sample("a")], 2: [sample("a")]})
-    ours = tmp_path / "RUN.json"
-    ours.write_text(
-        json.dumps(
-            {
-                "complete": True,
-                "records": [
-                    {"id": "a", "subject": "s", "answer": "A", "correct": True, "prediction": "A"}
-                ],
-            }
-        ),
-        encoding="utf-8",
-    )
+    ours = our_run(tmp_path / "RUN.json", complete=True)
     with pytest.raises(RunFileError) as from_dir:
         paired_runs(many, ours)
     assert str(from_dir.value) == (
@@ -184,17 +185,7 @@ def test_sides_that_do_not_pair_name_their_repeats_and_an_example(tmp_path: Path
 
 def test_our_run_file_pairs_with_a_single_repeat(tmp_path: Path) -> None:
     one = sgl_eval_run(tmp_path, "sgl_eval_gsm8k", {0: [sample("a", False)]})
-    ours = tmp_path / "RUN.json"
-    ours.write_text(
-        json.dumps(
-            {
-                "records": [
-                    {"id": "a", "subject": "s", "answer": "A", "correct": True, "prediction": "A"}
-                ]
-            }
-        ),
-        encoding="utf-8",
-    )
+    ours = our_run(tmp_path / "RUN.json")
     ((a, b),) = paired_runs(ours, one)
     assert (a.label, b.label) == (str(ours), str(one / "output-rs0.jsonl"))
     assert compare_runs(a, b).test.b == 1

@@ -11,6 +11,8 @@ import pytest
 
 from sglang_nvfp4_patches.accuracy.errors import ConfigError, ResumeError, RunFileError
 from sglang_nvfp4_patches.accuracy.store import (
+    RUN_FORMAT,
+    RUN_VERSION,
     PartialWriter,
     ensure_output_dir,
     is_valid_record,
@@ -81,7 +83,8 @@ def test_a_writer_closes_once_refuses_appends_after_and_removes_its_file_once(
 
 def test_other_settings_are_named_field_by_field(tmp_path: Path) -> None:
     out = tmp_path / "RUN.json"
-    write_json_atomic(out, {**SETTINGS, "records": [RECORD]})
+    head = {"format": RUN_FORMAT, "version": RUN_VERSION, **SETTINGS}
+    write_json_atomic(out, {**head, "records": [RECORD]})
     now = {**SETTINGS, "shots": 0, "server": {**SERVER, "launcher": "launch_server", "port": 1}}
     with pytest.raises(ResumeError) as refused:
         load_finished_run(out, now)
@@ -112,15 +115,17 @@ def test_a_damaged_line_in_the_middle_of_a_partial_file_is_dropped_alone(
         handle.write('{"id": "économie/9", "sub\n')
         handle.write('{"id":"économie/1","subject":"économie","index":1,"prediction":"B",')
         handle.write('"answer":"B","correct":true,"output":" B — oui"}\n')
-    assert load_partial(path, SETTINGS) == [RECORD, second]
+    assert load_partial(path, SETTINGS).records == [RECORD, second]
 
 
 def test_unreadable_partial_and_run_files_say_so(tmp_path: Path) -> None:
     folder = tmp_path / "RUN.json.partial.jsonl"
     folder.mkdir()
-    with pytest.raises(ResumeError) as partial:
+    with pytest.raises(RunFileError) as partial:
         load_partial(folder, SETTINGS)
-    assert str(partial.value).startswith(f"{folder}: cannot read partial results (")
+    assert str(partial.value) == (
+        f"{folder}: is a directory, not a regular file; give the path of a run file"
+    )
     broken = tmp_path / "RUN.json"
     broken.write_text("{not json", encoding="utf-8")
     with pytest.raises(RunFileError) as finished:
