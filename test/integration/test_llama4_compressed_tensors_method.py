@@ -33,12 +33,12 @@ from sglang_nvfp4_patches.simulation.llama4_layers import (
     compressed_tensors_layer,
     runs_on_flashinfer_cutlass,
 )
+from sglang_nvfp4_patches.simulation.scheduler import scheduler_on
 from support.configs import LLAMA4_NVFP4_CT
 from support.sglang_cpu import (
     install_cpu_cutlass_kernel,
     keep_cuda_moves_on_cpu,
     needs_runner_module,
-    scheduler_on,
 )
 
 TOKENS = 7
@@ -92,7 +92,7 @@ def on_sm120(monkeypatch: pytest.MonkeyPatch) -> Any:
     keep_cuda_moves_on_cpu(monkeypatch)
     with (
         device_capability(GPU_PROFILES["sm120"]),
-        scheduler_on("sm120", LLAMA4_NVFP4_CT, monkeypatch),
+        scheduler_on("sm120", LLAMA4_NVFP4_CT),
     ):
         yield kernel
 

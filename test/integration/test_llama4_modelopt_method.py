@@ -13,12 +13,12 @@ import pytest
 import torch
 
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import MODELOPT
+from sglang_nvfp4_patches.simulation.scheduler import scheduler_on
 from support.configs import LLAMA4_NVFP4
 from support.sglang_cpu import (
     install_cpu_cutlass_kernel,
     llama4_runner_config,
     needs_runner_module,
-    scheduler_on,
     single_rank_layer,
 )
 
@@ -45,7 +45,7 @@ def nvfp4_layer() -> torch.nn.Module:
 @pytest.fixture
 def llama4_moe_method(monkeypatch: pytest.MonkeyPatch) -> Any:
     kernel = install_cpu_cutlass_kernel(monkeypatch)
-    with scheduler_on("sm120", LLAMA4_NVFP4, monkeypatch, quantization="modelopt_fp4"):
+    with scheduler_on("sm120", LLAMA4_NVFP4, quantization="modelopt_fp4"):
         modelopt = importlib.import_module(MODELOPT.module)
 
         quant_config = modelopt.ModelOptFp4Config.from_config(

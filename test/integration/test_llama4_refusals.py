@@ -31,11 +31,11 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     UnverifiedWrapperError,
 )
 from sglang_nvfp4_patches.simulation.moe_layer import LLAMA4_MOE_PREFIX, fused_moe_layer
+from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on
 from support.configs import LLAMA4_NVFP4, LLAMA4_NVFP4_CT, edited_copy
 from support.sglang_cpu import (
     a2a_dispatch_switch,
     llama4_runner_config,
-    moe_layer_build_on,
     needs_runner_module,
 )
 
@@ -89,8 +89,8 @@ def build(layer: Any, config: Any) -> None:
     layer.quant_method.create_moe_runner(layer, config)
 
 
-def refusal(build_layer: Any, model: Path, monkeypatch: pytest.MonkeyPatch, **flags: Any) -> str:
-    with moe_layer_build_on("sm120", model, monkeypatch, **flags):
+def refusal(build_layer: Any, model: Path, **flags: Any) -> str:
+    with moe_layer_build_on("sm120", model, **flags):
         layer, _, config = build_layer()
         with pytest.raises(RouterWeightOnInputError) as refused:
             build(layer, config)
@@ -105,22 +105,19 @@ def assert_lifted(layer: Any, method: Any, config: Any) -> None:
     assert not method.moe_runner_config.apply_router_weight_on_input
 
 
-def test_main_path_is_lifted(monkeypatch: pytest.MonkeyPatch) -> None:
-    with moe_layer_build_on("sm120", LLAMA4_NVFP4, monkeypatch, **MODELOPT_FLAGS):
+def test_main_path_is_lifted() -> None:
+    with moe_layer_build_on("sm120", LLAMA4_NVFP4, **MODELOPT_FLAGS):
         layer, method, config = modelopt_layer()
         assert_lifted(layer, method, config)
 
 
-def test_fp4_allgather_is_refused_at_build_naming_its_switch(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_fp4_allgather_is_refused_at_build_naming_its_switch() -> None:
     flags = {**MODELOPT_FLAGS, **DP_ATTENTION_EP}
-    message = refusal(modelopt_layer, LLAMA4_NVFP4, monkeypatch, **flags)
+    message = refusal(modelopt_layer, LLAMA4_NVFP4, **flags)
     assert "quantize" in message and "--disable-flashinfer-cutlass-moe-fp4-allgather" in message
     with moe_layer_build_on(  # the switch it names does fix it
         "sm120",
         LLAMA4_NVFP4,
-        monkeypatch,
         **flags,
         disable_flashinfer_cutlass_moe_fp4_allgather=True,
     ):
@@ -136,7 +133,7 @@ def test_nvfp4_all_to_all_dispatch_is_refused_at_build_naming_its_switch(
         # resolution turned it on for the FlashInfer all-to-all (a server imports it later).
         monkeypatch.setattr(modelopt, "MOE_NVFP4_DISPATCH", True)
     flags = {**MODELOPT_FLAGS, **DP_ATTENTION_EP, "moe_a2a_backend": "flashinfer"}
-    message = refusal(modelopt_layer, LLAMA4_NVFP4, monkeypatch, **flags)
+    message = refusal(modelopt_layer, LLAMA4_NVFP4, **flags)
     switch = a2a_dispatch_switch()
     assert "all-to-all" in message and switch in message
     assert "fp4-allgather" not in message
@@ -144,19 +141,19 @@ def test_nvfp4_all_to_all_dispatch_is_refused_at_build_naming_its_switch(
         "--"
     ):  # the switch it names does fix it (SGLang refuses the variable beside it)
         with moe_layer_build_on(
-            "sm120", LLAMA4_NVFP4, monkeypatch, **flags, flashinfer_a2a_dispatch_type="bf16"
+            "sm120", LLAMA4_NVFP4, **flags, flashinfer_a2a_dispatch_type="bf16"
         ):
             assert_lifted(*modelopt_layer())
 
 
 @pytest.mark.parametrize("build_layer", [modelopt_layer, compressed_tensors_layer])
 def test_top_k_above_one_from_the_model_config_is_refused_at_build(
-    build_layer: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    build_layer: Any, tmp_path: Path
 ) -> None:
     source = LLAMA4_NVFP4 if build_layer is modelopt_layer else LLAMA4_NVFP4_CT
     model = edited_copy(source, tmp_path / "top2", num_experts_per_tok=2)
     flags = MODELOPT_FLAGS if build_layer is modelopt_layer else {}
-    with moe_layer_build_on("sm120", model, monkeypatch, **flags):
+    with moe_layer_build_on("sm120", model, **flags):
         layer, _, config = build_layer()
         assert config.top_k is None  # as Llama 4 builds FusedMoE
         with pytest.raises(TopKNotOneError, match=TOP_K_REMEDY):
@@ -186,11 +183,11 @@ def kt_ep_wrapper(inner: Any) -> Any:
 @pytest.mark.parametrize("wrap", [kt_ep_wrapper, ForwardingWrapper])
 @pytest.mark.parametrize("build_layer", [modelopt_layer, compressed_tensors_layer])
 def test_a_wrapped_method_is_refused_at_build_naming_the_wrapper(
-    wrap: Any, build_layer: Any, monkeypatch: pytest.MonkeyPatch
+    wrap: Any, build_layer: Any
 ) -> None:
     source = LLAMA4_NVFP4 if build_layer is modelopt_layer else LLAMA4_NVFP4_CT
     flags = MODELOPT_FLAGS if build_layer is modelopt_layer else {}
-    with moe_layer_build_on("sm120", source, monkeypatch, **flags):
+    with moe_layer_build_on("sm120", source, **flags):
         layer, _, config = build_layer()
         layer.quant_method = wrap(layer.quant_method)
         with pytest.raises(RouterWeightOnInputError) as refused:
@@ -201,12 +198,10 @@ def test_a_wrapped_method_is_refused_at_build_naming_the_wrapper(
         assert "--kt-weight-path" in str(refused.value)
 
 
-def test_a_compressed_tensors_layer_holding_another_scheme_is_refused(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_compressed_tensors_layer_holding_another_scheme_is_refused() -> None:
     """The layer's own compressed-tensors method, but ``layer.scheme`` is not the NVFP4 scheme
     being built (a scheme in front of it): refused, not lifted."""
-    with moe_layer_build_on("sm120", LLAMA4_NVFP4_CT, monkeypatch):
+    with moe_layer_build_on("sm120", LLAMA4_NVFP4_CT):
         layer, method, config = compressed_tensors_layer()
         nvfp4_scheme = layer.scheme
         layer.scheme = ForwardingWrapper(nvfp4_scheme)
@@ -223,12 +218,10 @@ def test_a_compressed_tensors_layer_holding_another_scheme_is_refused(
 
 
 @pytest.mark.parametrize("build_layer", [modelopt_layer, compressed_tensors_layer])
-def test_a_layer_without_a_quant_method_is_refused_as_an_unknown_holder(
-    build_layer: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_layer_without_a_quant_method_is_refused_as_an_unknown_holder(build_layer: Any) -> None:
     source = LLAMA4_NVFP4 if build_layer is modelopt_layer else LLAMA4_NVFP4_CT
     flags = MODELOPT_FLAGS if build_layer is modelopt_layer else {}
-    with moe_layer_build_on("sm120", source, monkeypatch, **flags):
+    with moe_layer_build_on("sm120", source, **flags):
         layer, _, config = build_layer()
         nvfp4_method = lifted_method(layer)
         del layer.quant_method
@@ -263,11 +256,11 @@ OTHER_RUNNERS = [
 
 @pytest.mark.parametrize(("build_layer", "source", "flags"), OTHER_RUNNERS)
 def test_a_method_on_another_runner_keeps_sglangs_own_view_of_the_flag(
-    build_layer: Any, source: Path, flags: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+    build_layer: Any, source: Path, flags: dict[str, Any]
 ) -> None:
     """The lift is for the CUTLASS runner only: elsewhere the method builds what SGLang's own
     create_moe_runner builds, and reads the layer's real config, flag and all."""
-    with moe_layer_build_on("sm100", source, monkeypatch, **flags):
+    with moe_layer_build_on("sm100", source, **flags):
         layer, _, config = build_layer()
         build(layer, config)
         twin_layer, _, twin_config = build_layer()
@@ -292,14 +285,14 @@ def test_per_token_activations_are_not_quantized_by_the_all_to_all_and_build(
         pytest.skip(f"not applicable: this SGLang has no {PER_TOKEN_ENV}")
     monkeypatch.setenv(PER_TOKEN_ENV, "1")
     flags = {**MODELOPT_FLAGS, **DP_ATTENTION_EP, "moe_a2a_backend": "flashinfer"}
-    with moe_layer_build_on("sm120", LLAMA4_NVFP4, monkeypatch, **flags):
+    with moe_layer_build_on("sm120", LLAMA4_NVFP4, **flags):
         layer, method, config = modelopt_layer()
         assert method.quant_config.use_per_token_activation is True
         assert_lifted(layer, method, config)
 
 
-def test_compressed_tensors_main_path_is_lifted(monkeypatch: pytest.MonkeyPatch) -> None:
-    with moe_layer_build_on("sm120", LLAMA4_NVFP4_CT, monkeypatch):
+def test_compressed_tensors_main_path_is_lifted() -> None:
+    with moe_layer_build_on("sm120", LLAMA4_NVFP4_CT):
         layer, method, config = compressed_tensors_layer()
         assert_lifted(layer, layer.scheme, config)
         assert method is layer.quant_method
@@ -316,12 +309,10 @@ def test_compressed_tensors_main_path_is_lifted(monkeypatch: pytest.MonkeyPatch)
     ],
     ids=["copy", "deepcopy", "pickle", "replace", "replace-a-field"],
 )
-def test_configs_made_from_the_view_carry_the_real_flag(
-    remake: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_configs_made_from_the_view_carry_the_real_flag(remake: Any) -> None:
     from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
 
-    with moe_layer_build_on("sm120", LLAMA4_NVFP4, monkeypatch, **MODELOPT_FLAGS):
+    with moe_layer_build_on("sm120", LLAMA4_NVFP4, **MODELOPT_FLAGS):
         layer, method, config = modelopt_layer()
         build(layer, config)
     config.layer = None  # a module holding process-wide state does not pickle

@@ -5,14 +5,10 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from sglang_nvfp4_patches.simulation import scheduler
 from sglang_nvfp4_patches.simulation.cutlass_kernel import (
     E4M3_ONE,
     RUNNER_MODULE,
@@ -77,14 +73,6 @@ def needs_runner_module() -> Any:
     )
 
 
-@contextlib.contextmanager
-def scheduler_on(gpu: str, model_dir: Path, monkeypatch: Any, **flags: Any) -> Iterator[Any]:
-    """A resolved ServerArgs published as this process's scheduler config, on a simulated GPU
-    (``simulation.scheduler.scheduler_on``; ``monkeypatch`` is the test's, unused there)."""
-    with scheduler.scheduler_on(gpu, model_dir, **flags) as server_args:
-        yield server_args
-
-
 def a2a_dispatch_switch() -> str:
     """The switch that turns off the FlashInfer all-to-all's NVFP4 dispatch on this release:
     a server flag from 0.5.20 (SGLang refuses the environment variable beside it)."""
@@ -93,10 +81,3 @@ def a2a_dispatch_switch() -> str:
     if hasattr(ServerArgs, "flashinfer_a2a_dispatch_type"):
         return "--flashinfer-a2a-dispatch-type bf16"
     return "SGLANG_MOE_NVFP4_DISPATCH=0"
-
-
-@contextlib.contextmanager
-def moe_layer_build_on(gpu: str, model_dir: Path, monkeypatch: Any, **flags: Any) -> Iterator[Any]:
-    """Where a scheduler stands when it builds MoE layers (``simulation.scheduler``)."""
-    with scheduler.moe_layer_build_on(gpu, model_dir, **flags) as server_args:
-        yield server_args
