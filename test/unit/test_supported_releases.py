@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sglang_nvfp4_patches.release_gate import release_gate
+from sglang_nvfp4_patches.release_gate import ReleaseGate, release_gate
 from sglang_nvfp4_patches.supported_releases import (
     NEWEST_TESTED,
     TESTED_RELEASES,
@@ -83,3 +83,33 @@ def test_an_unreadable_opt_in_applies_nothing_and_says_why(value: str) -> None:
     assert not gate.applies
     assert repr(value) in gate.opt_in_error and "'apply'" in gate.opt_in_error
     assert gate.opt_in_error in gate.not_patched_because()
+
+
+def test_the_reasons_read_in_full() -> None:
+    """What doctor and the server log print, word for word (mutation survivors)."""
+    assert release_gate("0.5.24.dev0", {}).not_patched_because() == (
+        "not patched because SGLang 0.5.24.dev0 is newer than the newest tested release "
+        "(0.5.23); run `sglang-nvfp4-patches verify`, then set "
+        "SGLANG_NVFP4_PATCHES_UNTESTED=apply to apply it as on a tested release"
+    )
+    error = (
+        "SGLANG_NVFP4_PATCHES_UNTESTED='yes' is not understood; the only value is 'apply' "
+        "(unset it to leave an untested SGLang unpatched)"
+    )
+    gate = release_gate("0.5.24.dev0", {"SGLANG_NVFP4_PATCHES_UNTESTED": "yes"})
+    assert gate == ReleaseGate("0.5.24.dev0", False, False, error)
+    assert gate.not_patched_because() == (
+        "not patched because SGLang 0.5.24.dev0 is newer than the newest tested release "
+        f"(0.5.23) and {error}"
+    )
+    assert (
+        untested_phrase("junk") == "SGLang version 'junk' is not a version this plugin can compare"
+    )
+    assert untested_phrase("0.5.20") == "SGLang 0.5.20 is a tested release"
+
+
+def test_the_opt_in_is_read_from_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SGLANG_NVFP4_PATCHES_UNTESTED", "apply")
+    assert release_gate("0.5.24.dev0").opted_in
+    monkeypatch.delenv("SGLANG_NVFP4_PATCHES_UNTESTED")
+    assert not release_gate("0.5.24.dev0").applies

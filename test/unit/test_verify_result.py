@@ -12,22 +12,33 @@ from sglang_nvfp4_patches.verify.result import (
 from sglang_nvfp4_patches.verify.run import child_environment, summary
 
 
+def _raises(error: Exception) -> str:
+    raise error
+
+
 def test_a_check_holds_fails_or_has_nothing_to_exercise() -> None:
-    assert run_check("p", "c", lambda: "fine").outcome is Outcome.HELD
-    failed = run_check("p", "c", lambda: (_ for _ in ()).throw(CheckFailed("wrong")))
-    assert failed.outcome is Outcome.FAILED and failed.reason == "wrong"
-    na = run_check("p", "c", lambda: (_ for _ in ()).throw(NotApplicable("nothing here")))
-    assert na.outcome is Outcome.NOT_APPLICABLE and na.reason == "nothing here"
+    assert run_check("p", "c", lambda: "fine") == CheckResult("p", "c", Outcome.HELD, "fine")
+    failed = run_check("p", "c", lambda: _raises(CheckFailed("wrong")))
+    assert failed == CheckResult("p", "c", Outcome.FAILED, "wrong")
+    na = run_check("p", "c", lambda: _raises(NotApplicable("nothing here")))
+    assert na == CheckResult("p", "c", Outcome.NOT_APPLICABLE, "nothing here")
+
+
+def _divide(by: int) -> float:
+    return 1 / by
 
 
 def test_an_unexpected_error_is_a_failure_naming_where_it_arose() -> None:
+    """The innermost frame is named: here ``_divide``'s line, two calls below the check."""
+
     def broken() -> str:
-        return str(1 / 0)
+        return str(_divide(0))
 
     result = run_check("p", "c", broken)
-    assert result.outcome is Outcome.FAILED
-    assert result.reason.startswith("ZeroDivisionError: division by zero (at ")
-    assert __file__ in result.reason
+    line = _divide.__code__.co_firstlineno + 1
+    assert result == CheckResult(
+        "p", "c", Outcome.FAILED, f"ZeroDivisionError: division by zero (at {__file__}:{line})"
+    )
 
 
 def test_a_result_survives_json_and_reads_as_one_line() -> None:
