@@ -25,6 +25,10 @@ from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
 )
 from sglang_nvfp4_patches.llama4_router_weight.refusals import TopKNotOneError
 from sglang_nvfp4_patches.llama4_router_weight.state import current_state
+from sglang_nvfp4_patches.simulation.cutlass_kernel import (
+    cpu_cutlass_kernel,
+    cuda_moves_stay_on_cpu,
+)
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, device_capability
 from sglang_nvfp4_patches.simulation.llama4_layers import (
     EXPERTS,
@@ -36,8 +40,6 @@ from sglang_nvfp4_patches.simulation.llama4_layers import (
 from sglang_nvfp4_patches.simulation.scheduler import scheduler_on
 from support.configs import LLAMA4_NVFP4_CT
 from support.sglang_cpu import (
-    install_cpu_cutlass_kernel,
-    keep_cuda_moves_on_cpu,
     needs_runner_module,
 )
 
@@ -86,11 +88,11 @@ class CompressedTensorsLayer:
 
 
 @pytest.fixture
-def on_sm120(monkeypatch: pytest.MonkeyPatch) -> Any:
+def on_sm120() -> Any:
     """A simulated SM120 scheduler serving the compressed-tensors Llama 4 config."""
-    kernel = install_cpu_cutlass_kernel(monkeypatch)
-    keep_cuda_moves_on_cpu(monkeypatch)
     with (
+        cpu_cutlass_kernel() as kernel,
+        cuda_moves_stay_on_cpu(),
         device_capability(GPU_PROFILES["sm120"]),
         scheduler_on("sm120", LLAMA4_NVFP4_CT),
     ):

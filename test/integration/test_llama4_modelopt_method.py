@@ -6,56 +6,31 @@ run the CUTLASS branch of ``apply``; the FlashInfer kernel is the recording CPU 
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import pytest
 import torch
 
-from sglang_nvfp4_patches.llama4_router_weight.method_lift import MODELOPT
+from sglang_nvfp4_patches.simulation.cutlass_kernel import cpu_cutlass_kernel
+from sglang_nvfp4_patches.simulation.llama4_layers import EXPERTS, HIDDEN, modelopt_layer
 from sglang_nvfp4_patches.simulation.scheduler import scheduler_on
 from support.configs import LLAMA4_NVFP4
-from support.sglang_cpu import (
-    install_cpu_cutlass_kernel,
-    llama4_runner_config,
-    needs_runner_module,
-    single_rank_layer,
-)
+from support.sglang_cpu import needs_runner_module
 
-HIDDEN, INTERMEDIATE, EXPERTS, TOKENS = 64, 64, 4, 5
+TOKENS = 5
 pytestmark = [pytest.mark.release_matrix, needs_runner_module()]
 
 
-def nvfp4_layer() -> torch.nn.Module:
-    """The attributes the CUTLASS branch reads off a loaded NVFP4 MoE layer (packed FP4
-    weights and FP8 block scales as raw bytes: the CPU kernel stand-in does not decode them)."""
-    layer = single_rank_layer()
-    u8 = torch.uint8
-    layer.w13_weight = torch.zeros(EXPERTS, 2 * INTERMEDIATE, HIDDEN // 2, dtype=u8)
-    layer.w2_weight = torch.zeros(EXPERTS, HIDDEN, INTERMEDIATE // 2, dtype=u8)
-    layer.w13_blockscale_swizzled = torch.zeros(EXPERTS, 2 * INTERMEDIATE, HIDDEN // 16, dtype=u8)
-    layer.w2_blockscale_swizzled = torch.zeros(EXPERTS, HIDDEN, INTERMEDIATE // 16, dtype=u8)
-    for name in ("w13_input_scale_quant", "g1_alphas", "w2_input_scale_quant", "g2_alphas"):
-        setattr(layer, name, torch.ones(EXPERTS))
-    layer._cutlass_swiglu_params = (None, None, None)
-    layer._mega_moe_nvfp4 = False
-    return layer
-
-
 @pytest.fixture
-def llama4_moe_method(monkeypatch: pytest.MonkeyPatch) -> Any:
-    kernel = install_cpu_cutlass_kernel(monkeypatch)
-    with scheduler_on("sm120", LLAMA4_NVFP4, quantization="modelopt_fp4"):
-        modelopt = importlib.import_module(MODELOPT.module)
-
-        quant_config = modelopt.ModelOptFp4Config.from_config(
-            {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": []}}
-        )
-        layer = nvfp4_layer()
-        config = llama4_runner_config(EXPERTS, HIDDEN, INTERMEDIATE, layer=layer)
-        method = modelopt.ModelOptNvFp4FusedMoEMethod(quant_config)
-        layer.quant_method = method  # as FusedMoE sets it before building the runner
-        yield method, layer, config, kernel
+def llama4_moe_method() -> Any:
+    """A Llama 4 ModelOpt NVFP4 layer (``simulation.llama4_layers``) on a simulated SM120
+    scheduler, with the recording kernel stand-in."""
+    with (
+        cpu_cutlass_kernel() as kernel,
+        scheduler_on("sm120", LLAMA4_NVFP4, quantization="modelopt_fp4"),
+    ):
+        moe = modelopt_layer()
+        yield moe.method, moe.layer, moe.runner_config, kernel
 
 
 def dispatch_output(weights: torch.Tensor) -> Any:

@@ -29,11 +29,11 @@ from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     is_patched,
     prequantized_remedies,
 )
+from sglang_nvfp4_patches.simulation.cutlass_kernel import cpu_cutlass_kernel
 from sglang_nvfp4_patches.simulation.scheduler import scheduler_on
 from support.configs import LLAMA4_NVFP4
 from support.sglang_cpu import (
     a2a_dispatch_switch,
-    install_cpu_cutlass_kernel,
     llama4_runner_config,
     needs_runner_module,
 )
@@ -43,10 +43,12 @@ pytestmark = [pytest.mark.release_matrix, needs_runner_module()]
 
 
 @pytest.fixture
-def sglang_moe(monkeypatch: pytest.MonkeyPatch) -> Any:
+def sglang_moe() -> Any:
     """SGLang's MoE types on a simulated SM120 scheduler serving the Llama 4 NVFP4 config."""
-    kernel = install_cpu_cutlass_kernel(monkeypatch)
-    with scheduler_on("sm120", LLAMA4_NVFP4, quantization="modelopt_fp4") as args:
+    with (
+        cpu_cutlass_kernel() as kernel,
+        scheduler_on("sm120", LLAMA4_NVFP4, quantization="modelopt_fp4") as args,
+    ):
         from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
         from sglang.srt.layers.moe.moe_runner.flashinfer_cutlass import (
             FlashInferCutlassMoeQuantInfo,

@@ -1,6 +1,7 @@
-"""Run real SGLang MoE code on this CPU machine: the test-side face of
-:mod:`sglang_nvfp4_patches.simulation` (the kernel stand-in, the simulated scheduler), which
-``verify`` shares; here with pytest's ``monkeypatch`` for what one test replaces.
+"""What only the tests need beside :mod:`sglang_nvfp4_patches.simulation` (the kernel
+stand-in and the simulated scheduler, which ``verify`` shares): a bare one-rank layer, its
+runner config, the skip marker for releases without the CUTLASS runner, and the all-to-all
+dispatch switch of this release.
 """
 
 from __future__ import annotations
@@ -9,36 +10,10 @@ from typing import Any
 
 import torch
 
-from sglang_nvfp4_patches.simulation.cutlass_kernel import (
-    E4M3_ONE,
-    RUNNER_MODULE,
-    RecordingCutlassKernel,
-)
+from sglang_nvfp4_patches.simulation.cutlass_kernel import RUNNER_MODULE
 from sglang_nvfp4_patches.simulation.moe_layer import (
     llama4_runner_config as release_llama4_runner_config,
 )
-
-__all__ = ["E4M3_ONE", "RecordingCutlassKernel"]
-
-
-def install_cpu_cutlass_kernel(monkeypatch: Any) -> RecordingCutlassKernel:
-    """The kernel stand-in for one test (``simulation.cutlass_kernel.cpu_cutlass_kernel`` is
-    the same as a context manager)."""
-    import importlib
-
-    import flashinfer.fused_moe
-
-    kernel = RecordingCutlassKernel()
-    monkeypatch.setattr(flashinfer.fused_moe, "cutlass_fused_moe", kernel)
-    runner = importlib.import_module(RUNNER_MODULE)
-    monkeypatch.setattr(runner, "is_flashinfer_available", lambda: True)
-    return kernel
-
-
-def keep_cuda_moves_on_cpu(monkeypatch: Any) -> None:
-    """``tensor.cuda()`` returns the CPU tensor (0.5.18's NVFP4 block-scale swizzle moves its
-    result to the GPU explicitly)."""
-    monkeypatch.setattr(torch.Tensor, "cuda", lambda tensor, *_args, **_kwargs: tensor)
 
 
 def single_rank_layer() -> torch.nn.Module:
