@@ -87,7 +87,11 @@ def _method_note(half: MethodHalf, runner_honours: bool) -> tuple[str, str | Non
     return f"{half.label} rejection: not lifted", problem
 
 
-def _read_parts() -> tuple[bool, str | None, list[tuple[str, str | None]]]:
+# whether the runner pre-scales by itself, why it does not honour the flag, each method's note
+Parts = tuple[bool, str | None, list[tuple[str, str | None]]]
+
+
+def _read_parts() -> Parts:
     """Whether the runner pre-scales by itself, why it does not honour the flag (``None``:
     it does), and each method's note and problem."""
     runner = importlib.import_module(RUNNER_MODULE)
@@ -96,16 +100,24 @@ def _read_parts() -> tuple[bool, str | None, list[tuple[str, str | None]]]:
     return hasattr(runner, UPSTREAM_PRESCALE), problem, notes
 
 
+def _inspected() -> Parts | PatchReport:
+    """:func:`_read_parts`, or the report that says why there is nothing to read."""
+    if not module_exists(RUNNER_MODULE):
+        return _not_applicable()
+    try:
+        return _read_parts()
+    except (ImportError, AttributeError, PatchUnavailable) as error:
+        return PatchReport(NAME, PatchState.FAILED, f"cannot inspect: {error}")
+
+
 def current_state() -> PatchReport:
     """What the installed SGLang holds now: imports the modules and looks at the objects."""
     from sglang_nvfp4_patches.llama4_router_weight import ray_scheduler_actors
 
-    if not module_exists(RUNNER_MODULE):
-        return _not_applicable()
-    try:
-        runner_upstream, runner_trouble, method_notes = _read_parts()
-    except (ImportError, AttributeError, PatchUnavailable) as error:
-        return PatchReport(NAME, PatchState.FAILED, f"cannot inspect: {error}")
+    parts = _inspected()
+    if isinstance(parts, PatchReport):
+        return parts
+    runner_upstream, runner_trouble, method_notes = parts
     problems = [problem for _, problem in method_notes if problem]
     if runner_trouble is not None:
         problems.insert(0, f"runner: {runner_trouble}")
@@ -123,12 +135,10 @@ def current_state() -> PatchReport:
 
 def unpatched_report() -> PatchReport:
     """The probes, read-only, where nothing is patched: which rejections are live here."""
-    if not module_exists(RUNNER_MODULE):
-        return _not_applicable()
-    try:
-        runner_upstream, _, method_notes = _read_parts()
-    except (ImportError, AttributeError, PatchUnavailable) as error:
-        return PatchReport(NAME, PatchState.FAILED, f"cannot inspect: {error}")
+    parts = _inspected()
+    if isinstance(parts, PatchReport):
+        return parts
+    runner_upstream, _, method_notes = parts
     live = [problem for _, problem in method_notes if problem]
     if not runner_upstream:
         live.insert(0, STILL_REJECTS)

@@ -40,7 +40,13 @@ from sglang_nvfp4_patches.simulation.llama4_layers import (
 )
 from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on, single_rank_tp_group
 from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
-from sglang_nvfp4_patches.verify.result import CheckFailed, CheckResult, NotApplicable, run_check
+from sglang_nvfp4_patches.verify.result import (
+    CheckFailed,
+    CheckResult,
+    NotApplicable,
+    Outcome,
+    run_check,
+)
 
 TOKENS = 7
 MODELOPT = {"quantization": "modelopt_fp4"}
@@ -155,7 +161,7 @@ def run_checks() -> list[CheckResult]:
 
     if not module_exists(RUNNER_MODULE):
         reason = "this SGLang has no FlashInfer CUTLASS MoE runner; the patch is not applicable"
-        return [run_check(NAME, "CUTLASS runner", lambda: _raise(NotApplicable(reason)))]
+        return [CheckResult(NAME, "CUTLASS runner", Outcome.NOT_APPLICABLE, reason)]
     results: list[CheckResult] = []
     with quiet_sglang(), cpu_cutlass_kernel() as kernel, cuda_moves_stay_on_cpu():
 
@@ -197,7 +203,3 @@ def run_checks() -> list[CheckResult]:
             lambda: _top1_with_the_flag(kernel, compressed_tensors_layer, "compressed-tensors"),
         )
     return results
-
-
-def _raise(error: Exception) -> str:
-    raise error
