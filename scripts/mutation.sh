@@ -24,6 +24,6 @@ cd "$work"
 start=$SECONDS
 "$python" -m mutmut run "$@"
 status=0
-"$python" "$root/scripts/mutation_scores.py" mutants "$@" || status=$?
+"$python" "$root/scripts/mutation_scores.py" mutants --equivalents "$root/scripts/mutation_equivalents.txt" "$@" || status=$?
 echo "mutation run: $((SECONDS - start)) s"
 exit "$status"

@@ -664,3 +664,46 @@ def test_a_bad_base_url_is_one_line_before_any_request(
     assert code == 2
     assert err.startswith(f"error: --base-url {url!r} {says}") and len(err.splitlines()) == 1
     assert not out.exists() and not partial_path_of(out).exists()
+
+
+# Python in the C locale with its UTF-8 mode and locale coercion turned off: the preferred
+# encoding is ASCII, so a file opened without an explicit encoding cannot hold "é".
+ASCII_LOCALE = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0"}
+
+
+def test_an_ascii_locale_stores_resumes_and_compares_answers_that_are_not_ascii(
+    tmp_path: Path,
+) -> None:
+    """Run files are UTF-8 whatever the locale: a run stopped by a rejected question leaves
+    its non-ASCII answers in the partial file, and the rerun, in the same locale, carries them
+    over, writes RUN.json and compares it."""
+    questions = write_dataset(tmp_path / "mmlu", {"anatomy": 4})
+    replies = {qid: f" {q.answer} — réponse « sûre »" for qid, q in questions.items()}
+    env = {**os.environ, **ASCII_LOCALE, "PYTHONPATH": str(PYTHON_DIR)}
+    env.pop("PYTHONIOENCODING", None)
+    out = tmp_path / "RUN.json"
+
+    def command(*argv: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "sglang_nvfp4_patches", "accuracy", *argv],
+            env=env,
+            capture_output=True,
+            timeout=60,
+        )
+
+    with FakeServer(Script(replies=replies, reject={"anatomy/2": 422})) as server:
+        run = ("run", "--base-url", server.url, "--data", str(tmp_path / "mmlu"), "--out", str(out))
+        stopped = command(*run)
+        assert stopped.returncode == EXIT_SERVER, stopped.stderr
+        kept = out.with_name(out.name + ".partial.jsonl").read_bytes().decode("utf-8")
+        assert "réponse « sûre »" in kept
+        server.script.reject = {}
+        asked_before = dict(server.calls)
+        finished = command(*run)
+        assert finished.returncode == 0, finished.stderr
+        asked_again = {q: n - asked_before.get(q, 0) for q, n in server.calls.items()}
+    assert {q for q, n in asked_again.items() if n} == {"anatomy/2"}
+    document = json.loads(out.read_bytes().decode("utf-8"))
+    assert [r["output"] for r in document["records"]] == [replies[f"anatomy/{i}"] for i in range(4)]
+    compared = command("compare", str(out), str(out))
+    assert compared.returncode == 0, compared.stderr

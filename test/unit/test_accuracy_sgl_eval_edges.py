@@ -157,6 +157,11 @@ def test_missing_and_unreadable_paths_are_named(tmp_path: Path) -> None:
     assert str(unreadable.value) == (
         f"{folder}: is a directory, not a regular file; give the path of a run file"
     )
+    dangling = sgl_eval_run(tmp_path, "sgl_eval_y", {}) / "output-rs0.jsonl"
+    dangling.symlink_to(tmp_path / "moved-away.jsonl")  # listed in the directory, not there
+    with pytest.raises(RunFileError) as gone:
+        load_sgl_eval(dangling.parent, allow_partial=False)
+    assert str(gone.value) == f"{dangling}: no such file"
     with pytest.raises(RunFileError) as not_a_repeat:
         repeat_of(tmp_path / "output.jsonl")
     assert str(not_a_repeat.value) == (

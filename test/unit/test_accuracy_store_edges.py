@@ -4,6 +4,9 @@ SGLang import). Found by ``scripts/mutation.sh``."""
 
 from __future__ import annotations
 
+import errno
+import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -11,10 +14,13 @@ import pytest
 
 from sglang_nvfp4_patches.accuracy.errors import ConfigError, ResumeError, RunFileError
 from sglang_nvfp4_patches.accuracy.store import (
+    PARTIAL_FORMAT,
     RUN_FORMAT,
     RUN_VERSION,
     PartialWriter,
+    Stored,
     ensure_output_dir,
+    ensure_output_file,
     is_valid_record,
     load_finished_run,
     load_partial,
@@ -163,3 +169,113 @@ def test_an_out_dir_that_is_a_file_or_cannot_be_written_is_refused(
         f"--out-dir {target}: cannot write there (Permission denied); pick a directory you "
         "can write to"
     )
+
+
+# What the longest of ``--out NAME``'s files adds to NAME: the partial file's temporary,
+# ``.NAME.partial.jsonl.<pid of up to 7 digits>.tmp``, counted here by hand.
+SUFFIX_BYTES = len(".") + len(".partial.jsonl") + len(".4194304") + len(".tmp")
+
+
+def _file_system_names_up_to(limit: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Simulate a file system whose names hold ``limit`` bytes (eCryptfs: 143), or one that
+    cannot say (``None``: pathconf fails, as on some network file systems)."""
+
+    def pathconf(path: object, name: str) -> int:
+        if name != "PC_NAME_MAX":
+            raise ValueError("unrecognized configuration name")
+        if limit is None:
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+        return limit
+
+    monkeypatch.setattr(os, "pathconf", pathconf)
+
+
+@pytest.mark.parametrize(("limit", "assumed"), [(143, 143), (None, 255)])
+def test_an_out_name_is_refused_exactly_when_its_temporary_would_pass_the_name_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int | None, assumed: int
+) -> None:
+    _file_system_names_up_to(limit, monkeypatch)
+    longest = tmp_path / ("r" * (assumed - SUFFIX_BYTES))
+    ensure_output_file(longest, "--out")  # accepted: its temporary's name is `assumed` bytes
+    too_long = tmp_path / ("r" * (assumed - SUFFIX_BYTES + 1))
+    with pytest.raises(ConfigError) as refused:
+        ensure_output_file(too_long, "--out")
+    assert str(refused.value) == (
+        f"--out {too_long}: the file name is too long: with the suffixes of its partial and "
+        f"temporary files it passes the {assumed} bytes this file system allows; pick a "
+        "shorter name"
+    )
+    names = "é" * ((assumed - SUFFIX_BYTES) // 2 + 1)  # two bytes each: the limit is in bytes
+    with pytest.raises(ConfigError, match="the file name is too long"):
+        ensure_output_file(tmp_path / names, "--out")
+
+
+def test_an_out_dir_that_is_a_fifo_or_lies_under_one_is_refused_naming_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "results"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError) as is_fifo:
+        ensure_output_dir(fifo, "--out-dir")
+    assert str(is_fifo.value) == (
+        f"--out-dir {fifo}: is a FIFO (named pipe), not a directory; pick another path"
+    )
+    with pytest.raises(ConfigError) as under_fifo:
+        ensure_output_file(fifo / "RUN.json", "--out")
+    assert str(under_fifo.value) == (
+        f"--out {fifo / 'RUN.json'}: lies under {fifo}, which is a FIFO (named pipe), not a "
+        "directory; pick another path"
+    )
+    blocker = tmp_path / "a-file"
+    blocker.write_text("keep me", encoding="utf-8")
+    with pytest.raises(ConfigError) as under_file:
+        ensure_output_dir(blocker / "runs", "--out-dir")
+    assert str(under_file.value) == (
+        f"--out-dir {blocker / 'runs'}: lies under {blocker}, which is a file, not a directory; "
+        "pick another path"
+    )
+
+
+def test_nothing_stored_yet_is_empty_metadata_and_no_answers(tmp_path: Path) -> None:
+    out = tmp_path / "RUN.json"
+    assert load_partial(partial_path(out), SETTINGS) == Stored({}, [])
+    assert load_finished_run(out, SETTINGS) == Stored({}, [])
+    partial_path(out).write_bytes(b'{"format": "sglang-nv')  # killed while writing its header
+    assert load_partial(partial_path(out), SETTINGS) == Stored({}, [])
+
+
+def test_a_finished_run_gives_its_metadata_without_its_records(tmp_path: Path) -> None:
+    out = tmp_path / "RUN.json"
+    head = {"format": RUN_FORMAT, "version": RUN_VERSION, **SETTINGS, "complete": True}
+    write_json_atomic(out, {**head, "records": [RECORD]})
+    assert load_finished_run(out, SETTINGS) == Stored(head, [RECORD])
+
+
+def test_a_json_file_that_is_not_a_run_file_is_refused_naming_it(tmp_path: Path) -> None:
+    out = tmp_path / "RUN.json"
+    out.write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(RunFileError) as refused:
+        load_finished_run(out, SETTINGS)
+    assert str(refused.value) == (
+        f"{out}: not a run file (expected an object with a 'records' list, as accuracy run "
+        "writes); move it away or pick another --out"
+    )
+
+
+def test_a_partial_file_of_another_version_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "RUN.json.partial.jsonl"
+    head = {"format": PARTIAL_FORMAT, "version": 2, **SETTINGS}
+    path.write_text(json.dumps(head) + "\n", encoding="utf-8")
+    with pytest.raises(RunFileError) as refused:
+        load_partial(path, SETTINGS)
+    assert str(refused.value) == (
+        f"{path}: its header's 'version' is 2; this sglang-nvfp4-patches reads version 1 only "
+        "(a newer release may have written it: upgrade to read it)"
+    )
+
+
+def test_a_partial_header_without_a_version_is_read_as_version_1(tmp_path: Path) -> None:
+    """Partial files written before headers carried a version are resumed."""
+    path = tmp_path / "RUN.json.partial.jsonl"
+    head = {"format": PARTIAL_FORMAT, **SETTINGS}
+    lines = [json.dumps(head, ensure_ascii=False), json.dumps(RECORD, ensure_ascii=False)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert load_partial(path, SETTINGS) == Stored(head, [RECORD])

@@ -5,11 +5,8 @@ CI runs the script on the real wheel; these show that each check can fail.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import zipfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import tomllib
@@ -17,20 +14,9 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from sglang_nvfp4_patches.supported_releases import SUPPORTED_SGLANG, TESTED_RELEASES
+from support.repo_scripts import REPO, load_script
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_wheel", REPO / "scripts/check_wheel.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_wheel"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-check_wheel = _load_script()
+check_wheel = load_script("check_wheel")
 INFO = "sglang_nvfp4_patches-0.1.0.dist-info"
 FILES = [
     "sglang_nvfp4_patches/__init__.py",

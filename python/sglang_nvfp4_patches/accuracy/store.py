@@ -19,12 +19,13 @@ import errno
 import fcntl
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 from sglang_nvfp4_patches.accuracy.errors import BusyError, ConfigError, ResumeError, RunFileError
 from sglang_nvfp4_patches.accuracy.files import kind_of, read_bounded, require_writable_target
@@ -42,6 +43,12 @@ SETTING_KEYS: tuple[str, ...] = ("api", "model", "shots", "max_new_tokens", "ser
 Record = dict[str, Any]
 # The longest process id Linux hands out (pid_max is at most 2**22): temporary names carry it.
 _PID_DIGITS = len(str(2**22))
+_PID_LINE = re.compile(rb"[0-9]{1,%d}\n?" % _PID_DIGITS)
+# Text as written (not \u escapes). RUN.json: indented metadata, one record per line; the
+# partial file: one compact line per record.
+_META = json.JSONEncoder(ensure_ascii=False, indent=1)
+_RECORD = json.JSONEncoder(ensure_ascii=False)
+_LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -149,8 +156,8 @@ def run_file_lock(out: Path, option: str) -> Iterator[None]:
 def _lock(path: Path, out: Path, option: str) -> int:
     """A descriptor of ``path`` holding its flock, with this process's id written in it."""
     while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+        try:  # not inherited by the servers `ab` starts: Python opens none inheritable
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK, 0o644)
         except OSError as exc:
             raise ConfigError(
                 f"{option} {out}: cannot create its lock file {path} ({exc.strerror or exc})"
@@ -185,20 +192,26 @@ def _flock(fd: int, path: Path, out: Path, option: str) -> None:
                 f"{option} {out}: cannot lock {path} ({exc.strerror or exc}); pick a path on "
                 "a local file system"
             ) from None
-        holder = os.pread(fd, 16, 0).decode("ascii", errors="replace").strip()
-        process = f"process {holder}" if holder.isdigit() else "another process"
         raise BusyError(
-            f"{option} {out}: {process} is writing this run right now (it holds {path}); "
+            f"{option} {out}: {_holder(fd)} is writing this run right now (it holds {path}); "
             f"wait for it to end, or pick another {option}"
         ) from None
+
+
+def _holder(fd: int) -> str:
+    """``process N`` when the lock file holds just a process id and its newline, as
+    :func:`_lock` writes it; else (another tool's file, damaged) ``another process``. Reading
+    one byte past the longest such line shows that there is more."""
+    head = os.pread(fd, _PID_DIGITS + 2, 0)
+    return f"process {int(head)}" if _PID_LINE.fullmatch(head) else "another process"
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
     """Write to a temporary sibling, fsync, then rename: readers see old or new, never half."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with tmp.open("w", encoding="utf-8") as handle:
-            handle.write(run_file_text(data))
+        with tmp.open("wb") as handle:
+            handle.write(run_file_text(data).encode())
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -210,12 +223,10 @@ def run_file_text(data: Mapping[str, Any]) -> str:
     """Indented metadata, then one record per line: readable and diffable, and encoded by the
     C JSON encoder (``indent`` over 14k records would fall back to the slow Python one)."""
     meta = {key: value for key, value in data.items() if key != "records"}
-    head = json.dumps(meta, indent=1, ensure_ascii=False)
+    head = _META.encode(meta)
     if "records" not in data:
         return head + "\n"
-    records = ",\n".join(
-        "  " + json.dumps(r, ensure_ascii=False, separators=(", ", ": ")) for r in data["records"]
-    )
+    records = ",\n".join("  " + _RECORD.encode(r) for r in data["records"])
     body = f"[\n{records}\n ]" if records else "[]"
     prefix = head[:-2] + ",\n" if meta else "{\n"
     return f'{prefix} "records": {body}\n}}\n'
@@ -355,13 +366,13 @@ class PartialWriter:
         header = {"format": PARTIAL_FORMAT, "version": RUN_VERSION, **fields}
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
-            with tmp.open("w", encoding="utf-8") as handle:
+            with tmp.open("wb") as handle:
                 handle.write(_line(header))
                 handle.writelines(_line(record) for record in carried)
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)
-        self._handle: TextIO | None = path.open("a", encoding="utf-8")
+        self._handle: BinaryIO | None = path.open("ab")
 
     def append(self, record: Record) -> None:
         """One line per answer, handed to the OS immediately."""
@@ -381,5 +392,6 @@ class PartialWriter:
         self.path.unlink(missing_ok=True)
 
 
-def _line(obj: Mapping[str, Any]) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n"
+def _line(obj: Mapping[str, Any]) -> bytes:
+    """One compact JSON line, UTF-8 whatever the locale (as every file here is written)."""
+    return (_LINE.encode(obj) + "\n").encode()
