@@ -2,9 +2,9 @@
 
     python scripts/mutation_scores.py MUTANTS_DIR [--equivalents FILE] [MUTANT_GLOB ...]
 
-Reads the ``*.py.meta`` files mutmut 3.x writes beside each mutated module and prints killed /
-total per module. A mutant that was not killed (survived, timed out, suspicious, or reached by
-no test) is accepted only when ``FILE`` lists it by name together with the line(s) the
+Reads the ``*.py.meta`` files mutmut 3.x writes beside each mutated module and prints caught
+(killed, or timed out) / total per module. A mutant that was not caught (survived, suspicious,
+or reached by no test) is accepted only when ``FILE`` lists it by name together with the line(s) the
 mutation changed, as read from the mutated module: a name that now points at another mutation
 (after its function changed) is not accepted. docs/mutation.md says why each listed one is
 equivalent.
@@ -25,7 +25,9 @@ from pathlib import Path
 
 from mutmut.stats import status_by_exit_code
 
-KILLED = frozenset({"killed", "caught by type check"})
+# A timeout counts as caught: the mutant made the tests run past mutmut's limit (a loop that
+# never ends, in this code), so no run with it could pass.
+CAUGHT = frozenset({"killed", "caught by type check", "timeout"})
 
 
 def module_results(meta: Path, selected: list[str]) -> dict[str, str]:
@@ -79,21 +81,22 @@ def main(mutants_dir: Path, selected: list[str], equivalents: dict[str, str]) ->
         print(f"no mutmut results under {mutants_dir}", file=sys.stderr)
         return 2
     left: dict[str, tuple[str, str]] = {}  # name -> (status, mutated lines)
-    total_killed = total = 0
-    print(f"{'module':62} {'killed':>7} / {'total':<5}")
+    total_caught = total = timeouts = 0
+    print(f"{'module':62} {'caught':>7} / {'total':<5}")
     for meta in metas:
         results = module_results(meta, selected)
         if not results:
             continue
         module = meta.with_suffix("")
         bodies = function_bodies(module.read_text(encoding="utf-8"))
-        killed = sum(status in KILLED for status in results.values())
-        total_killed, total = total_killed + killed, total + len(results)
-        print(f"{module.relative_to(mutants_dir)!s:62} {killed:>7} / {len(results):<5}")
+        caught = sum(status in CAUGHT for status in results.values())
+        timeouts += sum(status == "timeout" for status in results.values())
+        total_caught, total = total_caught + caught, total + len(results)
+        print(f"{module.relative_to(mutants_dir)!s:62} {caught:>7} / {len(results):<5}")
         for name, status in results.items():
-            if status not in KILLED:
+            if status not in CAUGHT:
                 left[name] = (status, mutated_lines(bodies, name.rsplit(".", 1)[-1]))
-    print(f"{'all':62} {total_killed:>7} / {total:<5}")
+    print(f"{'all':62} {total_caught:>7} / {total:<5} ({timeouts} of them by timeout)")
     accepted = [name for name, (_, lines) in left.items() if equivalents.get(name) == lines]
     new = [name for name in left if name not in accepted]
     listed = [

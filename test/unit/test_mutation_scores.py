@@ -54,7 +54,7 @@ def _results(root: Path, exit_codes: dict[int, int]) -> Path:
 def test_survivors_listed_with_their_mutated_lines_are_accepted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutants = _results(tmp_path, {1: 0, 2: 36, 3: 1})
+    mutants = _results(tmp_path, {1: 0, 2: 0, 3: 1})
     listed = {"pkg.m.x_f__mutmut_1": "return a - 1", "pkg.m.x_f__mutmut_2": "return a + 2"}
     assert scores.main(mutants, [], listed) == 0
     out = capsys.readouterr().out
@@ -66,12 +66,22 @@ def test_survivors_listed_with_their_mutated_lines_are_accepted(
 def test_a_survivor_not_listed_is_named_with_its_status_and_mutation(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    mutants = _results(tmp_path, {1: 0, 2: 36, 3: 1})
+    mutants = _results(tmp_path, {1: 0, 2: 0, 3: 1})
     assert scores.main(mutants, [], {"pkg.m.x_f__mutmut_1": "return a - 1"}) == 1
     out = capsys.readouterr().out
     assert "left: 2, of which 1 listed as equivalent" in out
-    assert "  pkg.m.x_f__mutmut_2: timeout: return a + 2\n" in out
+    assert "  pkg.m.x_f__mutmut_2: survived: return a + 2\n" in out
     assert "pkg.m.x_f__mutmut_1:" not in out
+
+
+def test_a_mutant_that_made_the_tests_time_out_counts_as_caught(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mutants = _results(tmp_path, {1: 36, 2: 1, 3: 0})
+    assert scores.main(mutants, [], {"pkg.m.x_f__mutmut_3": "return None"}) == 0
+    out = capsys.readouterr().out
+    assert " 2 / 3 " in out and "(1 of them by timeout)" in out
+    assert "left: 1, of which 1 listed as equivalent" in out
 
 
 def test_a_listed_name_that_now_points_at_another_mutation_is_not_accepted(

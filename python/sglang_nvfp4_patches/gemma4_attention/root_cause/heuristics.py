@@ -114,8 +114,8 @@ def fp8_sides(test: ast.expr, flags: dict[str, tuple[Side, Side]]) -> tuple[Side
         parts = [fp8_sides(value, flags) for value in test.values]
         one = 0 if isinstance(test.op, ast.And) else 1  # the side any operand decides
         decided = next((p[one] for p in parts if p[one] is not None), None)
-        shared = {p[1 - one] for p in parts}
-        agreed = shared.pop() if len(shared) == 1 else None
+        first, *rest = (p[1 - one] for p in parts)  # the other side: only if all agree
+        agreed = first if all(other == first for other in rest) else None
         return (decided, agreed) if one == 0 else (agreed, decided)
     name = test.func if isinstance(test, ast.Call) else test
     dotted = dotted_name(name)
