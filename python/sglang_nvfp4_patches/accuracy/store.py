@@ -84,7 +84,7 @@ def ensure_output_file(out: Path, option: str) -> None:
     for path in (out, partial_path(out)):
         require_writable_target(path, option)
     existing = _writable_dir(out.parent, option, out)
-    longest = f".{partial_path(out).name}.{'9' * _PID_DIGITS}.tmp"  # PartialWriter's temporary
+    longest = _temporary(partial_path(out), int("9" * _PID_DIGITS)).name  # the longest used
     limit = _name_max(existing)
     if len(os.fsencode(longest)) > limit:
         raise ConfigError(
@@ -207,11 +207,21 @@ def _holder(fd: int) -> str:
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
+    """RUN.json's text (:func:`run_file_text`), replacing ``path`` atomically."""
+    _replace_atomically(path, run_file_text(data).encode())
+
+
+def _temporary(path: Path, pid: int) -> Path:
+    """The sibling that process ``pid`` writes before renaming it to ``path``."""
+    return path.with_name(f".{path.name}.{pid}.tmp")
+
+
+def _replace_atomically(path: Path, data: bytes) -> None:
     """Write to a temporary sibling, fsync, then rename: readers see old or new, never half."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = _temporary(path, os.getpid())
     try:
         with tmp.open("wb") as handle:
-            handle.write(run_file_text(data).encode())
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -364,14 +374,7 @@ class PartialWriter:
         header records (endpoint, question set)."""
         self.path = path
         header = {"format": PARTIAL_FORMAT, "version": RUN_VERSION, **fields}
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            with tmp.open("wb") as handle:
-                handle.write(_line(header))
-                handle.writelines(_line(record) for record in carried)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        _replace_atomically(path, b"".join([_line(header), *map(_line, carried)]))
         self._handle: BinaryIO | None = path.open("ab")
 
     def append(self, record: Record) -> None:
@@ -385,11 +388,6 @@ class PartialWriter:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
-
-    def remove(self) -> None:
-        """Delete the partial file once RUN.json holds everything."""
-        self.close()
-        self.path.unlink(missing_ok=True)
 
 
 def _line(obj: Mapping[str, Any]) -> bytes:
