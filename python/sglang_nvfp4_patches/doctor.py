@@ -24,8 +24,9 @@ from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 from sglang_nvfp4_patches.supported_releases import untested_phrase
 
 # doctor's exit status 1 means one thing: a bug this plugin fixes is live in this SGLang and
-# nothing fixes it (a patch failed, or the release is untested and not opted in).
-UNFIXED = (PatchState.FAILED, PatchState.NOT_PATCHED)
+# nothing fixes it (a patch failed, or the release is untested and not opted in), or may be
+# (a probe cannot tell whether it is live).
+UNFIXED = (PatchState.FAILED, PatchState.NOT_PATCHED, PatchState.UNKNOWN)
 
 
 def _dist_version(name: str) -> str:
@@ -114,13 +115,18 @@ def format_text(result: dict[str, object]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def exit_status(result: dict[str, object]) -> int:
+    """1 where any patch is in an :data:`UNFIXED` state, else 0."""
+    patches: dict[str, dict[str, str]] = result["patches"]  # type: ignore[assignment]
+    unfixed = {state.value for state in UNFIXED}
+    failed = any(report["status"] in unfixed for report in patches.values())
+    return EXIT_FAILED if failed else EXIT_OK
+
+
 def run_doctor(args: argparse.Namespace) -> int:
     result = collect()
     print(
         json.dumps(result, indent=2) if args.json else format_text(result),
         end="\n" if args.json else "",
     )
-    patches: dict[str, dict[str, str]] = result["patches"]  # type: ignore[assignment]
-    unfixed = {state.value for state in UNFIXED}
-    failed = any(report["status"] in unfixed for report in patches.values())
-    return EXIT_FAILED if failed else EXIT_OK
+    return exit_status(result)

@@ -12,6 +12,7 @@ class PatchState(str, enum.Enum):
     ALREADY_UPSTREAM = "already upstream"
     NOT_APPLICABLE = "not applicable"
     NOT_PATCHED = "not patched"  # the bug is live here; this release is untested, no opt-in
+    UNKNOWN = "unknown"  # a probe cannot tell whether the bug is live; SGLang left as it ships
     DISABLED = "disabled"
     FAILED = "failed"
 

@@ -21,7 +21,7 @@ import torch
 
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
     COMPRESSED_TENSORS,
-    rejects_router_weight_on_input,
+    reading_of,
 )
 from sglang_nvfp4_patches.llama4_router_weight.refusals import TopKNotOneError
 from sglang_nvfp4_patches.llama4_router_weight.state import current_state
@@ -159,7 +159,7 @@ def test_unpatched_sglang_rejects_the_flag(on_sm120: Any) -> None:
     """SGLang's own create_moe_runner (what the hook wraps) leaves the rejection in place."""
     moe = CompressedTensorsLayer(on_sm120, top_k=1)
     scheme_cls = type(moe.scheme)
-    if not rejects_router_weight_on_input(COMPRESSED_TENSORS, scheme_cls):
+    if not reading_of(COMPRESSED_TENSORS, scheme_cls).rejects:
         pytest.skip("not applicable: this SGLang's scheme does not reject the flag")
     scheme_cls.create_moe_runner.__wrapped__(moe.scheme, moe.layer, moe.runner_config)
     moe.method.process_weights_after_loading(moe.layer)
@@ -173,7 +173,7 @@ def test_doctor_state_names_the_compressed_tensors_half() -> None:
     report = current_state()
     scheme_module = importlib.import_module(COMPRESSED_TENSORS.module)
     scheme_cls = getattr(scheme_module, COMPRESSED_TENSORS.cls)
-    if rejects_router_weight_on_input(COMPRESSED_TENSORS, scheme_cls):
+    if reading_of(COMPRESSED_TENSORS, scheme_cls).rejects:
         assert "compressed-tensors NVFP4 rejection: lifted" in report.reason
     else:
         assert "compressed-tensors NVFP4 rejection: none in this release" in report.reason

@@ -23,7 +23,7 @@ import pytest
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
     COMPRESSED_TENSORS,
     MODELOPT,
-    rejects_router_weight_on_input,
+    reading_of,
 )
 from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     RouterWeightOnInputError,
@@ -69,7 +69,7 @@ def compressed_tensors_layer() -> tuple[Any, Any, Any]:
     quant_config = CompressedTensorsConfig.from_config(config["quantization_config"])
     layer = fused_moe_layer(EXPERTS, INTERMEDIATE)
     layer.quant_method = quant_config.get_quant_method(layer, prefix=LLAMA4_MOE_PREFIX)
-    if not rejects_router_weight_on_input(COMPRESSED_TENSORS, type(layer.scheme)):
+    if not reading_of(COMPRESSED_TENSORS, type(layer.scheme)).rejects:
         pytest.skip(  # 0.5.15.post1: the scheme has no CUTLASS branch, so nothing to lift
             "not applicable: this SGLang's compressed-tensors NVFP4 MoE scheme does not "
             "reject the flag"

@@ -18,13 +18,12 @@ All processes start at once (module fixture) and run side by side.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from support import SCRIPTS, edited_sglang
+from support import SCRIPTS, edited_sglang, result_of
 from support.edited_sglang import (
     CUTLASS_RUNNER,
     MODELOPT,
@@ -78,12 +77,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     }
     started = {name: fork.start(args, env) for name, (args, env) in plan.items()}
     return {name: child.wait(timeout=300) for name, child in started.items()}
-
-
-def result_of(done: subprocess.CompletedProcess[str]) -> Any:
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert len(lines) == 1, done.stdout[-2000:] + done.stderr[-3000:]
-    return json.loads(lines[0][len("RESULT ") :])
 
 
 def our_lines(stderr: str, level: str) -> list[str]:

@@ -207,6 +207,99 @@ _PRESCALE_CALL = re.compile(
 _UNIT_SCALES_HANDED = re.compile(r"topk_output=topk_output\._replace\(topk_weights=unit_scales\)")
 
 
+COMPRESSED_TENSORS = Path(
+    "srt",
+    "layers",
+    "quantization",
+    "compressed_tensors",
+    "schemes",
+    "compressed_tensors_w4a4_nvfp4_moe.py",
+)
+# 0.5.15.post1-0.5.23: `assert not self.moe_runner_config.apply_router_weight_on_input, (msg)`
+_FLAG_ASSERT = re.compile(
+    r"^(?P<indent>[ \t]*)assert not self\.moe_runner_config\.apply_router_weight_on_input, "
+    r"\((?P<message>[^)]*)\)\n",
+    re.M,
+)
+_MODELOPT_CLASS = re.compile(r"^class ModelOptNvFp4FusedMoEMethod\(.*\):\n", re.M)
+
+
+def _rejection_rewritten(source: str, body: str) -> tuple[str, int]:
+    """Each flag assert replaced by ``body`` (``{i}``: its indent, ``{m}``: its message)."""
+    return _FLAG_ASSERT.subn(
+        lambda found: body.format(i=found["indent"], m=found["message"].strip()), source
+    )
+
+
+def rejection_as_if_raise(source: str) -> tuple[str, int]:
+    """``if <flag>: raise NotImplementedError(...)``."""
+    return _rejection_rewritten(
+        source,
+        "{i}if self.moe_runner_config.apply_router_weight_on_input:\n"
+        "{i}    raise NotImplementedError({m})\n",
+    )
+
+
+def rejection_in_a_helper(source: str) -> tuple[str, int]:
+    """The check moves into a method of ModelOpt's class (its first), raising ValueError."""
+    source, calls = _rejection_rewritten(source, "{i}self._check_router_weight_on_input()\n")
+    helper = (
+        "\\g<0>    def _check_router_weight_on_input(self):\n"
+        "        if not self.moe_runner_config.apply_router_weight_on_input:\n"
+        "            return\n"
+        '        raise ValueError("apply_router_weight_on_input: unsupported here")\n\n'
+    )
+    source, defs = _MODELOPT_CLASS.subn(helper, source, count=1)
+    return source, calls * defs
+
+
+def rejection_through_an_alias(source: str) -> tuple[str, int]:
+    """A local alias of the config, the backend named in the test, RuntimeError."""
+    return _rejection_rewritten(
+        source,
+        "{i}config = self.moe_runner_config\n"
+        "{i}if config.apply_router_weight_on_input and (\n"
+        "{i}    moe_runner_backend.is_flashinfer_cutlass()\n"
+        "{i}):\n"
+        "{i}    raise RuntimeError({m})\n",
+    )
+
+
+def _rejection_and_module_code(source: str, body: str, code: str) -> tuple[str, int]:
+    """:func:`_rejection_rewritten`, with ``code`` appended to the module."""
+    source, count = _rejection_rewritten(source, body)
+    return source + code, count
+
+
+def rejection_through_a_derived_value(source: str) -> tuple[str, int]:
+    """The flag read into a local, negated into another, checked by a module function."""
+    return _rejection_and_module_code(
+        source,
+        "{i}on_input = self.moe_runner_config.apply_router_weight_on_input\n"
+        "{i}supported = not on_input\n"
+        "{i}_require(supported, {m})\n",
+        "\n\ndef _require(supported, message):\n"
+        "    if supported is False:\n"
+        "        raise NotImplementedError(message)\n",
+    )
+
+
+def rejection_out_of_sight(source: str) -> tuple[str, int]:
+    """The check is made by a function held in a table: nothing this plugin can read."""
+    return _rejection_and_module_code(
+        source,
+        "{i}_CHECKS[0](self.moe_runner_config)\n",
+        "\n\ndef _no_router_weight_on_input(config):\n"
+        "    assert not config.apply_router_weight_on_input\n\n\n"
+        "_CHECKS = [_no_router_weight_on_input]\n",
+    )
+
+
+def runner_prescale_renamed(source: str) -> tuple[str, int]:
+    """The runner still pre-scales, under a name this plugin does not know."""
+    return re.subn(r"\b_prescale_router_weight_on_input\b", "_weight_input_by_router", source)
+
+
 def modelopt_assert_removed(source: str) -> tuple[str, int]:
     """Upstream drops ModelOpt's rejection of the flag."""
     return _MODELOPT_ASSERT.subn("", source)

@@ -22,7 +22,7 @@ from sglang_nvfp4_patches.progress import tracked
 from sglang_nvfp4_patches.release_gate import release_gate
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS, EXAMPLES_DIR
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
-from sglang_nvfp4_patches.simulation.moe_layer import compressed_tensors_moe_runner
+from sglang_nvfp4_patches.simulation.moe_layer import llama4_layer_outcome
 from sglang_nvfp4_patches.simulation.server_args import resolve
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
@@ -52,7 +52,7 @@ def explain_one(
         with patches_suspended():
             unpatched = resolve(model_dir, gpu, **flags)
         patched = resolve(model_dir, gpu, **flags) if with_patches else None
-        layer_runner = compressed_tensors_moe_runner(model_dir, gpu, **flags)
+        layer = llama4_layer_outcome(model_dir, gpu, **flags)
     concerned = {patch.name for patch in PATCHES if arch in patch.architectures}
     notes = tuple(
         (name, f"{name} is {_off_word(report)} ({report.reason})")
@@ -60,7 +60,7 @@ def explain_one(
         if name in concerned
     )
     return ExplainRow(
-        model, gpu, unpatched, patched, arch, "attention_backend" in flags, notes, layer_runner
+        model, gpu, unpatched, patched, arch, "attention_backend" in flags, notes, layer
     )
 
 
@@ -156,7 +156,7 @@ def run_explain(args: argparse.Namespace) -> int:
     flags = server_flags(getattr(args, "server_flags", ()))
     with_patches, problems = (False, []) if args.no_patches else patch_outcome(reports)
     # Patches that do not act here: their notes say so instead of what they would do.
-    inactive = (PatchState.DISABLED, PatchState.NOT_PATCHED)
+    inactive = (PatchState.DISABLED, PatchState.NOT_PATCHED, PatchState.UNKNOWN)
     disabled = {n: r for n, r in reports.items() if r.state in inactive}
     if args.model is not None:
         models = [(str(args.model), args.model)]

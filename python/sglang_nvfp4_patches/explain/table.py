@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile
+from sglang_nvfp4_patches.simulation.moe_layer import LayerOutcome
 from sglang_nvfp4_patches.simulation.server_args import ResolvedBackends
 
 
@@ -21,8 +22,22 @@ class ExplainRow:
     # not act in this process (disabled, or not patched on an untested release): its note
     # replaces the patch's own, which would claim what it does where it acts.
     off_notes: tuple[tuple[str, str], ...] = ()
-    # What SGLang's compressed-tensors scheme builds for the MoE layer (resolution says auto).
-    moe_layer_runner: str | None = None
+    # What happens to the checkpoint's first NVFP4 MoE layer when it is built (resolution may
+    # say auto: the quantization method picks the runner then), patched and as SGLang ships.
+    layer: LayerOutcome | None = None
+
+    @property
+    def moe_layer_runner(self) -> str | None:
+        return self.layer.runner if self.layer is not None else None
+
+    @property
+    def refused(self) -> str | None:
+        """Why the layer is refused when it is built, where the patches are live."""
+        return self.layer.refused if self.layer is not None and self.patched else None
+
+    @property
+    def fails_unpatched(self) -> str | None:
+        return self.layer.fails_unpatched if self.layer is not None else None
 
     @property
     def final(self) -> ResolvedBackends:
@@ -40,13 +55,26 @@ class ExplainRow:
 
     @property
     def note(self) -> str:
+        """What the patches that concern this row do here (a patch off here says so, and
+        none claims what it does for a layer that is refused or where no patch is live);
+        then what happens to the MoE layer."""
         runner = self.moe_layer_runner or self.final.moe_runner_backend
         off = dict(self.off_notes)
         notes = [
-            off[patch.name] if patch.name in off else patch.explain_note(runner)
+            off[patch.name]
+            if patch.name in off
+            else (patch.explain_note(runner) if self.patched and not self.refused else "")
             for patch in PATCHES
             if self.architecture in patch.architectures
         ]
+        if self.refused:
+            notes.append(f"{self.model}: the MoE layer is refused when it is built: {self.refused}")
+        if self.fails_unpatched:
+            who = "without the patches, SGLang" if self.patched else "SGLang as it ships"
+            notes.append(
+                f"{self.model}: {who} fails at warm-up on the {runner} MoE runner: "
+                f"{self.fails_unpatched}"
+            )
         return "; ".join(note for note in notes if note)
 
     def as_json(self) -> dict[str, object]:
@@ -60,6 +88,8 @@ class ExplainRow:
             "unpatched_moe_runner_backend": self.unpatched.moe_runner_backend,
             "patched": self.patched is not None,
             "moe_layer_runner": self.moe_layer_runner,
+            "moe_layer_refused": self.refused,
+            "unpatched_fails_at_warmup": self.fails_unpatched,
             "note": self.note,
         }
 
@@ -68,6 +98,18 @@ def _format_pair(before: str | None, after: str | None, with_patches: bool) -> s
     if not with_patches or before == after:
         return str(before)
     return f"{before} -> {after}"
+
+
+def _layer_cell(row: ExplainRow) -> str:
+    """The runner the MoE layer builds, where it differs from what resolution says."""
+    runner = row.moe_layer_runner
+    if runner is None:
+        return ""
+    if row.refused:
+        return f" (layer: {runner}, refused)"
+    if runner == row.final.moe_runner_backend:
+        return ""
+    return f" (layer: {runner})"
 
 
 def format_table(rows: list[ExplainRow], with_patches: bool) -> str:
@@ -91,7 +133,7 @@ def format_table(rows: list[ExplainRow], with_patches: bool) -> str:
                 _format_pair(
                     row.unpatched.moe_runner_backend, final.moe_runner_backend, with_patches
                 )
-                + (f" (layer: {row.moe_layer_runner})" if row.moe_layer_runner else ""),
+                + _layer_cell(row),
                 row.decided_by,
             )
         )

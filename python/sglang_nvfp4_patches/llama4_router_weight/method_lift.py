@@ -1,8 +1,11 @@
-"""Seam 2: the NVFP4 MoE methods that assert the flag away on their CUTLASS branch.
+"""Seam 2: the NVFP4 MoE methods that reject the flag on their CUTLASS branch.
 
 ``ModelOptNvFp4FusedMoEMethod.apply`` (ModelOpt checkpoints) and
 ``CompressedTensorsW4A4Nvfp4MoE.apply_weights`` (llm-compressor checkpoints) still assert
-``not apply_router_weight_on_input`` in 0.5.23. An AROUND hook on each method's
+``not apply_router_weight_on_input`` in 0.5.23. Whether a release still rejects it is read
+from what the method's code does, in any spelling (:mod:`.rejection_reader`): lifted where it
+rejects, upstream only where the code shows it no longer does, ``unknown`` (left as SGLang
+ships it) where the reader cannot tell. An AROUND hook on each method's
 ``create_moe_runner`` lets SGLang build the runner with the real config, then decides for
 this layer (:mod:`.rule`): refuse it now, naming the switch, or hand the method a flag-free
 view for its own check while the ``MoeRunner`` keeps the real config, which the runner's
@@ -12,8 +15,8 @@ pre-scale honours.
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import re
+import functools
+import importlib
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -22,7 +25,8 @@ from sglang_nvfp4_patches.llama4_router_weight import outcomes
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
     without_router_weight_on_input,
 )
-from sglang_nvfp4_patches.llama4_router_weight.layer_facts import layer_facts
+from sglang_nvfp4_patches.llama4_router_weight.layer_facts import MOE_UTILS_MODULE, layer_facts
+from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import Reading, read_method
 from sglang_nvfp4_patches.llama4_router_weight.rule import refusal_for
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     require_flag_free_views,
@@ -30,10 +34,6 @@ from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
 )
 from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook
 from sglang_nvfp4_patches.status import PatchState, PatchUnavailable
-
-_REJECTION = re.compile(
-    r"assert\s*\(?\s*not\s+(self\.)?moe_runner_config\.apply_router_weight_on_input"
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,20 +111,35 @@ def create_moe_runner_hook(
     return result
 
 
-def asserts_flag_away(source: str) -> bool:
-    """Whether ``source`` asserts ``not ...moe_runner_config.apply_router_weight_on_input``."""
-    return _REJECTION.search(source) is not None
+def runner_backends() -> tuple[str, ...]:
+    """This release's MoE runner backend values (the reader decides tests that name one)."""
+    backend_enum = getattr(importlib.import_module(MOE_UTILS_MODULE), "MoeRunnerBackend", ())
+    return tuple(str(member.value) for member in backend_enum)
 
 
-def rejects_router_weight_on_input(half: MethodHalf, method_cls: type) -> bool:
-    """Whether ``half``'s method still asserts the flag away (read from its source)."""
-    try:
-        source = inspect.getsource(getattr(method_cls, half.checked_in))
-    except (AttributeError, OSError, TypeError) as error:
-        raise PatchUnavailable(
-            f"cannot read {half.cls}.{half.checked_in} source ({error})"
-        ) from error
-    return asserts_flag_away(source)
+@functools.cache
+def reading_of(half: MethodHalf, method_cls: type) -> Reading:
+    """What ``half``'s method does with the flag on the CUTLASS runner, read from its code."""
+    return read_method(method_cls, half.checked_in, runner_backends())
+
+
+def cannot_tell(half: MethodHalf, reading: Reading) -> str:
+    return (
+        f"cannot tell whether {half.cls}.{half.checked_in} still rejects "
+        f"apply_router_weight_on_input: it {reading.summary()}; left as SGLang ships it"
+    )
+
+
+def still_rejects(half: MethodHalf) -> str:
+    return f"{half.cls}.{half.checked_in} still rejects apply_router_weight_on_input"
+
+
+def upstream_reason(half: MethodHalf, reading: Reading) -> str:
+    how = "reads it nowhere" if not reading.found else f"uses it ({reading.summary()})"
+    return (
+        f"{half.cls}.{half.checked_in} does not reject apply_router_weight_on_input: "
+        f"on the CUTLASS runner it {how}"
+    )
 
 
 def is_lifted(half: MethodHalf) -> bool:
@@ -140,31 +155,27 @@ def method_patcher(half: MethodHalf, apply: bool = True) -> Callable[[ModuleType
         try:
             if method_cls is None or not hasattr(method_cls, "create_moe_runner"):
                 raise PatchUnavailable(f"{half.target} not found")
-            rejects = rejects_router_weight_on_input(half, method_cls)
-            if rejects:
+            reading = reading_of(half, method_cls)
+            if reading.rejects:
                 require_flag_free_views()
         except PatchUnavailable as error:
             outcomes.record(half.part, PatchState.FAILED, str(error))
             return
-        if not rejects:
-            outcomes.record(
-                half.part,
-                PatchState.ALREADY_UPSTREAM,
-                f"{half.cls}.{half.checked_in} does not reject apply_router_weight_on_input",
-            )
+        if reading.upstream:
+            outcomes.record(half.part, PatchState.ALREADY_UPSTREAM, upstream_reason(half, reading))
+            return
+        if not reading.rejects:
+            outcomes.record(half.part, PatchState.UNKNOWN, cannot_tell(half, reading))
             return
         if not apply:
-            outcomes.record(
-                half.part,
-                PatchState.NOT_PATCHED,
-                f"{half.cls}.{half.checked_in} still rejects apply_router_weight_on_input",
-            )
+            outcomes.record(half.part, PatchState.NOT_PATCHED, still_rejects(half))
             return
         install_hook(half.target, create_moe_runner_hook)
         outcomes.record(
             half.part,
             PatchState.APPLIED,
-            f"{half.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner",
+            f"{half.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner "
+            f"(it rejected it: {reading.summary()})",
         )
 
     patch_module.__qualname__ = f"patch_{half.part.replace('-', '_')}_module"

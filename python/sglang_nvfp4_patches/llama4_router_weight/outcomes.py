@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 from sglang_nvfp4_patches.llama4_router_weight import NAME
-from sglang_nvfp4_patches.release_gate import release_gate
+from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, release_gate
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
 logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
@@ -24,8 +24,9 @@ ModulePatcher = Callable[[ModuleType], None]
 
 
 def record(part: str, state: PatchState, reason: str) -> None:
-    """Record ``part``'s outcome; a new failure is one ERROR, a new live-but-unpatched
-    finding one WARNING (the same outcome again, from the next layer, logs nothing)."""
+    """Record ``part``'s outcome; a new failure, or a part its probe cannot tell, is one
+    ERROR, a new live-but-unpatched finding one WARNING (the same outcome again, from the
+    next layer, logs nothing)."""
     report = PatchReport(NAME, state, reason)
     with _lock:
         if _outcomes.get(part) == report:
@@ -38,6 +39,15 @@ def record(part: str, state: PatchState, reason: str) -> None:
             reason,
             part,
             release_gate(sglang_version()).not_patched_because(),
+        )
+    if state is PatchState.UNKNOWN:
+        logger.error(
+            "[%s] %s (%s, SGLang %s). Run `%s` before serving Llama 4 on the CUTLASS runner.",
+            NAME,
+            reason,
+            part,
+            sglang_version(),
+            VERIFY_COMMAND,
         )
     if state is PatchState.FAILED:
         logger.error(

@@ -11,6 +11,7 @@ still rejecting in 0.5.23). Under ``--use-ray`` the actors need the Ray job to l
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from pathlib import Path
 
@@ -18,9 +19,12 @@ from sglang_nvfp4_patches.llama4_router_weight import NAME, outcomes
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
     METHOD_HALVES,
     MethodHalf,
+    cannot_tell,
     is_lifted,
     method_patcher,
-    rejects_router_weight_on_input,
+    reading_of,
+    still_rejects,
+    upstream_reason,
 )
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     RUNNER_MODULE,
@@ -29,6 +33,7 @@ from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     runner_patcher,
     runner_problem,
 )
+from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable
 
 CUTLASS_RUNNER = "flashinfer_cutlass"  # the MoE runner backend this patch acts on
@@ -71,29 +76,47 @@ def install(observe: bool = False) -> PatchReport:
 
 
 NO_REJECTION = "none in this release"
+RUNNER_PATCHED = (
+    "patched (the top-1 pre-scale is ours, and it hands SGLang's fused function a config "
+    "without the flag: the weight is applied once, also where SGLang pre-scales under a name "
+    "this plugin does not know)"
+)
 
 
-def _method_note(half: MethodHalf, runner_honours: bool) -> tuple[str, str | None]:
-    """Doctor's note on one method, and the problem if its rejection is still live (a hook
-    lifts nothing where the runner does not honour the flag)."""
-    method_cls = getattr(importlib.import_module(half.module), half.cls)
-    if not rejects_router_weight_on_input(half, method_cls):
-        return f"{half.label} rejection: {NO_REJECTION}", None
+@dataclasses.dataclass(frozen=True)
+class MethodNote:
+    """Doctor's note on one method half, and what is wrong there (``None``: nothing)."""
+
+    note: str
+    problem: str | None = None
+    state: PatchState = PatchState.APPLIED  # of the problem: failed, unknown or live
+
+
+def _method_note(half: MethodHalf, runner_honours: bool) -> MethodNote:
+    """Doctor's note on one method, read from what its code does (a hook lifts nothing where
+    the runner does not honour the flag)."""
+    reading = reading_of(half, getattr(importlib.import_module(half.module), half.cls))
+    if reading.upstream:
+        detail = upstream_reason(half, reading)
+        return MethodNote(f"{half.label} rejection: {NO_REJECTION} ({detail})")
+    if not reading.rejects:
+        problem = f"{cannot_tell(half, reading)}; run `{VERIFY_COMMAND}`"
+        return MethodNote(f"{half.label} rejection: cannot tell", problem, PatchState.UNKNOWN)
     if is_lifted(half) and runner_honours:
-        return f"{half.label} rejection: lifted", None
-    problem = f"{half.cls}.{half.checked_in} still rejects apply_router_weight_on_input"
+        return MethodNote(f"{half.label} rejection: lifted")
+    problem = still_rejects(half)
     if is_lifted(half):
         problem += " (not lifted: the runner does not honour the flag)"
-    return f"{half.label} rejection: not lifted", problem
+    return MethodNote(f"{half.label} rejection: not lifted", problem, PatchState.FAILED)
 
 
 # whether the runner pre-scales by itself, why it does not honour the flag, each method's note
-Parts = tuple[bool, str | None, list[tuple[str, str | None]]]
+Parts = tuple[bool, str | None, list[MethodNote]]
 
 
 def _read_parts() -> Parts:
     """Whether the runner pre-scales by itself, why it does not honour the flag (``None``:
-    it does), and each method's note and problem."""
+    it does), and each method's note."""
     runner = importlib.import_module(RUNNER_MODULE)
     problem = runner_problem()
     notes = [_method_note(half, problem is None) for half in METHOD_HALVES]
@@ -118,14 +141,17 @@ def current_state() -> PatchReport:
     if isinstance(parts, PatchReport):
         return parts
     runner_upstream, runner_trouble, method_notes = parts
-    problems = [problem for _, problem in method_notes if problem]
+    failed = [m.problem for m in method_notes if m.state is PatchState.FAILED and m.problem]
     if runner_trouble is not None:
-        problems.insert(0, f"runner: {runner_trouble}")
-    if problems:
-        return PatchReport(NAME, PatchState.FAILED, "; ".join(problems))
-    notes = ["runner pre-scale: " + ("upstream" if runner_upstream else "patched")]
-    notes += [note for note, _ in method_notes]
-    nothing_to_patch = runner_upstream and all(n.endswith(NO_REJECTION) for n in notes[1:])
+        failed.insert(0, f"runner: {runner_trouble}")
+    if failed:
+        return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
+    notes = ["runner pre-scale: " + ("upstream" if runner_upstream else RUNNER_PATCHED)]
+    notes += [m.note for m in method_notes]
+    unknown = [m.problem for m in method_notes if m.state is PatchState.UNKNOWN and m.problem]
+    if unknown:
+        return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown + notes))
+    nothing_to_patch = runner_upstream and all(NO_REJECTION in m.note for m in method_notes)
     ray_note = ray_scheduler_actors.doctor_note()
     if ray_note:
         notes.append(ray_note)
@@ -139,12 +165,15 @@ def unpatched_report() -> PatchReport:
     if isinstance(parts, PatchReport):
         return parts
     runner_upstream, _, method_notes = parts
-    live = [problem for _, problem in method_notes if problem]
+    live = [m.problem for m in method_notes if m.state is PatchState.FAILED and m.problem]
+    unknown = [m.problem for m in method_notes if m.state is PatchState.UNKNOWN and m.problem]
     if not runner_upstream:
         live.insert(0, STILL_REJECTS)
     if live:
-        return PatchReport(NAME, PatchState.NOT_PATCHED, "live here: " + "; ".join(live))
-    notes = ["runner pre-scale: upstream", *(note for note, _ in method_notes)]
+        return PatchReport(NAME, PatchState.NOT_PATCHED, "live here: " + "; ".join(live + unknown))
+    if unknown:
+        return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown))
+    notes = ["runner pre-scale: upstream", *(m.note for m in method_notes)]
     return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, "; ".join(notes))
 
 
@@ -164,6 +193,9 @@ def summarize(observe: bool = False) -> PatchReport:
     if failed:
         return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
     states = {report.state for report in parts.values()}
+    if PatchState.UNKNOWN in states:
+        reason = "; ".join(r.reason for r in parts.values() if r.state is PatchState.UNKNOWN)
+        return PatchReport(NAME, PatchState.UNKNOWN, f"{reason}; run `{VERIFY_COMMAND}`")
     reason = "; ".join(report.reason for report in parts.values())
     if PatchState.NOT_PATCHED in states:
         return PatchReport(NAME, PatchState.NOT_PATCHED, reason)

@@ -53,13 +53,21 @@ class Llama4Layer:
         compressed-tensors)."""
         return getattr(self.layer, "scheme", None) or self.method
 
-    def apply(self, x: torch.Tensor, weights: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    def apply(
+        self,
+        x: torch.Tensor,
+        weights: torch.Tensor,
+        ids: torch.Tensor,
+        x_scale: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """``FusedMoE``'s forward through the method; ``x_scale``: activations that arrive
+        quantized (their scales), as after the FP4 all-gather."""
         from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
         from sglang.srt.layers.moe.topk import StandardTopKOutput
 
         topk = StandardTopKOutput(topk_weights=weights, topk_ids=ids, router_logits=None)
         dispatch = StandardDispatchOutput(
-            hidden_states=x, hidden_states_scale=None, topk_output=topk
+            hidden_states=x, hidden_states_scale=x_scale, topk_output=topk
         )
         return self.method.apply(self.layer, dispatch).hidden_states
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import inspect
 import json
 from collections.abc import Iterator
@@ -108,21 +109,88 @@ def fused_moe_layer(num_experts: int, intermediate_size: int) -> Any:
     return layer
 
 
-def compressed_tensors_moe_runner(
+@dataclasses.dataclass(frozen=True)
+class LayerOutcome:
+    """What happens to a checkpoint's first Llama 4 MoE layer on a simulated GPU."""
+
+    runner: str | None  # the MoE runner the layer builds (or ``refused: why`` by SGLang)
+    refused: str | None = None  # why this process refuses the layer when it is built
+    # SGLang as it ships, on that runner: why the layer fails at its first forward (warm-up)
+    fails_unpatched: str | None = None
+
+
+def _quant_method(quant_config: dict[str, Any], layer: Any) -> Any:
+    """SGLang's own quantization method for the layer, from the checkpoint's config."""
+    if quant_config.get("quant_method") == "compressed-tensors":
+        from sglang.srt.layers.quantization.compressed_tensors.compressed_tensors import (
+            CompressedTensorsConfig,
+        )
+
+        return CompressedTensorsConfig.from_config(quant_config).get_quant_method(
+            layer, prefix=LLAMA4_MOE_PREFIX
+        )
+    from sglang.srt.layers.quantization.modelopt_quant import ModelOptFp4Config
+
+    return ModelOptFp4Config.from_config(quant_config).get_quant_method(
+        layer, prefix=LLAMA4_MOE_PREFIX
+    )
+
+
+def _nvfp4_quant_config(config: dict[str, Any]) -> dict[str, Any] | None:
+    quant_config = config.get("quantization_config")
+    if not isinstance(quant_config, dict):
+        return None
+    if quant_config.get("quant_method") == "compressed-tensors":
+        return quant_config
+    algo = quant_config.get("quant_algo") or (quant_config.get("quantization") or {}).get(
+        "quant_algo"
+    )
+    return (
+        quant_config if quant_config.get("quant_method") == "modelopt" and algo == "NVFP4" else None
+    )
+
+
+def _unpatched_failure(method: Any, runner: str | None) -> str | None:
+    """Why SGLang as it ships fails at warm-up with the flag on ``runner`` (read by feature)."""
+    from sglang_nvfp4_patches.llama4_router_weight.method_lift import half_of, reading_of
+    from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
+        RUNNER_MODULE,
+        STILL_REJECTS,
+        UPSTREAM_PRESCALE,
+    )
+
+    if runner != "flashinfer_cutlass":
+        return None
+    half = half_of(method)
+    reading = reading_of(half, type(method)) if half is not None else None
+    if reading is not None and reading.rejects:
+        return (
+            f"{half.cls}.{half.checked_in} rejects apply_router_weight_on_input "  # type: ignore[union-attr]
+            f"({reading.summary()})"
+        )
+    if not hasattr(importlib.import_module(RUNNER_MODULE), UPSTREAM_PRESCALE):
+        return f"the {STILL_REJECTS}"
+    return None
+
+
+def llama4_layer_outcome(
     model_dir: Path,
     profile: GpuProfile,
     attention_backend: str | None = None,
     quantization: str | None = None,
     **flags: Any,
-) -> str | None:
-    """The MoE runner SGLang's compressed-tensors scheme builds for the first Llama 4 MoE
-    layer on ``profile`` (``None``: not a compressed-tensors checkpoint); SGLang refusing
-    the scheme on this GPU is reported as ``refused: <reason>``."""
+) -> LayerOutcome | None:
+    """Build the checkpoint's first Llama 4 MoE layer as a scheduler would on ``profile``,
+    through SGLang's own NVFP4 method (ModelOpt or compressed-tensors) and whatever hooks this
+    process has: the runner it builds, whether it is refused, and whether SGLang as it ships
+    would fail at warm-up there (``None``: not an NVFP4 MoE checkpoint). No weights are
+    created and no kernel runs."""
+    from sglang_nvfp4_patches.llama4_router_weight.refusals import RouterWeightOnInputError
+    from sglang_nvfp4_patches.llama4_router_weight.rule import LLAMA4_ARCHITECTURES
+
     config = json.loads((model_dir / "config.json").read_text())
-    quant_config = config.get("quantization_config") or {}
-    if not isinstance(quant_config, dict) or quant_config.get("quant_method") != (
-        "compressed-tensors"
-    ):
+    quant_config = _nvfp4_quant_config(config)
+    if quant_config is None or not LLAMA4_ARCHITECTURES & set(config.get("architectures") or ()):
         return None
     text_config = config.get("text_config", config)
     experts = int(text_config.get("num_local_experts", 1))
@@ -136,15 +204,10 @@ def compressed_tensors_moe_runner(
         device_capability(profile),
         published_scheduler_config(profile, model_dir, **flags),
     ):
-        from sglang.srt.layers.quantization.compressed_tensors.compressed_tensors import (
-            CompressedTensorsConfig,
-        )
-
         layer = fused_moe_layer(experts, intermediate)
+        refused = None
         try:
-            method = CompressedTensorsConfig.from_config(quant_config).get_quant_method(
-                layer, prefix=LLAMA4_MOE_PREFIX
-            )
+            method = _quant_method(quant_config, layer)
             layer.quant_method = method  # as FusedMoE sets it before building the runner
             runner_config = llama4_runner_config(
                 experts,
@@ -154,7 +217,13 @@ def compressed_tensors_moe_runner(
                 layer=layer,
             )
             method.create_moe_runner(layer, runner_config)
-        except (ValueError, RuntimeError, NotImplementedError) as refused:
-            return f"refused: {refused}"
-        backend = getattr(getattr(layer.scheme, "runner", None), "runner_backend", None)
-        return getattr(backend, "value", str(backend))
+        except RouterWeightOnInputError as ours:
+            refused = str(ours)
+        except (ValueError, RuntimeError, NotImplementedError) as sglangs:
+            return LayerOutcome(f"refused: {sglangs}")
+        holder = getattr(layer, "scheme", None) or layer.quant_method
+        backend = getattr(getattr(holder, "runner", None), "runner_backend", None)
+        if backend is None:
+            backend = getattr(holder, "_moe_runner_backend", None)
+        runner = None if backend is None else str(getattr(backend, "value", backend))
+        return LayerOutcome(runner, refused, _unpatched_failure(holder, runner))

@@ -49,6 +49,7 @@ from sglang_nvfp4_patches.verify.result import (
 )
 
 TOKENS = 7
+FLAG = "apply_router_weight_on_input"
 MODELOPT = {"quantization": "modelopt_fp4"}
 DP_ATTENTION_EP = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "ep_size": 2}
 TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
@@ -138,7 +139,14 @@ def _top2_without_the_flag(kernel: RecordingCutlassKernel) -> str:
     return f"output = sum_k w_k*expert_k(x), unchanged (relative error {error:.1e})"
 
 
-def _refused_at_build(build: Callable[[], Llama4Layer], names: tuple[str, ...]) -> str:
+def _refused(
+    build: Callable[[], Llama4Layer], names: tuple[str, ...], top_k: int, prequantized: bool = False
+) -> str:
+    """Refused when the layer is built, naming the switch; or, where this SGLang's method
+    accepts the flag by itself (nothing lifted, so nothing of ours refuses it), refused by
+    SGLang at the first forward: never computed with the weight on the output."""
+    from sglang_nvfp4_patches.llama4_router_weight.method_lift import MODELOPT, is_lifted
+
     moe = build()
     try:
         moe.build()
@@ -149,9 +157,25 @@ def _refused_at_build(build: Callable[[], Llama4Layer], names: tuple[str, ...]) 
                 f"refused, but the message does not name {missing}: {refused}"
             ) from refused
         return f"refused when the layer is built: {refused}"
+    if is_lifted(MODELOPT):
+        raise CheckFailed(
+            "the layer was built with the method's check lifted: the CUTLASS kernel would "
+            "weight the expert outputs instead of the inputs"
+        )
+    x, weights, ids = batch(TOKENS, top_k, torch.bfloat16, seed=3)
+    scale = torch.ones(TOKENS, 1) if prequantized else None
+    try:
+        moe.apply(x, weights, ids, scale)
+    except Exception as refused:  # SGLang's own check, whatever its type
+        if FLAG not in str(refused):
+            raise
+        return (
+            "built (this SGLang's method accepts the flag), and refused by SGLang at the "
+            f"first forward: {refused}"
+        )
     raise CheckFailed(
-        "the layer was built: the CUTLASS kernel would weight the expert outputs instead of "
-        "the inputs"
+        "the layer was built and computed: the CUTLASS kernel weights the expert outputs "
+        "instead of the inputs"
     )
 
 
@@ -188,13 +212,15 @@ def run_checks() -> list[CheckResult]:
             "ModelOpt NVFP4 top-k 2 with the flag",
             LLAMA4_NVFP4,
             MODELOPT,
-            lambda: _refused_at_build(lambda: modelopt_layer(top_k=2), ("top_k=2",)),
+            lambda: _refused(lambda: modelopt_layer(top_k=2), ("top_k=2",), top_k=2),
         )
         check(
             "ModelOpt NVFP4 FP4 all-gather",
             LLAMA4_NVFP4,
             {**MODELOPT, **DP_ATTENTION_EP, "moe_runner_backend": "flashinfer_cutlass"},
-            lambda: _refused_at_build(lambda: modelopt_layer(top_k=None), (FP4_ALLGATHER_SWITCH,)),
+            lambda: _refused(
+                lambda: modelopt_layer(top_k=None), (FP4_ALLGATHER_SWITCH,), 1, prequantized=True
+            ),
         )
         check(
             "compressed-tensors NVFP4 top-1 with the flag",

@@ -17,6 +17,7 @@ import importlib.util
 import json
 import os
 import pkgutil
+import re
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,18 +27,22 @@ SCHEDULER_INIT = "sglang.srt.managers.scheduler.Scheduler.__init__"
 ADJUSTMENTS = "sglang.srt.server_args.ServerArgs._handle_model_specific_adjustments"
 
 
+# How the released methods spell their rejection (0.5.15.post1 to 0.5.23).
+REJECTION = re.compile(
+    r"assert\s*\(?\s*not\s+(self\.)?moe_runner_config\.apply_router_weight_on_input"
+)
+
+
 def still_rejects(module: str) -> bool:
     """Whether the module's source still asserts the flag away (read without importing it or
     its package: importing would defeat the imported-while-loading case)."""
     import sglang
 
-    from sglang_nvfp4_patches.llama4_router_weight.method_lift import asserts_flag_away
-
     relative = Path(*module.split(".")[1:]).with_suffix(".py")
     (path,) = [
         Path(root) / relative for root in sglang.__path__ if (Path(root) / relative).is_file()
     ]
-    return asserts_flag_away(path.read_text(encoding="utf-8"))
+    return REJECTION.search(path.read_text(encoding="utf-8")) is not None
 
 
 def our_targets(scheduler: bool) -> dict[str, str]:

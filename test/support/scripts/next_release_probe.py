@@ -5,7 +5,9 @@ way SGLang does, then print one ``RESULT`` line of JSON.
 ``next_release_probe.py COPY layer``: build a Llama 4 ModelOpt NVFP4 layer (top-1, the flag
 on) on a simulated SM120 and say whether its method still sees the flag, and doctor's state;
 ``next_release_probe.py COPY hooks``: how many of our hooks each NVFP4 method's
-``create_moe_runner`` carries, and doctor's state.
+``create_moe_runner`` carries, and doctor's state;
+``next_release_probe.py COPY agree``: ``doctor --json``'s result and exit status, then
+``verify``'s Llama 4 checks, in one process (doctor first, as a user runs it).
 """
 
 from __future__ import annotations
@@ -61,6 +63,18 @@ def _hooks() -> dict[str, Any]:
     }
 
 
+def _agree() -> dict[str, Any]:
+    from sglang_nvfp4_patches import doctor
+    from sglang_nvfp4_patches.verify import llama4
+
+    found = doctor.collect()
+    return {
+        "doctor": found["patches"],
+        "doctor_exit": doctor.exit_status(found),
+        "verify": [check.as_dict() for check in llama4.run_checks()],
+    }
+
+
 def main(copy: str, action: str) -> None:
     logging.basicConfig(level=logging.INFO)
     _use_copy(copy)
@@ -71,6 +85,8 @@ def main(copy: str, action: str) -> None:
         result: Any = _layer()
     elif action == "hooks":
         result = _hooks()
+    elif action == "agree":
+        result = _agree()
     else:
         from sglang_nvfp4_patches.verify import gemma4, llama4
 

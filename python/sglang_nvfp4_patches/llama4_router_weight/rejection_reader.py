@@ -1,0 +1,737 @@
+"""Does an NVFP4 MoE method still reject ``apply_router_weight_on_input`` on the FlashInfer
+CUTLASS runner? Read from what its code does, not from how one release spells it (pure: ``ast``
+and ``inspect`` on the objects it is given; it imports nothing of SGLang).
+
+The reader walks the method the layer runs (``apply`` / ``apply_weights``) on the CUTLASS
+branch: tests that name a runner backend (``backend.is_flashinfer_cutlass()``,
+``self.enable_flashinfer_cutlass_moe``, ``self.use_flashinfer_trtllm``) are decided for the
+CUTLASS runner, and code after a branch that returns is not reached. It follows what the
+method calls in SGLang: helpers on ``self`` (base classes included, properties too),
+``super()``, and module functions, with their parameters bound to what the call passes.
+Local names stand for what they were assigned (``cfg = self.moe_runner_config``,
+``on_input = cfg.apply_router_weight_on_input``, ``ok = not on_input``).
+
+Each read of the flag is judged:
+
+* a **rejection**: an ``assert`` that fails, or an ``if`` whose flag branch always raises
+  (any exception type), when the flag is set, and passes when the method's config reads it
+  as ``False``, through ``self.moe_runner_config`` (what the lift's flag-free view hides);
+* a **use**: the flag decides something else, or is handed on to a callee;
+* anything this reader cannot follow (a read through another object, a call it cannot read
+  that is handed ``self`` or the config, the flag's name as a string) makes it ``unknown``.
+
+``create_moe_runner`` is read too: it runs before the lift, so any read there is unknown.
+"Does not read" is the positive evidence for upstream: the method runs nothing that reads
+the flag, and every call it makes that is handed ``self`` or the config was read.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import enum
+import importlib
+import inspect
+import sys
+import textwrap
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+FLAG = "apply_router_weight_on_input"
+CONFIG = "moe_runner_config"
+CUTLASS = "flashinfer_cutlass"
+FLAG_NAME = "<the flag>"  # what a callee's parameter computed from the flag reads
+MAX_FUNCTIONS = 48  # functions followed for one method, at most
+MAX_DEPTH = 8
+# Builtins that cannot read an attribute of what they are handed.
+_HARMLESS_BUILTINS = frozenset(
+    {"bool", "isinstance", "issubclass", "type", "id", "len", "callable"}
+)
+
+
+class Verdict(str, enum.Enum):
+    REJECTS = "rejects"  # every read is a rejection the flag-free view lifts
+    USES = "uses"  # the flag is read and used, never rejected
+    DOES_NOT_READ = "does not read"  # nothing it runs reads the flag
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Reading:
+    verdict: Verdict
+    found: tuple[str, ...]  # where: the rejections, the uses, or why unknown
+
+    @property
+    def rejects(self) -> bool:
+        return self.verdict is Verdict.REJECTS
+
+    @property
+    def upstream(self) -> bool:
+        """Positive evidence that the method no longer rejects the flag."""
+        return self.verdict in (Verdict.USES, Verdict.DOES_NOT_READ)
+
+    def summary(self) -> str:
+        more = f" (and {len(self.found) - 1} more)" if len(self.found) > 1 else ""
+        return f"{self.found[0]}{more}" if self.found else "nothing reads it"
+
+
+class _Kind(enum.Enum):
+    SELF = "self"
+    CONFIG = "config"  # the config the method reads through self.moe_runner_config
+    REAL_CONFIG = "real config"  # a config the flag-free view does not stand for
+    FLAG = "flag"
+    REAL_FLAG = "real flag"
+
+
+@dataclass
+class _Frame:
+    """One function being read: its tree, where it lies, and what its names stand for."""
+
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    filename: str
+    first_line: int
+    globals: dict[str, Any]
+    defined_in: type | None
+    hidden: bool  # reads through self.moe_runner_config are what the view hides
+    bound: dict[str, _Kind] = field(default_factory=dict)  # parameters
+    derived: dict[str, ast.expr] = field(default_factory=dict)  # single-assignment locals
+    imported: dict[str, tuple[str, str]] = field(default_factory=dict)  # local from-imports
+
+    def where(self, node: ast.AST) -> str:
+        line = self.first_line + getattr(node, "lineno", 1) - 1
+        return f"{self.filename.rsplit('/', 1)[-1]}:{line}"
+
+
+@dataclass
+class _Findings:
+    rejections: list[str] = field(default_factory=list)
+    uses: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    followed: int = 0
+
+
+def _source_of(function: Any) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str, int]:
+    function = inspect.unwrap(function)
+    lines, first = inspect.getsourcelines(function)
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    node = tree.body[0]
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise TypeError(f"{function!r} is not a function definition")
+    return node, inspect.getsourcefile(function) or "?", first
+
+
+def _module_root(function: Any) -> str:
+    return str(getattr(inspect.unwrap(function), "__module__", "")).split(".")[0]
+
+
+class _Reader:
+    def __init__(self, owner: type, backends: frozenset[str], package: str) -> None:
+        self.owner = owner
+        self.backends = backends
+        self.package = package  # whose code is followed (SGLang's)
+        self.found = _Findings()
+        self.seen: set[tuple[int, tuple[tuple[str, _Kind], ...]]] = set()
+
+    def own(self, function: Any) -> bool:
+        return _module_root(function) == self.package
+
+    # -- names -------------------------------------------------------------------------
+    def kind(self, node: ast.expr, frame: _Frame) -> _Kind | None:
+        """What ``node`` stands for: self, the config, the flag (or none of them)."""
+        if isinstance(node, ast.Name):
+            if node.id in frame.bound:
+                return frame.bound[node.id]
+            if node.id in frame.derived:
+                return self.kind(frame.derived[node.id], frame)
+            return None
+        attribute = _attribute_read(node)
+        if attribute is None:
+            return None
+        base, name = attribute
+        base_kind = self.kind(base, frame)
+        if name == CONFIG and base_kind is _Kind.SELF:
+            return _Kind.CONFIG if frame.hidden else _Kind.REAL_CONFIG
+        if name == FLAG:
+            return _Kind.FLAG if base_kind is _Kind.CONFIG else _Kind.REAL_FLAG
+        return None
+
+    def flag_reads(self, node: ast.AST, frame: _Frame) -> Iterator[ast.expr]:
+        """The reads of the flag in ``node``'s tree (a local standing for one counts)."""
+        if isinstance(node, ast.expr) and self.kind(node, frame) in (_Kind.FLAG, _Kind.REAL_FLAG):
+            yield node
+            return
+        if isinstance(node, ast.Name) and node.id in frame.derived:
+            yield from self.flag_reads(frame.derived[node.id], frame)
+            return
+        for child in ast.iter_child_nodes(node):
+            yield from self.flag_reads(child, frame)
+
+    # -- three-valued truth ------------------------------------------------------------
+    def truth(self, node: ast.expr, frame: _Frame, flag: bool | None) -> bool | None:
+        """``node``'s truth on the CUTLASS runner with the flag read as ``flag`` (``None``:
+        cannot say)."""
+        kind = self.kind(node, frame)
+        if kind in (_Kind.FLAG, _Kind.REAL_FLAG):
+            return flag
+        if isinstance(node, ast.Name) and node.id in frame.derived:
+            return self.truth(frame.derived[node.id], frame, flag)
+        if isinstance(node, ast.Constant):
+            return bool(node.value)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            inner = self.truth(node.operand, frame, flag)
+            return None if inner is None else not inner
+        if isinstance(node, ast.BoolOp):
+            values = [self.truth(value, frame, flag) for value in node.values]
+            decisive = isinstance(node.op, ast.Or)  # True decides an `or`, False an `and`
+            if decisive in values:
+                return decisive
+            return None if None in values else not decisive
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            return self._compare(node, frame, flag)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "bool"
+            and len(node.args) == 1
+        ):
+            return self.truth(node.args[0], frame, flag)
+        return self._runner_truth(node)
+
+    def _compare(self, node: ast.Compare, frame: _Frame, flag: bool | None) -> bool | None:
+        left, right, op = node.left, node.comparators[0], node.ops[0]
+        if isinstance(left, ast.Constant):
+            left, right = right, left
+        if not isinstance(right, ast.Constant) or not isinstance(right.value, bool):
+            return None
+        value = self.truth(left, frame, flag)
+        if value is None:
+            return None
+        if isinstance(op, (ast.Is, ast.Eq)):
+            return value == right.value
+        if isinstance(op, (ast.IsNot, ast.NotEq)):
+            return value != right.value
+        return None
+
+    def _runner_truth(self, node: ast.expr) -> bool | None:
+        """Tests that name a runner backend, decided for the CUTLASS runner."""
+        if isinstance(node, ast.Call) and not node.args and not node.keywords:
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            if name and name.startswith("is_") and name[3:] in self.backends:
+                return name[3:] == CUTLASS
+            return None
+        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+        for backend in self.backends:
+            if name in (f"enable_{backend}_moe", f"enable_{backend}", f"use_{backend}"):
+                return backend == CUTLASS
+        return None
+
+    # -- statements --------------------------------------------------------------------
+    def walk(self, body: list[ast.stmt], frame: _Frame) -> bool:
+        """Read ``body`` as the CUTLASS runner runs it; whether it can fall through."""
+        for index, statement in enumerate(body):
+            if not self.statement(statement, body[index + 1 :], frame):
+                return False
+        return True
+
+    def statement(self, node: ast.stmt, rest: list[ast.stmt], frame: _Frame) -> bool:
+        if isinstance(node, (ast.Return, ast.Raise)):
+            self.visit(node, frame)
+            return False
+        if isinstance(node, ast.Assert):
+            self.assertion(node, frame)
+            return True
+        if isinstance(node, ast.If):
+            return self.branch(node, rest, frame)
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and self._is_derived(node, frame):
+            value = node.value
+            if value is not None:  # its flag reads are judged where the name is read
+                self.visit_except(value, list(self.flag_reads(value, frame)), frame)
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            return True
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                self.statement(child, [], frame)
+            else:
+                self.visit(child, frame)
+        return True
+
+    def _is_derived(self, node: ast.Assign | ast.AnnAssign, frame: _Frame) -> bool:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return (
+            len(targets) == 1
+            and isinstance(targets[0], ast.Name)
+            and frame.derived.get(targets[0].id) is node.value
+        )
+
+    def assertion(self, node: ast.Assert, frame: _Frame) -> None:
+        reads = list(self.flag_reads(node.test, frame))
+        if not reads:
+            self.visit(node, frame)
+            return
+        lifted, flagged = self.truth(node.test, frame, False), self.truth(node.test, frame, True)
+        if lifted is True and flagged is not True:
+            self.rejection(reads, frame, node, "assert")
+        elif lifted is True:
+            self.unknown(frame, node, "an assert on the flag that passes whatever it reads")
+        else:
+            self.unknown(frame, node, "an assert on the flag that the flag read as False fails")
+        self.visit_except(node, reads, frame)
+
+    def branch(self, node: ast.If, rest: list[ast.stmt], frame: _Frame) -> bool:
+        reads = list(self.flag_reads(node.test, frame))
+        if not reads:
+            self.visit(node.test, frame)
+            decided = self.truth(node.test, frame, None)
+            live = [b for b, v in ((node.body, True), (node.orelse, False)) if decided in (None, v)]
+            return any([self.walk(b, frame) for b in live])
+        self.visit_except(node.test, reads, frame)
+        lifted, flagged = self.truth(node.test, frame, False), self.truth(node.test, frame, True)
+        if lifted is None or lifted == flagged:
+            self.unknown(frame, node, "a test of the flag this reader cannot decide")
+            return any([self.walk(node.body, frame), self.walk(node.orelse, frame)])
+        taken, other = (node.body, node.orelse) if lifted else (node.orelse, node.body)
+        if self.raises(other + rest, frame):
+            self.rejection(reads, frame, node, f"raise {self.raised(other + rest)}")
+        else:
+            self.use(reads, frame, "decides what runs")
+            self.walk(other, frame)
+        return self.walk(taken, frame)
+
+    def raises(self, body: list[ast.stmt], frame: _Frame) -> bool:
+        """Whether ``body`` always ends in a raise on the CUTLASS runner with the flag set."""
+        for index, statement in enumerate(body):
+            if isinstance(statement, ast.Raise):
+                return True
+            if isinstance(statement, (ast.Return, ast.Break, ast.Continue)):
+                return False
+            if isinstance(statement, ast.If):
+                decided = self.truth(statement.test, frame, True)
+                rest = body[index + 1 :]
+                live = [
+                    b
+                    for b, v in ((statement.body, True), (statement.orelse, False))
+                    if decided in (None, v)
+                ]
+                return all(self.raises(b + rest, frame) for b in live)
+            if isinstance(statement, ast.Expr) and self._helper_raises(statement.value, frame):
+                return True
+        return False
+
+    def _helper_raises(self, node: ast.expr, frame: _Frame) -> bool:
+        target = self.resolve(node, frame) if isinstance(node, ast.Call) else None
+        if target is None or target[0] is None:
+            return False
+        try:
+            tree, _, _ = _source_of(target[0])
+        except (OSError, TypeError, SyntaxError):
+            return False
+        return self.raises(tree.body, self.frame(target[0], tree, frame.hidden))
+
+    @staticmethod
+    def raised(body: list[ast.stmt]) -> str:
+        for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if isinstance(node, ast.Raise) and node.exc is not None:
+                exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                return ast.unparse(exc)
+        return "(a helper)"
+
+    # -- expressions -------------------------------------------------------------------
+    def visit_except(self, node: ast.AST, skip: list[ast.expr], frame: _Frame) -> None:
+        """Visit ``node`` but for the flag reads already judged (``skip``) and the locals
+        that stand for them."""
+        if any(node is read for read in skip):
+            return
+        if isinstance(node, ast.Name) and node.id in frame.derived:
+            return
+        if isinstance(node, ast.Call):
+            self.visit(node, frame)
+            return
+        if isinstance(node, ast.Attribute):
+            self.attribute(node, frame)
+        for child in ast.iter_child_nodes(node):
+            self.visit_except(child, skip, frame)
+
+    def visit(self, node: ast.AST, frame: _Frame) -> None:
+        """Judge every read and call in an expression (or a statement's expressions)."""
+        if isinstance(node, ast.Call):
+            self.call(node, frame)
+            return
+        kind = self.kind(node, frame) if isinstance(node, ast.expr) else None
+        if kind in (_Kind.FLAG, _Kind.REAL_FLAG):
+            self.use([node], frame, "reads it")  # type: ignore[list-item]
+            return
+        if isinstance(node, ast.Name) and node.id in frame.derived:
+            reads = list(self.flag_reads(node, frame))
+            if reads:
+                self.use(reads, frame, f"reads it through {node.id}")
+            return
+        if isinstance(node, ast.Constant) and node.value == FLAG:
+            self.unknown(frame, node, "names the flag as a string")
+            return
+        if isinstance(node, ast.Attribute):
+            self.attribute(node, frame)
+        for child in ast.iter_child_nodes(node):
+            self.visit(child, frame)
+
+    def attribute(self, node: ast.Attribute, frame: _Frame) -> None:
+        if node.attr == FLAG and not isinstance(node.ctx, ast.Load):
+            self.unknown(frame, node, "writes the flag")
+            return
+        if isinstance(node.ctx, ast.Load) and self.kind(node.value, frame) is _Kind.SELF:
+            found = inspect.getattr_static(self.owner, node.attr, None)
+            if isinstance(found, property) and found.fget is not None and self.own(found.fget):
+                self.follow(found.fget, [node.value], {}, frame, node)
+
+    def call(self, node: ast.Call, frame: _Frame) -> None:
+        getattr_read = _getattr_read(node)
+        if getattr_read is not None:  # as the attribute read it spells
+            read = ast.copy_location(
+                ast.Attribute(value=node.args[0], attr=getattr_read, ctx=ast.Load()), node
+            )
+            self.visit(read, frame)
+            for extra in node.args[2:]:
+                self.visit(extra, frame)
+            return
+        values = [*node.args, *(keyword.value for keyword in node.keywords)]
+        handed = [value for value in values if self._handed(value, frame)]
+        on_self = isinstance(node.func, ast.Attribute) and (
+            self.kind(node.func.value, frame) is _Kind.SELF or _is_super(node.func.value)
+        )
+        if handed or on_self:
+            self.hand_over(node, handed, frame)
+        if not isinstance(node.func, ast.Name):
+            self.visit(node.func, frame)
+        for value in values:
+            if not any(value is done for done in handed):
+                self.visit(value, frame)
+
+    def hand_over(self, node: ast.Call, handed: list[ast.expr], frame: _Frame) -> None:
+        """A call that is handed self, the config or the flag, or runs on self: follow it
+        where it is SGLang's own code; else the flag handed on is a use, and self or the
+        config handed to code this reader cannot read is unknown."""
+        target = self.resolve(node, frame)
+        starred = any(isinstance(a, ast.Starred) for a in node.args)
+        if target is not None and target[0] is not None and not starred:
+            keywords = {keyword.arg: keyword.value for keyword in node.keywords}
+            self.follow(target[0], [*target[1], *node.args], keywords, frame, node)
+            return
+        if target is not None and target[1] == ["harmless"]:
+            return
+        what = ast.unparse(node.func)
+        opaque = [v for v in handed if self._hands_an_object(v, frame)]
+        if opaque or (target is None and not handed):
+            given = ast.unparse(opaque[0]) if opaque else "self"
+            self.unknown(frame, node, f"hands {given} to {what}, which this reader cannot read")
+        else:
+            self.use(handed, frame, f"hands it to {what}")
+
+    def _hands_an_object(self, node: ast.expr, frame: _Frame) -> bool:
+        """Whether ``node`` hands a callee self or the config (not only the flag's value)."""
+        if self.kind(node, frame) in (_Kind.SELF, _Kind.CONFIG, _Kind.REAL_CONFIG):
+            return True
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(self._hands_an_object(element, frame) for element in node.elts)
+        if isinstance(node, ast.Dict):
+            return any(self._hands_an_object(v, frame) for v in node.values if v is not None)
+        return False
+
+    def portable(self, node: ast.expr, frame: _Frame) -> ast.expr | None:
+        """``node`` with its flag reads as the name ``FLAG_NAME``, where nothing else in it
+        depends on the caller's names (``not cfg.flag``, ``flag is False``)."""
+        reads = [id(read) for read in self.flag_reads(node, frame)]
+
+        def rebuilt(part: ast.expr) -> ast.expr | None:
+            if id(part) in reads:
+                return ast.copy_location(ast.Name(id=FLAG_NAME, ctx=ast.Load()), part)
+            if isinstance(part, ast.Name) and part.id in frame.derived:
+                return rebuilt(frame.derived[part.id])
+            if isinstance(part, ast.Constant):
+                return part
+            if isinstance(part, ast.UnaryOp):
+                operand = rebuilt(part.operand)
+                return None if operand is None else ast.UnaryOp(op=part.op, operand=operand)
+            if isinstance(part, ast.BoolOp):
+                values = [rebuilt(value) for value in part.values]
+                if any(value is None for value in values):
+                    return None
+                return ast.BoolOp(op=part.op, values=values)  # type: ignore[arg-type]
+            if isinstance(part, ast.Compare) and len(part.ops) == 1:
+                left, right = rebuilt(part.left), rebuilt(part.comparators[0])
+                if left is None or right is None:
+                    return None
+                return ast.Compare(left=left, ops=part.ops, comparators=[right])
+            return None
+
+        return rebuilt(node)
+
+    def _handed(self, node: ast.expr, frame: _Frame) -> bool:
+        """Whether ``node`` hands a callee self, the config or the flag."""
+        if self.kind(node, frame) is not None:
+            return True
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(self._handed(element, frame) for element in node.elts)
+        if isinstance(node, ast.Dict):
+            return any(self._handed(v, frame) for v in node.values if v is not None)
+        return bool(list(self.flag_reads(node, frame)))
+
+    def resolve(self, node: ast.Call, frame: _Frame) -> tuple[Any, list[ast.expr]] | None:
+        """The function a call runs, if it is SGLang's and can be read, with the arguments
+        it is bound before the call's own (``self`` for a method); ``(None, ["harmless"])``
+        for a builtin that reads nothing; ``None`` when it cannot be known."""
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            receiver = func.value
+            if self.kind(receiver, frame) is _Kind.SELF:
+                found = inspect.getattr_static(self.owner, func.attr, None)
+                return self._method(found, receiver)
+            if _is_super(receiver):
+                return self._super(func.attr, frame)
+            return None
+        if isinstance(func, ast.Name):
+            value = self._global(func.id, frame)
+            if value is builtins.__dict__.get(func.id) and func.id in _HARMLESS_BUILTINS:
+                return None, ["harmless"]
+            if inspect.isfunction(value) and self.own(value):
+                return value, []
+        return None
+
+    def _method(self, found: Any, receiver: ast.expr) -> tuple[Any, list[ast.expr]] | None:
+        if isinstance(found, staticmethod):
+            found = found.__func__
+            return (found, []) if self.own(found) else None
+        if isinstance(found, classmethod):
+            found = found.__func__
+            bound: list[ast.expr] = [ast.Constant(value=None)]
+            return (found, bound) if self.own(found) else None
+        if inspect.isfunction(found):
+            return (found, [receiver]) if self.own(found) else (None, ["harmless"])
+        return None
+
+    def _super(self, name: str, frame: _Frame) -> tuple[Any, list[ast.expr]] | None:
+        mro = self.owner.__mro__
+        start = mro.index(frame.defined_in) + 1 if frame.defined_in in mro else 1
+        for cls in mro[start:]:
+            if name in vars(cls):
+                self_name = ast.Name(id=frame.node.args.args[0].arg, ctx=ast.Load())
+                return self._method(vars(cls)[name], self_name)
+        return None
+
+    def _global(self, name: str, frame: _Frame) -> Any:
+        if name in frame.imported:
+            module, attribute = frame.imported[name]
+            if module not in sys.modules and module.split(".")[0] == self.package:
+                try:  # SGLang imports it the same way when the method runs
+                    importlib.import_module(module)
+                except Exception:
+                    return None
+            return getattr(sys.modules.get(module), attribute, None)
+        if name in frame.globals:
+            return frame.globals[name]
+        return builtins.__dict__.get(name)
+
+    # -- following ---------------------------------------------------------------------
+    def frame(
+        self,
+        function: Any,
+        tree: ast.FunctionDef | ast.AsyncFunctionDef,
+        hidden: bool,
+        filename: str = "?",
+        first: int = 1,
+    ) -> _Frame:
+        function = inspect.unwrap(function)
+        defined_in = next(
+            (
+                cls
+                for cls in self.owner.__mro__
+                if any(_unwrapped(value) is function for value in vars(cls).values())
+            ),
+            None,
+        )
+        frame = _Frame(
+            tree, filename, first, getattr(function, "__globals__", {}), defined_in, hidden
+        )
+        _collect_locals(frame)
+        return frame
+
+    def follow(
+        self,
+        function: Any,
+        args: list[ast.expr],
+        keywords: dict[str | None, ast.expr],
+        caller: _Frame,
+        at: ast.AST,
+    ) -> None:
+        try:
+            tree, filename, first = _source_of(function)
+        except (OSError, TypeError, SyntaxError) as error:
+            self.unknown(
+                caller,
+                at,
+                f"cannot read {getattr(function, '__qualname__', function)}"
+                f" ({type(error).__name__})",
+            )
+            return
+        frame = self.frame(function, tree, caller.hidden, filename, first)
+        parameters = [a.arg for a in (*tree.args.posonlyargs, *tree.args.args)]
+        pairs = list(zip(parameters, args, strict=False))
+        pairs += [(name, value) for name, value in keywords.items() if name in parameters]
+        unpaired = [*args[len(parameters) :], *(v for k, v in keywords.items() if k is None)]
+        if any(self._handed(value, caller) for value in unpaired):
+            self.unknown(caller, at, "arguments this reader cannot pair")
+        for name, value in pairs:
+            kind = self.kind(value, caller)
+            if kind is not None:
+                frame.bound[name] = kind
+            elif list(self.flag_reads(value, caller)):
+                carried = self.portable(value, caller)
+                if carried is None:
+                    self.use([value], caller, f"hands a value computed from it to {name}")
+                    continue
+                reads = list(self.flag_reads(value, caller))
+                frame.bound[FLAG_NAME] = self.kind(reads[0], caller) or _Kind.FLAG
+                frame.derived[name] = carried
+        key = (id(tree), tuple(sorted(frame.bound.items())))
+        if key in self.seen:
+            return
+        self.seen.add(key)
+        self.found.followed += 1
+        if self.found.followed > MAX_FUNCTIONS:
+            self.unknown(caller, at, f"more than {MAX_FUNCTIONS} functions to follow")
+            return
+        self.walk(tree.body, frame)
+
+    # -- findings ----------------------------------------------------------------------
+    def rejection(self, reads: list[ast.expr], frame: _Frame, node: ast.AST, how: str) -> None:
+        real = [r for r in reads if self.kind(r, frame) is _Kind.REAL_FLAG]
+        if real:
+            through = ast.unparse(real[0])
+            self.unknown(frame, node, f"rejects it through {through}, which the lift does not hide")
+            return
+        self.found.rejections.append(f"{how} at {frame.where(node)}")
+
+    def use(self, reads: list[ast.expr], frame: _Frame, how: str) -> None:
+        self.found.uses.append(f"{how} at {frame.where(reads[0])}")
+
+    def unknown(self, frame: _Frame, node: ast.AST, why: str) -> None:
+        self.found.unknown.append(f"{why} at {frame.where(node)}")
+
+
+def _is_super(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+    )
+
+
+def _unwrapped(value: Any) -> Any:
+    if isinstance(value, property):
+        value = value.fget
+    value = getattr(value, "__func__", value)
+    try:
+        return inspect.unwrap(value) if callable(value) else value
+    except ValueError:
+        return value
+
+
+def _attribute_read(node: ast.expr) -> tuple[ast.expr, str] | None:
+    if isinstance(node, ast.Attribute):
+        return node.value, node.attr
+    name = _getattr_read(node) if isinstance(node, ast.Call) else None
+    return (node.args[0], name) if name is not None else None  # type: ignore[union-attr]
+
+
+def _getattr_read(node: ast.Call) -> str | None:
+    """``getattr(x, "name"[, default])``: the name read."""
+    if (
+        isinstance(node.func, ast.Name)
+        and node.func.id == "getattr"
+        and len(node.args) in (2, 3)
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return node.args[1].value
+    return None
+
+
+def _collect_locals(frame: _Frame) -> None:
+    """Locals assigned once (to a name, nowhere else bound) stand for their value; local
+    ``from m import name`` are looked up in ``sys.modules``."""
+    assigned: dict[str, list[ast.expr | None]] = {}
+    for node in ast.walk(frame.node):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                frame.imported[alias.asname or alias.name] = (node.module, alias.name)
+        targets: Iterable[ast.expr] = ()
+        value: ast.expr | None = None
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):
+            targets, value = [node.target], node.value
+        elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor)):
+            targets = [node.target]
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            targets = [node.optional_vars]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                assigned.setdefault(target.id, []).append(value)
+            else:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        assigned.setdefault(name.id, []).append(None)
+    parameters = {a.arg for a in ast.walk(frame.node.args) if isinstance(a, ast.arg)}
+    for name, values in assigned.items():
+        if len(values) == 1 and values[0] is not None and name not in parameters:
+            frame.derived[name] = values[0]
+
+
+def _read(reader: _Reader, name: str, hidden: bool) -> str | None:
+    """Walk ``reader.owner.name``; why it cannot be read, or ``None``."""
+    function = inspect.getattr_static(reader.owner, name, None)
+    function = getattr(function, "__func__", function)
+    if function is None:
+        return f"{reader.owner.__name__}.{name} not found"
+    try:
+        tree, filename, first = _source_of(function)
+    except (OSError, TypeError, SyntaxError) as error:
+        return f"cannot read {reader.owner.__name__}.{name} ({type(error).__name__}: {error})"
+    frame = reader.frame(function, tree, hidden, filename, first)
+    frame.bound[tree.args.args[0].arg] = _Kind.SELF
+    reader.walk(tree.body, frame)
+    return None
+
+
+def read_method(
+    owner: type,
+    method: str,
+    backends: Iterable[str],
+    *,
+    before_lift: str = "create_moe_runner",
+    package: str = "sglang",
+) -> Reading:
+    """What ``owner.method`` does with the flag on the CUTLASS runner, and whether
+    ``owner.before_lift`` (run before the lift, with the real config) reads it at all;
+    ``backends`` are this release's MoE runner backend values."""
+    reader = _Reader(owner, frozenset(backends), package)
+    problem = _read(reader, method, hidden=True)
+    if problem is not None:
+        return Reading(Verdict.UNKNOWN, (problem,))
+    found = reader.found
+    if inspect.getattr_static(owner, before_lift, None) is not None:
+        early = _Reader(owner, reader.backends, package)
+        problem = _read(early, before_lift, hidden=False)
+        late = [problem] if problem else []
+        late += early.found.rejections + early.found.uses + early.found.unknown
+        found.unknown += [f"{before_lift}, run before the lift: {where}" for where in late]
+    if found.unknown:
+        return Reading(Verdict.UNKNOWN, tuple(found.unknown))
+    if found.rejections and found.uses:
+        return Reading(
+            Verdict.UNKNOWN,
+            (f"both rejects it ({found.rejections[0]}) and uses it ({found.uses[0]})",),
+        )
+    if found.rejections:
+        return Reading(Verdict.REJECTS, tuple(found.rejections))
+    if found.uses:
+        return Reading(Verdict.USES, tuple(found.uses))
+    return Reading(Verdict.DOES_NOT_READ, ())

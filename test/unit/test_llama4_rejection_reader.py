@@ -1,0 +1,329 @@
+"""The Llama 4 rejection reader on methods written here, spelled as refactors spell them (no
+SGLang import: each case is a small package of its own, written to disk and imported)."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import Verdict, read_method
+
+BACKENDS = ("auto", "triton", "flashinfer_trtllm", "flashinfer_cutlass", "marlin")
+HEADER = """
+class Base:
+    def create_moe_runner(self, layer, moe_runner_config):
+        self.moe_runner_config = moe_runner_config
+"""
+_packages = itertools.count()
+
+
+def read(tmp_path: Path, source: str, method: str = "apply") -> tuple[Verdict, tuple[str, ...]]:
+    """Write ``HEADER + source`` as ``pkgN/quant.py``, import it, read ``Method.method``."""
+    package = f"readercase{next(_packages)}"
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / package / "quant.py").write_text(HEADER + textwrap.dedent(source))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        module = importlib.import_module(f"{package}.quant")
+    finally:
+        sys.path.remove(str(tmp_path))
+    reading = read_method(module.Method, method, BACKENDS, package=package)
+    return reading.verdict, reading.found
+
+
+REJECTS = {
+    "assert": """
+        class Method(Base):
+            def apply(self, layer, x):
+                assert not self.moe_runner_config.apply_router_weight_on_input, "no"
+                return x
+        """,
+    "if raise": """
+        class Method(Base):
+            def apply(self, layer, x):
+                if self.moe_runner_config.apply_router_weight_on_input:
+                    raise NotImplementedError("no")
+                return x
+        """,
+    "else raise": """
+        class Method(Base):
+            def apply(self, layer, x):
+                if not self.moe_runner_config.apply_router_weight_on_input:
+                    y = x
+                else:
+                    raise KeyError("no")
+                return y
+        """,
+    "alias and backend": """
+        class Method(Base):
+            def apply(self, layer, x, backend):
+                config = self.moe_runner_config
+                if config.apply_router_weight_on_input and backend.is_flashinfer_cutlass():
+                    raise RuntimeError("no")
+                return x
+        """,
+    "helper on self": """
+        class Method(Base):
+            def _check(self):
+                if self.moe_runner_config.apply_router_weight_on_input:
+                    raise ValueError("no")
+
+            def apply(self, layer, x):
+                self._check()
+                return x
+        """,
+    "helper in the base": """
+        class Middle(Base):
+            def _check(self):
+                cfg = self.moe_runner_config
+                assert cfg.apply_router_weight_on_input is False
+
+        class Method(Middle):
+            def apply(self, layer, x):
+                self._check()
+                return x
+        """,
+    "super": """
+        class Middle(Base):
+            def apply(self, layer, x):
+                assert not self.moe_runner_config.apply_router_weight_on_input
+                return x
+
+        class Method(Middle):
+            def apply(self, layer, x):
+                return super().apply(layer, x)
+        """,
+    "property": """
+        class Method(Base):
+            @property
+            def _supported(self):
+                if self.moe_runner_config.apply_router_weight_on_input:
+                    raise NotImplementedError("no")
+                return True
+
+            def apply(self, layer, x):
+                ok = self._supported
+                return x
+        """,
+    "module function": """
+        def _require_no_router_weight(config, where):
+            if config.apply_router_weight_on_input:
+                raise NotImplementedError(where)
+
+        class Method(Base):
+            def apply(self, layer, x):
+                _require_no_router_weight(self.moe_runner_config, "cutlass")
+                return x
+        """,
+    "derived value to a raising helper": """
+        def _fail():
+            raise NotImplementedError("no")
+
+        class Method(Base):
+            def apply(self, layer, x):
+                on_input = self.moe_runner_config.apply_router_weight_on_input
+                supported = not on_input
+                if not supported:
+                    _fail()
+                return x
+        """,
+    "getattr": """
+        class Method(Base):
+            def apply(self, layer, x):
+                assert not getattr(self.moe_runner_config, "apply_router_weight_on_input", 0)
+                return x
+        """,
+    "only on the CUTLASS branch": """
+        class Method(Base):
+            def apply(self, layer, x, backend):
+                if backend.is_flashinfer_trtllm():
+                    return x * self.moe_runner_config.apply_router_weight_on_input
+                if self.use_marlin:
+                    return self.moe_runner_config.apply_router_weight_on_input
+                if backend.is_flashinfer_cutlass():
+                    assert not self.moe_runner_config.apply_router_weight_on_input
+                    return x
+                return x if self.moe_runner_config.apply_router_weight_on_input else 0
+        """,
+}
+
+UPSTREAM = {
+    "reads nothing": (
+        """
+        class Method(Base):
+            def apply(self, layer, x):
+                return self.runner.run(x, self.moe_runner_config.top_k)
+        """,
+        Verdict.DOES_NOT_READ,
+    ),
+    "handles it": (
+        """
+        class Method(Base):
+            def apply(self, layer, x, w):
+                return x * w if self.moe_runner_config.apply_router_weight_on_input else x
+        """,
+        Verdict.USES,
+    ),
+    "hands it to a kernel": (
+        """
+        import math
+
+        class Method(Base):
+            def apply(self, layer, x):
+                cfg = self.moe_runner_config
+                return math.copysign(x, cfg.apply_router_weight_on_input)
+        """,
+        Verdict.USES,
+    ),
+}
+
+UNKNOWN = {
+    "a table of checks": (
+        """
+        def _check(config):
+            assert not config.apply_router_weight_on_input
+
+        CHECKS = [_check]
+
+        class Method(Base):
+            def apply(self, layer, x):
+                CHECKS[0](self.moe_runner_config)
+                return x
+        """,
+        "hands self.moe_runner_config to CHECKS[0], which this reader cannot read",
+    ),
+    "through the layer": (
+        """
+        class Method(Base):
+            def apply(self, layer, x):
+                if layer.moe_runner_config.apply_router_weight_on_input:
+                    raise NotImplementedError("no")
+                return x
+        """,
+        "rejects it through layer.moe_runner_config.apply_router_weight_on_input, which the "
+        "lift does not hide",
+    ),
+    "its name in a variable": (
+        """
+        FLAG = "apply_router_weight_on_input"
+
+        class Method(Base):
+            def apply(self, layer, x):
+                assert not getattr(self.moe_runner_config, FLAG)
+                return x
+        """,
+        "hands self.moe_runner_config to getattr",
+    ),
+    "a test it cannot decide": (
+        """
+        class Method(Base):
+            def apply(self, layer, x):
+                if self.moe_runner_config.apply_router_weight_on_input or x is None:
+                    raise NotImplementedError("no")
+                return x
+        """,
+        "a test of the flag this reader cannot decide",
+    ),
+    "rejects and uses": (
+        """
+        class Method(Base):
+            def apply(self, layer, x, w):
+                assert not self.moe_runner_config.apply_router_weight_on_input
+                return x * w if self.moe_runner_config.apply_router_weight_on_input else x
+        """,
+        "both rejects it (assert at quant.py:",
+    ),
+    "a helper not on the class": (
+        """
+        class Method(Base):
+            def apply(self, layer, x):
+                self._installed_later(x)
+                return x
+        """,
+        "hands self to self._installed_later",
+    ),
+    "an assert that needs the flag": (
+        """
+        class Method(Base):
+            def apply(self, layer, x):
+                assert self.moe_runner_config.apply_router_weight_on_input
+                return x
+        """,
+        "an assert on the flag that the flag read as False fails",
+    ),
+    "an assert the flag does not decide": (
+        """
+        class Method(Base):
+            def apply(self, layer, x):
+                assert not self.moe_runner_config.apply_router_weight_on_input or True
+                return x
+        """,
+        "an assert on the flag that passes whatever it reads",
+    ),
+    "checked before the lift": (
+        """
+        class Method(Base):
+            def create_moe_runner(self, layer, moe_runner_config):
+                if moe_runner_config.apply_router_weight_on_input:
+                    raise NotImplementedError("no")
+
+            def apply(self, layer, x):
+                return x
+        """,
+        "create_moe_runner, run before the lift: ",
+    ),
+    "no such method": (
+        """
+        class Method(Base):
+            pass
+        """,
+        "Method.apply not found",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", REJECTS)
+def test_a_rejection_in_any_spelling_is_read_as_one(tmp_path: Path, name: str) -> None:
+    verdict, found = read(tmp_path, REJECTS[name])
+    assert verdict is Verdict.REJECTS, found
+    assert len(found) == 1 and " at quant.py:" in found[0]
+
+
+@pytest.mark.parametrize("name", UPSTREAM)
+def test_upstream_only_on_positive_evidence(tmp_path: Path, name: str) -> None:
+    source, expected = UPSTREAM[name]
+    verdict, found = read(tmp_path, source)
+    assert verdict is expected, found
+
+
+@pytest.mark.parametrize("name", UNKNOWN)
+def test_what_it_cannot_read_is_unknown(tmp_path: Path, name: str) -> None:
+    source, why = UNKNOWN[name]
+    verdict, found = read(tmp_path, source)
+    assert verdict is Verdict.UNKNOWN
+    assert why in found[0], found
+
+
+def test_a_rejection_names_its_exception_and_line(tmp_path: Path) -> None:
+    _, found = read(tmp_path, REJECTS["if raise"])
+    lines = (HEADER + textwrap.dedent(REJECTS["if raise"])).splitlines()
+    (line,) = [n for n, text in enumerate(lines, 1) if "if self.moe_runner_config" in text]
+    assert found == (f"raise NotImplementedError at quant.py:{line}",)
+
+
+def test_a_function_without_source_is_unknown(tmp_path: Path) -> None:
+    source = """
+    namespace = {}
+    exec("def apply(self, layer, x):\\n    return x", namespace)
+
+    class Method(Base):
+        apply = namespace["apply"]
+    """
+    verdict, found = read(tmp_path, source)
+    assert verdict is Verdict.UNKNOWN and found[0].startswith("cannot read Method.apply")
