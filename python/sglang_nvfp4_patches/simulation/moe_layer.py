@@ -221,6 +221,8 @@ def llama4_layer_outcome(
             refused = str(ours)
         except (ValueError, RuntimeError, NotImplementedError) as sglangs:
             return LayerOutcome(f"refused: {sglangs}")
+        except (AttributeError, KeyError, TypeError, ImportError):
+            return None  # a release whose method builds layers otherwise: resolution only
         holder = getattr(layer, "scheme", None) or layer.quant_method
         backend = getattr(getattr(holder, "runner", None), "runner_backend", None)
         if backend is None:
