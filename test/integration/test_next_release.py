@@ -9,8 +9,9 @@ each run in a fresh process forked from one that imported ``sglang`` (the copy g
 * ``HookRegistry._apply_target`` missing: one ERROR, SGLang untouched, plugin load survives;
 * the runner's pre-scale gone and its registry renamed: the runner part fails and the methods
   are not lifted (a lift there would weight the output, not the input);
-* a runner that pre-scales and still hands the kernel the router weights: ``verify`` fails,
-  naming vllm#43694's double weighting.
+* a runner that pre-scales and still hands the kernel the router weights: the plugin's CPU
+  check of that pre-scale finds it, ours is used instead and ``verify`` holds; with the plugin
+  disabled and nothing else in the way, ``verify`` fails naming vllm#43694's double weighting.
 
 All processes start at once (module fixture) and run side by side.
 """
@@ -56,6 +57,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     no_assert = copy("no_assert", {MODELOPT: modelopt_assert_removed})
     gone = copy("gone", {CUTLASS_RUNNER: prescale_gone, RUNNER_BASE: registry_renamed})
     twice = copy("twice", {CUTLASS_RUNNER: prescale_keeps_router_weights})
+    twice_alone = copy(
+        "twice_alone",
+        {CUTLASS_RUNNER: prescale_keeps_router_weights, MODELOPT: modelopt_assert_removed},
+    )
     fork = server()
     plan: dict[str, tuple[list[str], dict[str, str]]] = {
         "doctor": ([CLI, nxt, "doctor", "--json"], {}),
@@ -73,7 +78,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             {},
         ),
         "gone": ([PROBE, gone, "layer"], {}),
-        "twice": ([PROBE, twice, "verify-llama4"], {}),
+        "twice": ([PROBE, twice, "agree"], {}),
+        "twice, plugin off": (
+            [PROBE, twice_alone, "verify-llama4"],
+            {"SGLANG_NVFP4_PATCHES_DISABLE": "llama4-router-weight"},
+        ),
     }
     started = {name: fork.start(args, env) for name, (args, env) in plan.items()}
     return {name: child.wait(timeout=300) for name, child in started.items()}
@@ -172,8 +181,22 @@ def test_runner_without_prescale_or_registry_keeps_the_methods_unlifted(runs: di
     assert any("not lifted" in line and "modelopt" in line for line in errors)
 
 
-def test_double_weighting_runner_fails_verify_naming_it(runs: dict) -> None:
-    checks = {check["check"]: check for check in result_of(runs["twice"])}
+def test_a_double_weighting_runner_prescale_is_found_and_replaced_by_ours(runs: dict) -> None:
+    result = result_of(runs["twice"])
+    llama4 = result["doctor"]["llama4-router-weight"]
+    assert result["doctor_exit"] == 0 and llama4["status"] == "applied", llama4
+    assert llama4["reason"].startswith("runner pre-scale: patched (the top-1 pre-scale is ours")
+    assert (
+        "_prescale_router_weight_on_input hands the kernel the router weights again "
+        "(vllm#43694's double weighting)"
+    ) in llama4["reason"]
+    checks = {check["check"]: check for check in result["verify"]}
+    assert {check["outcome"] for check in checks.values()} == {"held"}, checks
+    assert "applied once, on the input" in checks["ModelOpt NVFP4 top-1 with the flag"]["reason"]
+
+
+def test_double_weighting_fails_verify_naming_it(runs: dict) -> None:
+    checks = {check["check"]: check for check in result_of(runs["twice, plugin off"])}
     top1 = checks["ModelOpt NVFP4 top-1 with the flag"]
     assert top1["outcome"] == "FAILED" and "vllm#43694" in top1["reason"]
     assert checks["ModelOpt NVFP4 top-2 without the flag"]["outcome"] == "held"

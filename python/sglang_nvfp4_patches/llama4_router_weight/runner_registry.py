@@ -4,11 +4,17 @@
 dispatch path in ``FusedOpPool``; before 0.5.21 both assert the flag away. Each registry
 entry is wrapped with the top-1 pre-scale (:mod:`.prescale`), so the runner is
 the one place the router weight is applied. From 0.5.21 the runner pre-scales itself
-(``_prescale_router_weight_on_input``) and the registry is left alone.
+(``_prescale_router_weight_on_input``) and the registry is left alone, but only where that
+pre-scale does its job: it is called once on CPU with a two-token top-1 batch and must hand
+back ``x * w`` with float32 unit final scales (:func:`upstream_prescale_problem`). Where it is
+missing, renamed or wrong, ours wraps the registry; it hands SGLang's fused function a config
+without the flag, so a pre-scale of SGLang's own under any name does not apply the weight
+again.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from types import ModuleType
@@ -126,13 +132,52 @@ def require_flag_free_views() -> None:
 
 
 STILL_REJECTS = "CUTLASS fused functions still reject apply_router_weight_on_input"
+DOUBLE_WEIGHTING = "vllm#43694's double weighting"
+
+
+def upstream_prescale_problem(module: ModuleType) -> str | None:
+    """Why the runner's own top-1 pre-scale cannot be relied on here (``None``: it can)."""
+    helper = getattr(module, UPSTREAM_PRESCALE, None)
+    if not callable(helper):
+        return f"{RUNNER_MODULE} has no {UPSTREAM_PRESCALE}"
+    return _prescale_misbehaviour(helper)
+
+
+@functools.cache
+def _prescale_misbehaviour(helper: Callable[[Any, Any], Any]) -> str | None:
+    """Call SGLang's pre-scale once on CPU (two tokens, top-1, the flag set): what it gets
+    wrong, or ``None``."""
+    import torch
+    from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
+    from sglang.srt.layers.moe.topk import StandardTopKOutput
+
+    cpu = torch.device("cpu")
+    x = torch.tensor([[1.0, -2.0], [3.0, 0.5]], dtype=torch.bfloat16, device=cpu)
+    weights = torch.tensor([[0.5], [0.25]], dtype=torch.float32, device=cpu)
+    ids = torch.tensor([[0], [1]], dtype=torch.int32, device=cpu)
+    name = UPSTREAM_PRESCALE
+    try:
+        config_cls = importlib.import_module(REGISTRY_MODULE).MoeRunnerConfig
+        topk = StandardTopKOutput(topk_weights=weights, topk_ids=ids, router_logits=None)
+        dispatch = StandardDispatchOutput(
+            hidden_states=x, hidden_states_scale=None, topk_output=topk
+        )
+        out = helper(dispatch, config_cls(apply_router_weight_on_input=True, top_k=1))
+        hidden, scales = out.hidden_states, out.topk_output.topk_weights
+    except Exception as error:
+        return f"{name} fails on a top-1 batch on CPU ({type(error).__name__}: {error})"
+    if not torch.equal(hidden, x * weights.to(x.dtype)):
+        return f"{name} does not hand back the hidden states times the router weight"
+    if scales.dtype != torch.float32 or not torch.all(scales == 1):
+        return f"{name} hands the kernel the router weights again ({DOUBLE_WEIGHTING})"
+    return None
 
 
 def runner_problem() -> str | None:
     """Why this process's CUTLASS runner does not honour the flag (it neither pre-scales by
     itself nor carries our pre-scale), or ``None`` where it does."""
     module = importlib.import_module(RUNNER_MODULE)
-    if hasattr(module, UPSTREAM_PRESCALE):
+    if upstream_prescale_problem(module) is None:
         return None
     try:
         registry = fused_func_registry()
@@ -149,21 +194,27 @@ def runner_patcher(apply: bool = True) -> Callable[[ModuleType], None]:
 
     @outcomes.reported_as("runner")
     def patch_runner_module(module: ModuleType) -> None:
-        if hasattr(module, UPSTREAM_PRESCALE):
+        problem = upstream_prescale_problem(module)
+        if problem is None:
             outcomes.record(
                 "runner",
                 PatchState.ALREADY_UPSTREAM,
-                f"{RUNNER_MODULE}.{UPSTREAM_PRESCALE} exists: the runner pre-scales top-1 itself",
+                f"{RUNNER_MODULE}.{UPSTREAM_PRESCALE} pre-scales top-1 itself (checked on CPU)",
             )
         elif apply:
-            _wrap_registry()
+            _wrap_registry(problem)
         else:
-            outcomes.record("runner", PatchState.NOT_PATCHED, STILL_REJECTS)
+            outcomes.record("runner", PatchState.NOT_PATCHED, no_prescale_of_its_own(problem))
 
     return patch_runner_module
 
 
-def _wrap_registry() -> None:
+def no_prescale_of_its_own(problem: str) -> str:
+    """What is live where the runner has no working pre-scale of its own."""
+    return f"the CUTLASS runner has no working top-1 pre-scale of its own ({problem})"
+
+
+def _wrap_registry(problem: str) -> None:
     try:
         registry = fused_func_registry()
         missing = [key for key in CUTLASS_FUSED_FUNC_KEYS if key not in registry]
@@ -180,5 +231,6 @@ def _wrap_registry() -> None:
     outcomes.record(
         "runner",
         PatchState.APPLIED,
-        "FlashInfer CUTLASS fused functions pre-scale top-1 router weights on the input",
+        "FlashInfer CUTLASS fused functions pre-scale top-1 router weights on the input "
+        f"({problem})",
     )

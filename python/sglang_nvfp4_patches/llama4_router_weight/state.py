@@ -28,10 +28,10 @@ from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
 )
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     RUNNER_MODULE,
-    STILL_REJECTS,
-    UPSTREAM_PRESCALE,
+    no_prescale_of_its_own,
     runner_patcher,
     runner_problem,
+    upstream_prescale_problem,
 )
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable
@@ -110,17 +110,18 @@ def _method_note(half: MethodHalf, runner_honours: bool) -> MethodNote:
     return MethodNote(f"{half.label} rejection: not lifted", problem, PatchState.FAILED)
 
 
-# whether the runner pre-scales by itself, why it does not honour the flag, each method's note
-Parts = tuple[bool, str | None, list[MethodNote]]
+# why the runner has no working pre-scale of its own (None: it has), why it does not honour
+# the flag, each method's note
+Parts = tuple[str | None, str | None, list[MethodNote]]
 
 
 def _read_parts() -> Parts:
-    """Whether the runner pre-scales by itself, why it does not honour the flag (``None``:
-    it does), and each method's note."""
+    """Why the runner has no working pre-scale of its own (``None``: it has), why it does not
+    honour the flag (``None``: it does), and each method's note."""
     runner = importlib.import_module(RUNNER_MODULE)
     problem = runner_problem()
     notes = [_method_note(half, problem is None) for half in METHOD_HALVES]
-    return hasattr(runner, UPSTREAM_PRESCALE), problem, notes
+    return upstream_prescale_problem(runner), problem, notes
 
 
 def _inspected() -> Parts | PatchReport:
@@ -140,18 +141,19 @@ def current_state() -> PatchReport:
     parts = _inspected()
     if isinstance(parts, PatchReport):
         return parts
-    runner_upstream, runner_trouble, method_notes = parts
+    no_prescale, runner_trouble, method_notes = parts
     failed = [m.problem for m in method_notes if m.state is PatchState.FAILED and m.problem]
     if runner_trouble is not None:
         failed.insert(0, f"runner: {runner_trouble}")
     if failed:
         return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
-    notes = ["runner pre-scale: " + ("upstream" if runner_upstream else RUNNER_PATCHED)]
+    runner_note = "upstream" if no_prescale is None else f"{RUNNER_PATCHED}: {no_prescale}"
+    notes = [f"runner pre-scale: {runner_note}"]
     notes += [m.note for m in method_notes]
     unknown = [m.problem for m in method_notes if m.state is PatchState.UNKNOWN and m.problem]
     if unknown:
         return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown + notes))
-    nothing_to_patch = runner_upstream and all(NO_REJECTION in m.note for m in method_notes)
+    nothing_to_patch = no_prescale is None and all(NO_REJECTION in m.note for m in method_notes)
     ray_note = ray_scheduler_actors.doctor_note()
     if ray_note:
         notes.append(ray_note)
@@ -164,11 +166,11 @@ def unpatched_report() -> PatchReport:
     parts = _inspected()
     if isinstance(parts, PatchReport):
         return parts
-    runner_upstream, _, method_notes = parts
+    no_prescale, _, method_notes = parts
     live = [m.problem for m in method_notes if m.state is PatchState.FAILED and m.problem]
     unknown = [m.problem for m in method_notes if m.state is PatchState.UNKNOWN and m.problem]
-    if not runner_upstream:
-        live.insert(0, STILL_REJECTS)
+    if no_prescale is not None:
+        live.insert(0, no_prescale_of_its_own(no_prescale))
     if live:
         return PatchReport(NAME, PatchState.NOT_PATCHED, "live here: " + "; ".join(live + unknown))
     if unknown:

@@ -155,8 +155,8 @@ def _unpatched_failure(method: Any, runner: str | None) -> str | None:
     from sglang_nvfp4_patches.llama4_router_weight.method_lift import half_of, reading_of
     from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
         RUNNER_MODULE,
-        STILL_REJECTS,
-        UPSTREAM_PRESCALE,
+        no_prescale_of_its_own,
+        upstream_prescale_problem,
     )
 
     if runner != "flashinfer_cutlass":
@@ -168,9 +168,8 @@ def _unpatched_failure(method: Any, runner: str | None) -> str | None:
             f"{half.cls}.{half.checked_in} rejects apply_router_weight_on_input "  # type: ignore[union-attr]
             f"({reading.summary()})"
         )
-    if not hasattr(importlib.import_module(RUNNER_MODULE), UPSTREAM_PRESCALE):
-        return f"the {STILL_REJECTS}"
-    return None
+    problem = upstream_prescale_problem(importlib.import_module(RUNNER_MODULE))
+    return None if problem is None else no_prescale_of_its_own(problem)
 
 
 def llama4_layer_outcome(
