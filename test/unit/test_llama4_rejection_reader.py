@@ -170,6 +170,17 @@ UPSTREAM = {
         """,
         Verdict.USES,
     ),
+    "a recursive helper": (
+        """
+        def _walk(config, n):
+            return _walk(config, n - 1) if n else config.apply_router_weight_on_input
+
+        class Method(Base):
+            def apply(self, layer, x):
+                return x * _walk(self.moe_runner_config, 3)
+        """,
+        Verdict.USES,
+    ),
     "hands it to a kernel": (
         """
         import math
@@ -277,6 +288,17 @@ UNKNOWN = {
                 return x
         """,
         "create_moe_runner, run before the lift: ",
+    ),
+    "names that stand for each other": (
+        """
+        class Method(Base):
+            def apply(self, layer, x):
+                a = b + 1
+                b = a * 2
+                assert not self.moe_runner_config.apply_router_weight_on_input or a
+                return x
+        """,
+        "Method.apply is beyond this reader (RecursionError",
     ),
     "no such method": (
         """

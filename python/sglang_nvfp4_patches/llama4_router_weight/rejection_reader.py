@@ -43,7 +43,6 @@ CONFIG = "moe_runner_config"
 CUTLASS = "flashinfer_cutlass"
 FLAG_NAME = "<the flag>"  # what a callee's parameter computed from the flag reads
 MAX_FUNCTIONS = 48  # functions followed for one method, at most
-MAX_DEPTH = 8
 # Builtins that cannot read an attribute of what they are handed.
 _HARMLESS_BUILTINS = frozenset(
     {"bool", "isinstance", "issubclass", "type", "id", "len", "callable"}
@@ -592,7 +591,7 @@ class _Reader:
                 reads = list(self.flag_reads(value, caller))
                 frame.bound[FLAG_NAME] = self.kind(reads[0], caller) or _Kind.FLAG
                 frame.derived[name] = carried
-        key = (id(tree), tuple(sorted(frame.bound.items())))
+        key = (id(inspect.unwrap(function)), tuple(sorted(frame.bound.items())))
         if key in self.seen:
             return
         self.seen.add(key)
@@ -711,14 +710,25 @@ def read_method(
 ) -> Reading:
     """What ``owner.method`` does with the flag on the CUTLASS runner, and whether
     ``owner.before_lift`` (run before the lift, with the real config) reads it at all;
-    ``backends`` are this release's MoE runner backend values."""
-    reader = _Reader(owner, frozenset(backends), package)
+    ``backends`` are this release's MoE runner backend values. Code this reader trips over
+    (names that stand for each other in a circle, say) is ``unknown``, never an error."""
+    try:
+        return _verdict(owner, method, frozenset(backends), before_lift, package)
+    except (RecursionError, ValueError, TypeError, AttributeError) as error:
+        why = f"{owner.__name__}.{method} is beyond this reader ({type(error).__name__}: {error})"
+        return Reading(Verdict.UNKNOWN, (why,))
+
+
+def _verdict(
+    owner: type, method: str, backends: frozenset[str], before_lift: str, package: str
+) -> Reading:
+    reader = _Reader(owner, backends, package)
     problem = _read(reader, method, hidden=True)
     if problem is not None:
         return Reading(Verdict.UNKNOWN, (problem,))
     found = reader.found
     if inspect.getattr_static(owner, before_lift, None) is not None:
-        early = _Reader(owner, reader.backends, package)
+        early = _Reader(owner, backends, package)
         problem = _read(early, before_lift, hidden=False)
         late = [problem] if problem else []
         late += early.found.rejections + early.found.uses + early.found.unknown
