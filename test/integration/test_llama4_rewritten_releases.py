@@ -29,6 +29,7 @@ from support.edited_sglang import (
     rejection_through_a_derived_value,
     rejection_through_an_alias,
     runner_prescale_renamed,
+    runner_rejects_again,
 )
 from support.forkserver import server
 
@@ -48,6 +49,7 @@ RELEASES = {
     "out of sight": {MODELOPT: rejection_out_of_sight},
     "assert removed": {MODELOPT: modelopt_assert_removed},
     "pre-scale renamed": {CUTLASS_RUNNER: runner_prescale_renamed},
+    "runner rejects again": {CUTLASS_RUNNER: runner_rejects_again},
 }
 
 
@@ -86,6 +88,7 @@ def test_a_rejection_in_any_spelling_is_lifted_and_verify_holds(
         ("alias", "lifted", "lifted"),
         ("assert removed", "none in this release", "lifted"),
         ("pre-scale renamed", "lifted", "lifted"),
+        ("runner rejects again", "lifted", "lifted"),
     ],
 )
 def test_doctor_names_what_each_half_does(
@@ -131,6 +134,17 @@ def test_a_renamed_runner_prescale_applies_the_weight_once(agreed: dict[str, Any
     assert reason.startswith("runner pre-scale: patched (the top-1 pre-scale is ours, and it ")
     assert "the weight is applied once" in reason
     assert "applied once, on the input" in checks_of(result)[MODELOPT_TOP1]["reason"]
+
+
+def test_a_runner_that_rejects_the_flag_again_gets_our_prescale(agreed: dict[str, Any]) -> None:
+    reason = agreed["runner rejects again"]["doctor"][LLAMA4]["reason"]
+    assert reason.startswith(
+        "runner pre-scale: patched (the top-1 pre-scale is ours, and it hands SGLang's fused "
+        "function a config without the flag: the weight is applied once, also where SGLang "
+        "pre-scales under a name this plugin does not know): its fused function "
+        "fused_experts_none_to_flashinfer_cutlass still rejects the flag (raise "
+        "NotImplementedError at flashinfer_cutlass.py:"
+    ), reason
 
 
 def test_doctor_and_verify_never_disagree(agreed: dict[str, Any]) -> None:

@@ -295,6 +295,20 @@ def rejection_out_of_sight(source: str) -> tuple[str, int]:
     )
 
 
+_STANDARD_FUSED_FUNC = re.compile(
+    r"^def fused_experts_none_to_flashinfer_cutlass\([^)]*\)[^:]*:\n", re.M
+)
+
+
+def runner_rejects_again(source: str) -> tuple[str, int]:
+    """The runner keeps its pre-scale, and its standard fused function rejects the flag first."""
+    return _STANDARD_FUSED_FUNC.subn(
+        "\\g<0>    if runner_config.apply_router_weight_on_input:\n"
+        '        raise NotImplementedError("apply_router_weight_on_input: not here")\n',
+        source,
+    )
+
+
 def runner_prescale_renamed(source: str) -> tuple[str, int]:
     """The runner still pre-scales, under a name this plugin does not know."""
     return re.subn(r"\b_prescale_router_weight_on_input\b", "_weight_input_by_router", source)

@@ -8,10 +8,15 @@ import itertools
 import sys
 import textwrap
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import Verdict, read_method
+from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import (
+    Verdict,
+    read_method,
+    read_runner_function,
+)
 
 BACKENDS = ("auto", "triton", "flashinfer_trtllm", "flashinfer_cutlass", "marlin")
 HEADER = """
@@ -22,17 +27,22 @@ class Base:
 _packages = itertools.count()
 
 
-def read(tmp_path: Path, source: str, method: str = "apply") -> tuple[Verdict, tuple[str, ...]]:
-    """Write ``HEADER + source`` as ``pkgN/quant.py``, import it, read ``Method.method``."""
+def written(tmp_path: Path, text: str) -> tuple[ModuleType, str]:
+    """``text`` written as ``readercaseN/quant.py`` (a package of its own) and imported."""
     package = f"readercase{next(_packages)}"
     (tmp_path / package).mkdir()
     (tmp_path / package / "__init__.py").write_text("")
-    (tmp_path / package / "quant.py").write_text(HEADER + textwrap.dedent(source))
+    (tmp_path / package / "quant.py").write_text(text)
     sys.path.insert(0, str(tmp_path))
     try:
-        module = importlib.import_module(f"{package}.quant")
+        return importlib.import_module(f"{package}.quant"), package
     finally:
         sys.path.remove(str(tmp_path))
+
+
+def read(tmp_path: Path, source: str, method: str = "apply") -> tuple[Verdict, tuple[str, ...]]:
+    """``HEADER + source`` written and imported; what ``Method.method`` is read as."""
+    module, package = written(tmp_path, HEADER + textwrap.dedent(source))
     reading = read_method(module.Method, method, BACKENDS, package=package)
     return reading.verdict, reading.found
 
@@ -349,3 +359,40 @@ def test_a_function_without_source_is_unknown(tmp_path: Path) -> None:
     """
     verdict, found = read(tmp_path, source)
     assert verdict is Verdict.UNKNOWN and found[0].startswith("cannot read Method.apply")
+
+
+RUNNER = """
+def _prescale(dispatch, runner_config):
+    if not runner_config.apply_router_weight_on_input:
+        return dispatch
+    return dispatch * 2
+
+
+def fused_rejects(dispatch, quant_info, runner_config):
+    assert not runner_config.apply_router_weight_on_input, "no"
+    return dispatch
+
+
+def fused_prescales(dispatch, quant_info, runner_config):
+    return _prescale(dispatch, runner_config=runner_config)
+
+
+def fused_elsewhere(dispatch, quant_info, runner_config):
+    return quant_info.kernel(dispatch, runner_config)
+"""
+
+
+@pytest.mark.parametrize(
+    ("function", "verdict", "found"),
+    [
+        ("fused_rejects", Verdict.REJECTS, "assert at quant.py:"),
+        ("fused_prescales", Verdict.USES, "decides what runs at quant.py:"),
+        ("fused_elsewhere", Verdict.UNKNOWN, "hands runner_config to quant_info.kernel"),
+    ],
+)
+def test_a_runner_fused_function_is_read_through_its_config_parameter(
+    tmp_path: Path, function: str, verdict: Verdict, found: str
+) -> None:
+    module, package = written(tmp_path, RUNNER)
+    reading = read_runner_function(getattr(module, function), BACKENDS, package=package)
+    assert reading.verdict is verdict and found in reading.found[0], reading

@@ -15,11 +15,13 @@ import sys
 from typing import Any
 
 from sglang_nvfp4_patches.llama4_router_weight.rule import LayerFacts
-from sglang_nvfp4_patches.llama4_router_weight.runner_registry import has_dispatch_type_flag
+from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
+    MOE_UTILS_MODULE,
+    has_dispatch_type_flag,
+)
 
 logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
 
-MOE_UTILS_MODULE = "sglang.srt.layers.moe.utils"
 COMPRESSED_TENSORS_CONFIG_MODULE = (
     "sglang.srt.layers.quantization.compressed_tensors.compressed_tensors"
 )

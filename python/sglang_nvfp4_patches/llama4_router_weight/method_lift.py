@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -25,11 +24,12 @@ from sglang_nvfp4_patches.llama4_router_weight import outcomes
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
     without_router_weight_on_input,
 )
-from sglang_nvfp4_patches.llama4_router_weight.layer_facts import MOE_UTILS_MODULE, layer_facts
+from sglang_nvfp4_patches.llama4_router_weight.layer_facts import layer_facts
 from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import Reading, read_method
 from sglang_nvfp4_patches.llama4_router_weight.rule import refusal_for
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     require_flag_free_views,
+    runner_backends,
     runner_problem,
 )
 from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook
@@ -109,12 +109,6 @@ def create_moe_runner_hook(
             return result
         method.moe_runner_config = without_router_weight_on_input(config)
     return result
-
-
-def runner_backends() -> tuple[str, ...]:
-    """This release's MoE runner backend values (the reader decides tests that name one)."""
-    backend_enum = getattr(importlib.import_module(MOE_UTILS_MODULE), "MoeRunnerBackend", ())
-    return tuple(str(member.value) for member in backend_enum)
 
 
 @functools.cache

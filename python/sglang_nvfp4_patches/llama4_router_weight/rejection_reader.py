@@ -60,6 +60,7 @@ class Verdict(str, enum.Enum):
 class Reading:
     verdict: Verdict
     found: tuple[str, ...]  # where: the rejections, the uses, or why unknown
+    rejected_at: tuple[str, ...] = ()  # every rejection seen, whatever the verdict
 
     @property
     def rejects(self) -> bool:
@@ -574,9 +575,10 @@ class _Reader:
             return
         frame = self.frame(function, tree, caller.hidden, filename, first)
         parameters = [a.arg for a in (*tree.args.posonlyargs, *tree.args.args)]
+        named = {*parameters, *(a.arg for a in tree.args.kwonlyargs)}
         pairs = list(zip(parameters, args, strict=False))
-        pairs += [(name, value) for name, value in keywords.items() if name in parameters]
-        unpaired = [*args[len(parameters) :], *(v for k, v in keywords.items() if k is None)]
+        pairs += [(name, value) for name, value in keywords.items() if name in named]
+        unpaired = [*args[len(parameters) :], *(v for k, v in keywords.items() if k not in named)]
         if any(self._handed(value, caller) for value in unpaired):
             self.unknown(caller, at, "arguments this reader cannot pair")
         for name, value in pairs:
@@ -690,14 +692,47 @@ def _read(reader: _Reader, name: str, hidden: bool) -> str | None:
     function = getattr(function, "__func__", function)
     if function is None:
         return f"{reader.owner.__name__}.{name} not found"
+    return _walk_function(
+        reader, function, 0, _Kind.SELF, hidden, f"{reader.owner.__name__}.{name}"
+    )
+
+
+def _walk_function(
+    reader: _Reader,
+    function: Any,
+    position: int,
+    kind: _Kind,
+    hidden: bool,
+    name: str | None = None,
+) -> str | None:
+    """Walk ``function`` with its ``position``-th parameter standing for ``kind``; why it
+    cannot be read, or ``None``."""
+    name = name or getattr(function, "__qualname__", repr(function))
     try:
         tree, filename, first = _source_of(function)
     except (OSError, TypeError, SyntaxError) as error:
-        return f"cannot read {reader.owner.__name__}.{name} ({type(error).__name__}: {error})"
+        return f"cannot read {name} ({type(error).__name__}: {error})"
+    parameters = [*tree.args.posonlyargs, *tree.args.args]
+    if len(parameters) <= position:
+        return f"{name} takes no parameter {position + 1}"
     frame = reader.frame(function, tree, hidden, filename, first)
-    frame.bound[tree.args.args[0].arg] = _Kind.SELF
+    frame.bound[parameters[position].arg] = kind
     reader.walk(tree.body, frame)
     return None
+
+
+def read_runner_function(
+    function: Any, backends: Iterable[str], *, config_at: int = 2, package: str = "sglang"
+) -> Reading:
+    """What a runner's fused function (``(dispatch_output, quant_info, runner_config)``) does
+    with the flag of the config it is handed, read as the plugin's wrapper hands it a view
+    that reads the flag as ``False``."""
+    reader = _Reader(object, frozenset(backends), package)
+    try:
+        problem = _walk_function(reader, function, config_at, _Kind.CONFIG, hidden=True)
+    except (RecursionError, ValueError, TypeError, AttributeError) as error:
+        problem = f"beyond this reader ({type(error).__name__}: {error})"
+    return _conclude(reader.found, problem)
 
 
 def read_method(
@@ -733,15 +768,23 @@ def _verdict(
         late = [problem] if problem else []
         late += early.found.rejections + early.found.uses + early.found.unknown
         found.unknown += [f"{before_lift}, run before the lift: {where}" for where in late]
+    return _conclude(found)
+
+
+def _conclude(found: _Findings, problem: str | None = None) -> Reading:
+    rejected = tuple(found.rejections)
+    if problem is not None:
+        return Reading(Verdict.UNKNOWN, (problem,), rejected)
     if found.unknown:
-        return Reading(Verdict.UNKNOWN, tuple(found.unknown))
+        return Reading(Verdict.UNKNOWN, tuple(found.unknown), rejected)
     if found.rejections and found.uses:
         return Reading(
             Verdict.UNKNOWN,
             (f"both rejects it ({found.rejections[0]}) and uses it ({found.uses[0]})",),
+            rejected,
         )
     if found.rejections:
-        return Reading(Verdict.REJECTS, tuple(found.rejections))
+        return Reading(Verdict.REJECTS, rejected, rejected)
     if found.uses:
         return Reading(Verdict.USES, tuple(found.uses))
     return Reading(Verdict.DOES_NOT_READ, ())

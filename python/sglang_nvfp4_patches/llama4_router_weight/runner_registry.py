@@ -35,9 +35,15 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     GENERIC_PREQUANTIZED_REMEDY,
     nvfp4_dispatch_remedy,
 )
+from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import (
+    Reading,
+    Verdict,
+    read_runner_function,
+)
 from sglang_nvfp4_patches.status import PATCHED_MARK, PatchState, PatchUnavailable
 
 RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
+MOE_UTILS_MODULE = "sglang.srt.layers.moe.utils"
 REGISTRY_MODULE = "sglang.srt.layers.moe.moe_runner.base"
 STANDARD_DISPATCH, FLASHINFER_A2A = (
     ("none", "flashinfer_cutlass"),
@@ -135,12 +141,48 @@ STILL_REJECTS = "CUTLASS fused functions still reject apply_router_weight_on_inp
 DOUBLE_WEIGHTING = "vllm#43694's double weighting"
 
 
+def runner_backends() -> tuple[str, ...]:
+    """This release's MoE runner backend values (the reader decides tests that name one)."""
+    backend_enum = getattr(importlib.import_module(MOE_UTILS_MODULE), "MoeRunnerBackend", ())
+    return tuple(str(member.value) for member in backend_enum)
+
+
 def upstream_prescale_problem(module: ModuleType) -> str | None:
-    """Why the runner's own top-1 pre-scale cannot be relied on here (``None``: it can)."""
+    """Why the runner's own top-1 pre-scale cannot be relied on here (``None``: it can): it
+    is missing or wrong, or a fused function of SGLang's still rejects the flag (or cannot
+    be read)."""
     helper = getattr(module, UPSTREAM_PRESCALE, None)
     if not callable(helper):
-        return f"{RUNNER_MODULE} has no {UPSTREAM_PRESCALE}"
-    return _prescale_misbehaviour(helper)
+        return _fused_function_problem() or f"{RUNNER_MODULE} has no {UPSTREAM_PRESCALE}"
+    return _prescale_misbehaviour(helper) or _fused_function_problem()
+
+
+@functools.cache
+def _fused_reading(function: FusedFunc) -> Reading:
+    return read_runner_function(function, runner_backends())
+
+
+def _fused_function_problem() -> str | None:
+    """Where one of SGLang's CUTLASS fused functions (the originals, under any wrapper of
+    ours) still rejects the flag, or cannot be read."""
+    try:
+        registry = fused_func_registry()
+    except PatchUnavailable as error:
+        return str(error)
+    for key in CUTLASS_FUSED_FUNC_KEYS:
+        function = registry.get(key)
+        if function is None:
+            return f"the fused-function registry has no entry for {key}"
+        reading = _fused_reading(function)
+        name = getattr(function, "__name__", key)
+        if reading.rejected_at:
+            return f"its fused function {name} still rejects the flag ({reading.rejected_at[0]})"
+        if reading.verdict is Verdict.UNKNOWN:
+            return (
+                f"cannot tell whether its fused function {name} rejects the flag: "
+                f"{reading.summary()}"
+            )
+    return None
 
 
 @functools.cache
