@@ -299,6 +299,18 @@ UNKNOWN = {
         """,
         "create_moe_runner, run before the lift: ",
     ),
+    "a short-circuit check": (
+        """
+        def _unsupported():
+            raise NotImplementedError("no")
+
+        class Method(Base):
+            def apply(self, layer, x):
+                self.moe_runner_config.apply_router_weight_on_input and _unsupported()
+                return x
+        """,
+        "the flag decides whether _unsupported runs",
+    ),
     "names that stand for each other": (
         """
         class Method(Base):

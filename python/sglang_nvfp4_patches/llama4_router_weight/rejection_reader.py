@@ -372,8 +372,28 @@ class _Reader:
             return
         if isinstance(node, ast.Attribute):
             self.attribute(node, frame)
+        if isinstance(node, (ast.BoolOp, ast.IfExp)):
+            self.gated_calls(node, frame)
         for child in ast.iter_child_nodes(node):
             self.visit(child, frame)
+
+    def gated_calls(self, node: ast.BoolOp | ast.IfExp, frame: _Frame) -> None:
+        """``flag and check()``, ``check() if flag else x``: the flag decides whether
+        SGLang code runs, which may be a rejection this reader cannot see as one."""
+        if isinstance(node, ast.IfExp):
+            decided = [node.body, node.orelse] if list(self.flag_reads(node.test, frame)) else []
+        else:
+            first = next(
+                (i for i, v in enumerate(node.values) if list(self.flag_reads(v, frame))), None
+            )
+            decided = [] if first is None else node.values[first + 1 :]
+        for part in decided:
+            for call in (n for n in ast.walk(part) if isinstance(n, ast.Call)):
+                target = self.resolve(call, frame)
+                if target is not None and target[0] is not None:
+                    what = ast.unparse(call.func)
+                    self.unknown(frame, node, f"the flag decides whether {what} runs")
+                    return
 
     def attribute(self, node: ast.Attribute, frame: _Frame) -> None:
         if node.attr == FLAG and not isinstance(node.ctx, ast.Load):
