@@ -143,6 +143,13 @@ REJECTS = {
                     _fail()
                 return x
         """,
+    "walrus": """
+        class Method(Base):
+            def apply(self, layer, x):
+                if (on_input := self.moe_runner_config.apply_router_weight_on_input):
+                    raise ValueError(on_input)
+                return x
+        """,
     "getattr": """
         class Method(Base):
             def apply(self, layer, x):

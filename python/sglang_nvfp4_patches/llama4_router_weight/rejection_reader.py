@@ -178,6 +178,8 @@ class _Reader:
             return self.truth(frame.derived[node.id], frame, flag)
         if isinstance(node, ast.Constant):
             return bool(node.value)
+        if isinstance(node, ast.NamedExpr):
+            return self.truth(node.value, frame, flag)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             inner = self.truth(node.operand, frame, flag)
             return None if inner is None else not inner
