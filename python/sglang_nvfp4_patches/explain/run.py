@@ -43,6 +43,7 @@ def explain_one(
     with_patches: bool,
     flags: Mapping[str, Any] | None = None,
     disabled: Mapping[str, PatchReport] | None = None,
+    patches_asked: bool = True,
 ) -> ExplainRow:
     """One row; ``flags`` are ``ServerArgs`` fields as the user's command line sets them."""
     flags = dict(flags or {})
@@ -60,7 +61,15 @@ def explain_one(
         if name in concerned
     )
     return ExplainRow(
-        model, gpu, unpatched, patched, arch, "attention_backend" in flags, notes, layer
+        model,
+        gpu,
+        unpatched,
+        patched,
+        arch,
+        "attention_backend" in flags,
+        notes,
+        layer,
+        patches_asked,
     )
 
 
@@ -165,7 +174,7 @@ def run_explain(args: argparse.Namespace) -> int:
     gpus = [GPU_PROFILES[args.gpu]] if args.gpu else list(GPU_PROFILES.values())
     cells = [(name, path, gpu) for name, path in models for gpu in gpus]
     rows = [
-        explain_one(name, path, gpu, with_patches, flags, disabled)
+        explain_one(name, path, gpu, with_patches, flags, disabled, not args.no_patches)
         for name, path, gpu in tracked(cells, len(cells), "row")
     ]
     for line in problems:  # after the rows: input SGLang refuses stays one error line

@@ -25,6 +25,8 @@ class ExplainRow:
     # What happens to the checkpoint's first NVFP4 MoE layer when it is built (resolution may
     # say auto: the quantization method picks the runner then), patched and as SGLang ships.
     layer: LayerOutcome | None = None
+    # False under --no-patches: SGLang's own answer, so no patch note says what it would do
+    patches_asked: bool = True
 
     @property
     def moe_layer_runner(self) -> str | None:
@@ -33,7 +35,7 @@ class ExplainRow:
     @property
     def refused(self) -> str | None:
         """Why the layer is refused when it is built, where the patches are live."""
-        return self.layer.refused if self.layer is not None and self.patched else None
+        return self.layer.refused if self.layer is not None else None
 
     @property
     def fails_unpatched(self) -> str | None:
@@ -56,21 +58,21 @@ class ExplainRow:
     @property
     def note(self) -> str:
         """What the patches that concern this row do here (a patch off here says so, and
-        none claims what it does for a layer that is refused or where no patch is live);
-        then what happens to the MoE layer."""
+        none claims what it does for a layer that is refused, or under --no-patches); then
+        what happens to the MoE layer."""
         runner = self.moe_layer_runner or self.final.moe_runner_backend
         off = dict(self.off_notes)
         notes = [
             off[patch.name]
             if patch.name in off
-            else (patch.explain_note(runner) if self.patched and not self.refused else "")
+            else (patch.explain_note(runner) if self.patches_asked and not self.refused else "")
             for patch in PATCHES
             if self.architecture in patch.architectures
         ]
         if self.refused:
             notes.append(f"{self.model}: the MoE layer is refused when it is built: {self.refused}")
         if self.fails_unpatched:
-            who = "without the patches, SGLang" if self.patched else "SGLang as it ships"
+            who = "without the patches, SGLang" if self.patches_asked else "SGLang as it ships"
             notes.append(
                 f"{self.model}: {who} fails at warm-up on the {runner} MoE runner: "
                 f"{self.fails_unpatched}"

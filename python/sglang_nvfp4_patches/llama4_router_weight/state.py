@@ -85,11 +85,12 @@ RUNNER_PATCHED = (
 
 @dataclasses.dataclass(frozen=True)
 class MethodNote:
-    """Doctor's note on one method half, and what is wrong there (``None``: nothing)."""
+    """Doctor's note on one method half, and what is wrong there, if anything: ``problem``
+    with its ``state`` (``failed``: a live rejection not lifted; ``unknown``: cannot tell)."""
 
     note: str
     problem: str | None = None
-    state: PatchState = PatchState.APPLIED  # of the problem: failed, unknown or live
+    state: PatchState | None = None
 
 
 def _method_note(half: MethodHalf, runner_honours: bool) -> MethodNote:
