@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import builtins
 import enum
+import functools
 import importlib
 import inspect
 import sys
@@ -38,11 +39,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-FLAG = "apply_router_weight_on_input"
+from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import FLAG
+
 CONFIG = "moe_runner_config"
 CUTLASS = "flashinfer_cutlass"
 FLAG_NAME = "<the flag>"  # what a callee's parameter computed from the flag reads
 MAX_FUNCTIONS = 48  # functions followed for one method, at most
+# What reading a function's source raises where it cannot be had or parsed.
+_UNREADABLE = (OSError, TypeError, SyntaxError)
+# What code this reader trips over raises (names standing for each other in a circle, say).
+_BEYOND = (RecursionError, ValueError, TypeError, AttributeError)
 # Builtins that cannot read an attribute of what they are handed.
 _HARMLESS_BUILTINS = frozenset(
     {"bool", "isinstance", "issubclass", "type", "id", "len", "callable"}
@@ -111,7 +117,9 @@ class _Findings:
     followed: int = 0
 
 
+@functools.lru_cache(maxsize=256)
 def _source_of(function: Any) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str, int]:
+    """``function``'s tree (never changed by the reader), file and first line; parsed once."""
     function = inspect.unwrap(function)
     lines, first = inspect.getsourcelines(function)
     tree = ast.parse(textwrap.dedent("".join(lines)))
@@ -327,7 +335,7 @@ class _Reader:
             return False
         try:
             tree, _, _ = _source_of(target[0])
-        except (OSError, TypeError, SyntaxError):
+        except _UNREADABLE:
             return False
         return self.raises(tree.body, self.frame(target[0], tree, frame.hidden))
 
@@ -442,22 +450,12 @@ class _Reader:
         if target is not None and target[1] == ["harmless"]:
             return
         what = ast.unparse(node.func)
-        opaque = [v for v in handed if self._hands_an_object(v, frame)]
+        opaque = [v for v in handed if self._handed(v, frame, objects_only=True)]
         if opaque or (target is None and not handed):
             given = ast.unparse(opaque[0]) if opaque else "self"
             self.unknown(frame, node, f"hands {given} to {what}, which this reader cannot read")
         else:
             self.use(handed, frame, f"hands it to {what}")
-
-    def _hands_an_object(self, node: ast.expr, frame: _Frame) -> bool:
-        """Whether ``node`` hands a callee self or the config (not only the flag's value)."""
-        if self.kind(node, frame) in (_Kind.SELF, _Kind.CONFIG, _Kind.REAL_CONFIG):
-            return True
-        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            return any(self._hands_an_object(element, frame) for element in node.elts)
-        if isinstance(node, ast.Dict):
-            return any(self._hands_an_object(v, frame) for v in node.values if v is not None)
-        return False
 
     def portable(self, node: ast.expr, frame: _Frame) -> ast.expr | None:
         """``node`` with its flag reads as the name ``FLAG_NAME``, where nothing else in it
@@ -488,15 +486,18 @@ class _Reader:
 
         return rebuilt(node)
 
-    def _handed(self, node: ast.expr, frame: _Frame) -> bool:
-        """Whether ``node`` hands a callee self, the config or the flag."""
-        if self.kind(node, frame) is not None:
-            return True
+    def _handed(self, node: ast.expr, frame: _Frame, objects_only: bool = False) -> bool:
+        """Whether ``node`` hands a callee self, the config or the flag (``objects_only``:
+        self or the config, not only the flag's value)."""
+        kind = self.kind(node, frame)
+        if kind is not None:
+            return not objects_only or kind in (_Kind.SELF, _Kind.CONFIG, _Kind.REAL_CONFIG)
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            return any(self._handed(element, frame) for element in node.elts)
+            return any(self._handed(element, frame, objects_only) for element in node.elts)
         if isinstance(node, ast.Dict):
-            return any(self._handed(v, frame) for v in node.values if v is not None)
-        return bool(list(self.flag_reads(node, frame)))
+            values = [v for v in node.values if v is not None]
+            return any(self._handed(v, frame, objects_only) for v in values)
+        return not objects_only and bool(list(self.flag_reads(node, frame)))
 
     def resolve(self, node: ast.Call, frame: _Frame) -> tuple[Any, list[ast.expr]] | None:
         """The function a call runs, if it is SGLang's and can be read, with the arguments
@@ -587,7 +588,7 @@ class _Reader:
     ) -> None:
         try:
             tree, filename, first = _source_of(function)
-        except (OSError, TypeError, SyntaxError) as error:
+        except _UNREADABLE as error:
             self.unknown(
                 caller,
                 at,
@@ -607,14 +608,16 @@ class _Reader:
             kind = self.kind(value, caller)
             if kind is not None:
                 frame.bound[name] = kind
-            elif list(self.flag_reads(value, caller)):
-                carried = self.portable(value, caller)
-                if carried is None:
-                    self.use([value], caller, f"hands a value computed from it to {name}")
-                    continue
-                reads = list(self.flag_reads(value, caller))
-                frame.bound[FLAG_NAME] = self.kind(reads[0], caller) or _Kind.FLAG
-                frame.derived[name] = carried
+                continue
+            reads = list(self.flag_reads(value, caller))
+            if not reads:
+                continue
+            carried = self.portable(value, caller)
+            if carried is None:
+                self.use([value], caller, f"hands a value computed from it to {name}")
+                continue
+            frame.bound[FLAG_NAME] = self.kind(reads[0], caller) or _Kind.FLAG
+            frame.derived[name] = carried
         key = (id(inspect.unwrap(function)), tuple(sorted(frame.bound.items())))
         if key in self.seen:
             return
@@ -732,7 +735,7 @@ def _walk_function(
     name = name or getattr(function, "__qualname__", repr(function))
     try:
         tree, filename, first = _source_of(function)
-    except (OSError, TypeError, SyntaxError) as error:
+    except _UNREADABLE as error:
         return f"cannot read {name} ({type(error).__name__}: {error})"
     parameters = [*tree.args.posonlyargs, *tree.args.args]
     if len(parameters) <= position:
@@ -752,7 +755,7 @@ def read_runner_function(
     reader = _Reader(object, frozenset(backends), package)
     try:
         problem = _walk_function(reader, function, config_at, _Kind.CONFIG, hidden=True)
-    except (RecursionError, ValueError, TypeError, AttributeError) as error:
+    except _BEYOND as error:
         problem = f"beyond this reader ({type(error).__name__}: {error})"
     return _conclude(reader.found, problem)
 
@@ -771,7 +774,7 @@ def read_method(
     (names that stand for each other in a circle, say) is ``unknown``, never an error."""
     try:
         return _verdict(owner, method, frozenset(backends), before_lift, package)
-    except (RecursionError, ValueError, TypeError, AttributeError) as error:
+    except _BEYOND as error:
         why = f"{owner.__name__}.{method} is beyond this reader ({type(error).__name__}: {error})"
         return Reading(Verdict.UNKNOWN, (why,))
 

@@ -162,10 +162,9 @@ def _unpatched_failure(method: Any, runner: str | None) -> str | None:
     if runner != "flashinfer_cutlass":
         return None
     half = half_of(method)
-    reading = reading_of(half, type(method)) if half is not None else None
-    if reading is not None and reading.rejects:
+    if half is not None and (reading := reading_of(half, type(method))).rejects:
         return (
-            f"{half.cls}.{half.checked_in} rejects apply_router_weight_on_input "  # type: ignore[union-attr]
+            f"{half.cls}.{half.checked_in} rejects apply_router_weight_on_input "
             f"({reading.summary()})"
         )
     problem = upstream_prescale_problem(importlib.import_module(RUNNER_MODULE))

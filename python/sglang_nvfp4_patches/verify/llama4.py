@@ -19,10 +19,12 @@ from typing import Any
 import torch
 
 from sglang_nvfp4_patches.llama4_router_weight import NAME
+from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import FLAG
 from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     FP4_ALLGATHER_SWITCH,
     RouterWeightOnInputError,
 )
+from sglang_nvfp4_patches.llama4_router_weight.runner_registry import DOUBLE_WEIGHTING
 from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4, LLAMA4_NVFP4_CT
 from sglang_nvfp4_patches.simulation.cutlass_kernel import (
     RUNNER_MODULE,
@@ -49,11 +51,9 @@ from sglang_nvfp4_patches.verify.result import (
 )
 
 TOKENS = 7
-FLAG = "apply_router_weight_on_input"
 MODELOPT = {"quantization": "modelopt_fp4"}
 DP_ATTENTION_EP = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "ep_size": 2}
 TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
-DOUBLE_WEIGHTING = "vllm#43694's double weighting"
 
 LayerBuilder = Callable[..., Llama4Layer]
 
