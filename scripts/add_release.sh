@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Add an SGLang release to the tested window, in one step:
 #   scripts/add_release.sh 0.5.24
-# Overlays sglang==X on the primary environment, runs the release matrix and `verify` on it
-# (scripts/test_release.sh), shows what `doctor` says there, and prints what to change. It
-# edits no file: a release joins the window only by a reviewed commit.
+# Overlays sglang==X on the primary environment with the pins its own wheel declares
+# (scripts/build_overlay.sh: no environment variable needed), runs the release matrix and
+# `verify` on it (scripts/test_release.sh), shows what `doctor` says there, and prints what to
+# change. It edits no file: a release joins the window only by a reviewed commit.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 release="${1:?usage: scripts/add_release.sh SGLANG_RELEASE}"
@@ -22,14 +23,14 @@ echo
 echo "doctor on SGLang ${release} (opted in):"
 PYTHONPATH="$overlay" .venv/bin/python -m sglang_nvfp4_patches doctor
 newest="$(.venv/bin/python -c 'from sglang_nvfp4_patches.supported_releases import NEWEST_TESTED; print(NEWEST_TESTED)')"
+listed="$(.venv/bin/python -c 'import sys; from sglang_nvfp4_patches.supported_releases import TESTED_RELEASES; print("already listed" if sys.argv[1] in TESTED_RELEASES else "not listed yet")' "$release")"
 cat <<TODO
 
 SGLang ${release} passed the release matrix and verify. To add it:
   1. python/sglang_nvfp4_patches/supported_releases.py: add "${release}" to TESTED_RELEASES
-     (the window's upper bound follows the newest entry; today ${newest}).
-  2. .ci/run: add ${release} to the release-matrix loop (if it is not the primary release).
-  3. README.md: the first-screen table, the per-release table under "Supported SGLang
+     (${listed}; CI runs every entry; the window's upper bound follows the newest entry,
+     today ${newest}).
+  2. README.md: the first-screen table, the per-release table under "Supported SGLang
      releases" (paste doctor's lines above), and the window's bounds in the text.
-  4. scripts/build_overlay.sh: the transformers/tokenizers pins, if this release changed them.
-Then run .ci/run.
+Then run .ci/run (its time grows by about 1.5 min per release: keep it under 30 min).
 TODO

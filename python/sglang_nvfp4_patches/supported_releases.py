@@ -26,13 +26,22 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 OLDEST_SUPPORTED = "0.5.12"
+# Every release on PyPI from OLDEST_SUPPORTED on: CI runs the release matrix and `verify` on each
+# (.ci/run reads this tuple), so "tested" means run, not assumed.
 TESTED_RELEASES: tuple[str, ...] = (
+    "0.5.12",
     "0.5.12.post1",
     "0.5.13",
+    "0.5.13.post1",
     "0.5.14",
+    "0.5.15",
     "0.5.15.post1",
+    "0.5.16",
+    "0.5.17",
     "0.5.18",
+    "0.5.19",
     "0.5.20",
+    "0.5.21",
     "0.5.22",
     "0.5.23",
 )

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from packaging.version import Version
 
 from sglang_nvfp4_patches.status import sglang_version
 from support.forkserver import run_cli as cli
+from support.release import KV_SCALES_APPLIED, RUNNER_PRESCALE, ships
 from support.sglang_cpu import runner_module_present
 
 
@@ -22,7 +22,7 @@ def test_doctor_reports_what_sglang_holds() -> None:
     assert result["gpu"] == "none"
     assert set(result["patches"]) == {"gemma4-attention", "llama4-router-weight"}
     gemma4 = result["patches"]["gemma4-attention"]
-    if Version(sglang_version()) >= Version("0.5.14"):  # sglang#28144 shipped
+    if ships(KV_SCALES_APPLIED):
         assert gemma4["status"] == "already upstream"
         assert "sglang#28144" in gemma4["reason"]
         assert "verified: SGLang resolves it to trtllm_mha on SM100" in gemma4["reason"]
@@ -32,11 +32,10 @@ def test_doctor_reports_what_sglang_holds() -> None:
         assert "verified: SGLang resolves it to triton on SM100" in gemma4["reason"]
     router = result["patches"]["llama4-router-weight"]
     if runner_module_present():
-        # 0.5.22+ pre-scale in the runner, but every release up to 0.5.23 still has the
-        # ModelOpt NVFP4 rejection, so something is always applied.
+        # Newer releases pre-scale in the runner, but every release up to 0.5.23 still has
+        # the ModelOpt NVFP4 rejection, so something is always applied.
         assert router["status"] == "applied"
-        upstream = Version(sglang_version()) >= Version("0.5.22")
-        assert ("runner pre-scale: upstream" in router["reason"]) is upstream
+        assert ("runner pre-scale: upstream" in router["reason"]) is ships(RUNNER_PRESCALE)
     else:
         assert router["status"] == "not applicable"
         assert "no FlashInfer CUTLASS MoE runner" in router["reason"]

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from packaging.version import Version
 
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS
-from sglang_nvfp4_patches.status import sglang_version
 from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4_CT
 from support.forkserver import json_lines
 from support.forkserver import run_cli as cli
+from support.release import KV_SCALES_APPLIED, ships
 
 NVFP4_MOE = "nvidia/Gemma-4-26B-A4B-NVFP4"
 
@@ -68,7 +67,7 @@ def test_explain_table_is_readable() -> None:
     nvfp4_moe = [line for line in lines if line.startswith(NVFP4_MOE)]
     assert len(nvfp4_moe) == 1
     # 0.5.14+: SGLang's trtllm_mha stands; 0.5.12.x/0.5.13.x pick triton themselves.
-    fixed = Version(sglang_version()) >= Version("0.5.14")
+    fixed = ships(KV_SCALES_APPLIED)
     assert nvfp4_moe[0].split()[2] == ("trtllm_mha" if fixed else "triton")
     assert nvfp4_moe[0].rstrip().endswith("sglang")
     notes = [line for line in lines if line.startswith("note: ")]

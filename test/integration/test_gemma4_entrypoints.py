@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 
 import pytest
-from packaging.version import Version
+from sglang.srt.server_args import ServerArgs
 
 from sglang_nvfp4_patches.status import sglang_version
 from support import SCRIPTS
 from support.configs import GEMMA4_NVFP4_MOE
 from support.forkserver import server
 from support.gemma4_cases import resolved
+from support.release import NO_CPU_KERNEL_RELEASES
 
 pytestmark = pytest.mark.release_matrix
 PROBE = SCRIPTS / "entrypoint_probe.py"
@@ -27,11 +28,7 @@ WARNING_PREFIX = "WARNING:sglang_nvfp4_patches"
 FORCED = {"SGLANG_NVFP4_PATCHES_FORCE": "gemma4-attention"}
 
 
-# 0.5.12.post1's engine module imports sgl_kernel ops at import time; the overlay runs on the
-# primary environment's sgl_kernel, which cannot load them without a GPU (README: overlays).
-# Only there is this an expected gap; on any other release the same failure fails the test.
-NO_CPU_KERNELS = "Could not load any common_ops library"
-NO_CPU_KERNELS_RELEASE = "0.5.12.post1"
+NO_CPU_KERNELS = "Could not load any common_ops library"  # support.release: NO_CPU_KERNEL_RELEASES
 
 
 class Started(dict):
@@ -40,7 +37,7 @@ class Started(dict):
         if (
             done.returncode != 0
             and NO_CPU_KERNELS in done.stderr
-            and sglang_version() == NO_CPU_KERNELS_RELEASE
+            and sglang_version() in NO_CPU_KERNEL_RELEASES
         ):
             pytest.skip(f"SGLang {sglang_version()}'s {entry} does not import on CPU here")
         assert done.returncode == 0, f"{entry}: {done.stderr[-3000:]}"
@@ -66,14 +63,15 @@ def test_entry_point_resolves_triton(started: dict, entry: str) -> None:
 
 
 def test_engine_with_server_args_built_before_plugins(started: dict) -> None:
-    """0.5.20+ resolve inside the engine, after plugins load: the rule applies. Older releases
-    resolve on construction, before the engine loads plugins: the rule never saw the record,
-    so the scheduler says so in one WARNING with the ways out."""
+    """A release whose ``ServerArgs`` defers resolution (``resolve_once``, 0.5.19+) resolves
+    inside the engine, after plugins load: the rule applies. Older releases resolve on
+    construction, before the engine loads plugins: the rule never saw the record, so the
+    scheduler says so in one WARNING with the ways out."""
     state, stderr = started["engine_prebuilt"]
     warnings = [line for line in stderr.splitlines() if line.startswith(WARNING_PREFIX)]
     # 0.5.12.x/0.5.13.x default this config to triton on their own: nothing was bypassed.
     own = resolved(GEMMA4_NVFP4_MOE, "sm100", patched=False)["attention_backend"]
-    if Version(sglang_version()) >= Version("0.5.20") or own == "triton":
+    if hasattr(ServerArgs, "resolve_once") or own == "triton":
         assert state["attention_backend"] == "triton"
         assert warnings == []
     else:

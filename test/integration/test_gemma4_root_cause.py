@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from packaging.version import Version
 
 from sglang_nvfp4_patches.gemma4_attention import backend_source as root_cause
 from sglang_nvfp4_patches.gemma4_attention.root_cause import KvScaleHandoff
@@ -30,10 +29,10 @@ from support.configs import GEMMA4_BF16_MOE, GEMMA4_NVFP4_MOE
 from support.edited_sglang import installed_package_dir, make_bug_window_copy
 from support.forkserver import server
 from support.gemma4_cases import resolved
+from support.release import KV_SCALES_APPLIED, ships
 
 pytestmark = pytest.mark.release_matrix
 PROBE = SCRIPTS / "gemma4_rule_probe.py"
-FIXED_IN = Version("0.5.14")  # sglang#28144 cherry-picked to 0.5.14 (sglang#29245)
 
 
 def bf16_kv_copy(target: Path) -> Path:
@@ -152,7 +151,7 @@ def answers(result: dict) -> tuple[list[str], list[list[str]]]:
 def test_probe_answers_per_release() -> None:
     """0.5.12.x/0.5.13.x drop the V scale; 0.5.14+ carry sglang#28144."""
     verdict = root_cause.kv_scale_verdict()
-    live = Version(sglang_version()) < FIXED_IN
+    live = not ships(KV_SCALES_APPLIED)
     assert verdict.handoff is (KvScaleHandoff.DROPPED if live else KvScaleHandoff.APPLIED)
     assert root_cause.backend_source_path() == (
         installed_package_dir() / "srt" / "layers" / "attention" / "trtllm_mha_backend.py"

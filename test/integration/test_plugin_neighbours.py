@@ -11,7 +11,7 @@ import pytest
 from sglang_nvfp4_patches.status import sglang_version
 from support import SCRIPTS
 from support.forkserver import run_python
-from support.release import NO_CPU_SCHEDULER_RELEASE
+from support.release import NO_CPU_KERNEL_RELEASES
 
 pytestmark = pytest.mark.release_matrix
 PROBE = SCRIPTS / "neighbour_probe.py"
@@ -23,7 +23,7 @@ PROBE = SCRIPTS / "neighbour_probe.py"
 @pytest.mark.parametrize("neighbour", ["first", "last"])
 def test_a_second_plugin_and_ours_are_each_wired_once(neighbour: str, import_first: bool) -> None:
     args = [str(PROBE), "--neighbour", neighbour] + (["--import-first"] if import_first else [])
-    scheduler = sglang_version() != NO_CPU_SCHEDULER_RELEASE
+    scheduler = sglang_version() not in NO_CPU_KERNEL_RELEASES
     if not scheduler:
         args.append("--no-scheduler")
     env = {

@@ -1,7 +1,8 @@
 """``verify`` on the installed SGLang: each check holds, and the command says so.
 
-The checks run in this process (SGLang loaded the plugin here, as in a server) and, once, as
-the command a user types (fresh processes, ``--json`` and the text form). What they fail on
+The checks run in this process (SGLang loaded the plugin here, as in a server) on every release
+of the matrix, and, on the primary release, as the command a user types (fresh processes,
+``--json``); ``scripts/test_release.sh`` runs the command on every other release. What they fail on
 is shown on simulated releases in ``test_next_release.py`` (the double-weighting runner, the
 runner without its pre-scale) and here by planting a wrong ``MoeRunnerConfig`` view.
 """
@@ -17,9 +18,8 @@ from sglang_nvfp4_patches.verify import gemma4, llama4
 from sglang_nvfp4_patches.verify.result import Outcome
 from support.forkserver import run_cli
 
-pytestmark = pytest.mark.release_matrix
 
-
+@pytest.mark.release_matrix
 def test_every_gemma4_check_holds() -> None:
     results = gemma4.run_checks()
     assert [r.outcome for r in results] == [Outcome.HELD] * 3, [r.line() for r in results]
@@ -31,6 +31,7 @@ def test_every_gemma4_check_holds() -> None:
     assert "stays trtllm_mha" in explicit.reason
 
 
+@pytest.mark.release_matrix
 def test_every_llama4_check_holds_or_has_nothing_to_exercise() -> None:
     results = llama4.run_checks()
     outcomes = {r.check: r.outcome for r in results}
@@ -39,6 +40,7 @@ def test_every_llama4_check_holds_or_has_nothing_to_exercise() -> None:
         assert outcomes["ModelOpt NVFP4 top-1 with the flag"] is Outcome.HELD
 
 
+@pytest.mark.release_matrix
 def test_a_lift_that_leaves_the_flag_on_the_method_fails_the_top1_checks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -3,7 +3,27 @@
 
 from __future__ import annotations
 
-# The one release whose scheduler module cannot be imported on this CPU machine: its overlay
-# runs on the primary environment's sgl_kernel, whose common_ops needs libcuda. Anywhere else
-# that import must work.
-NO_CPU_SCHEDULER_RELEASE = "0.5.12.post1"
+from packaging.version import Version
+
+from sglang_nvfp4_patches.status import sglang_version
+
+# The first SGLang release that ships each feature a test expects by release, where the test
+# cannot read the feature itself (one it can read, such as ``ServerArgs.resolve_once``, it
+# reads). CI runs every release of the window (test/unit/test_release_facts.py checks that each
+# boundary and the tested release before it are both run), so a wrong boundary fails on the
+# release between.
+KV_SCALES_APPLIED = "0.5.14"  # sglang#28144 (cherry-picked, #29245): trtllm_mha applies them
+RUNNER_PRESCALE = "0.5.21"  # the CUTLASS runner's own _prescale_router_weight_on_input (#35504)
+BOUNDARIES = (KV_SCALES_APPLIED, RUNNER_PRESCALE)
+
+
+def ships(first_release: str) -> bool:
+    """Whether the SGLang under test is ``first_release`` or newer."""
+    return Version(sglang_version()) >= Version(first_release)
+
+
+# The releases whose scheduler and engine modules cannot be imported on this CPU machine: they
+# load sgl_kernel ops at import time, and their overlay runs on the primary environment's
+# sgl_kernel, whose common_ops needs libcuda (README: overlays). Only there is this an expected
+# gap; on any other release the same failure fails the test.
+NO_CPU_KERNEL_RELEASES = ("0.5.12", "0.5.12.post1")
