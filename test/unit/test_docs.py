@@ -1,0 +1,161 @@
+"""README.md and docs/*.md: their size, their links, their blocks and their option tables
+against ``--help`` (pure: the parser is built without SGLang). What the quoted outputs say is
+checked by running them: test/integration/test_docs_outputs.py and test_next_release.py."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+
+from sglang_nvfp4_patches import cli
+from support.doc_blocks import CONTEXTS, REPO, blocks, documents, examples, mismatch
+
+README = REPO / "README.md"
+LANGUAGES = {"bash", "console", "python", "text", "json"}
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+
+def test_the_readme_is_at_most_300_lines() -> None:
+    assert len(README.read_text(encoding="utf-8").splitlines()) <= 300
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation but `-` dropped, spaces to `-`."""
+    text = re.sub(r"[`*]", "", heading.strip().lower())
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    text = path.read_text(encoding="utf-8")
+    inside = False
+    found = set()
+    for line in text.splitlines():
+        if line.startswith("```"):
+            inside = not inside
+        elif not inside and line.startswith("#"):
+            found.add(slug(line.lstrip("#")))
+    return found
+
+
+def broken_links(path: Path) -> list[str]:
+    broken = []
+    for target in _LINK.findall(path.read_text(encoding="utf-8")):
+        if re.match(r"[a-z]+:", target):
+            continue
+        file_part, _, anchor = target.partition("#")
+        resolved = (path.parent / file_part).resolve() if file_part else path
+        if not resolved.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
+            broken.append(f"{target}: no heading #{anchor} in {resolved.name}")
+    return broken
+
+
+@pytest.mark.parametrize("path", documents(), ids=lambda p: p.name)
+def test_every_relative_link_resolves(path: Path) -> None:
+    assert broken_links(path) == []
+
+
+def test_a_link_to_a_missing_file_or_heading_is_found(tmp_path: Path) -> None:
+    (tmp_path / "other.md").write_text("# Real heading: `here`\n")
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "[a](other.md#real-heading-here) [b](missing.md) [c](other.md#gone) [d](#top)\n# Top\n"
+    )
+    assert broken_links(doc) == [
+        "missing.md: no such file",
+        "other.md#gone: no heading #gone in other.md",
+    ]
+
+
+@pytest.mark.parametrize("path", documents(), ids=lambda p: p.name)
+def test_every_block_says_what_it_holds_and_every_console_block_parses(path: Path) -> None:
+    for block in blocks(path):
+        assert block.language in LANGUAGES, (
+            f"{block.where}: a fenced block needs a language: console for quoted output (it is "
+            "checked), bash/python for what to type, text for a synopsis"
+        )
+        assert block.context in CONTEXTS, block.where
+        if block.language == "console":
+            assert examples(block), f"{block.where}: a console block with no `$ ` command"
+
+
+def test_the_readme_quotes_doctor_verify_explain_and_the_demo() -> None:
+    quoted = [
+        " ".join(example.argv)
+        for block in blocks(README)
+        if block.language == "console"
+        for example in examples(block)
+    ]
+    for command in ("doctor", "verify", "explain", "demo_accuracy_ab.py"):
+        assert any(command in line for line in quoted), command
+
+
+def test_the_matcher_skips_numbers_and_dots_and_nothing_else() -> None:
+    printed = ["verify: 8 held, 0 failed on SGLang 0.5.23 (17 s)", "a", "b", "last line"]
+    assert (
+        mismatch(["verify: 3 held, 1 failed on SGLang 0.5.24 (9 s)", "...", "last line"], printed)
+        is None
+    )
+    assert (
+        mismatch(["verify: 8 held, ... (17 s)", "a", "...", "line"], printed) is not None
+    )  # "line" != "last line"
+    assert (
+        mismatch(["verify: 8 held, 0 FAILED on SGLang 0.5.23 (17 s)", "..."], printed) is not None
+    )
+    assert mismatch(["verify: 8 held, 0 failed on SGLang 0.5.23 (17 s)", "a"], printed) is not None
+    assert mismatch(["...", "a", "b", "last line", "more"], printed) is not None
+
+
+def option_tables(path: Path) -> dict[str, set[str]]:
+    """``{command: options}`` from the README's tables whose first column is `option`, under
+    each `### \\`command\\`` heading (the accuracy table: one row per subcommand)."""
+    tables: dict[str, set[str]] = {}
+    command = ""
+    header = ""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"^###+ `([a-z ]+)`", line)
+        if heading:
+            command, header = heading.group(1), ""
+        elif line.startswith("| ") and not header:
+            header = line
+        elif line.startswith("|") and not line.startswith("|---"):
+            first, _, rest = line.strip("|").partition("|")
+            if header.startswith("| option"):
+                tables.setdefault(command, set()).update(_OPTION.findall(first))
+            elif header.startswith("| command"):
+                name = f"{command} {first.strip().strip('`').split()[0]}"
+                tables.setdefault(name, set()).update(_OPTION.findall(rest))
+        elif not line.startswith("|"):
+            header = ""
+    return tables
+
+
+def help_options(command: str) -> set[str]:
+    parser: argparse.ArgumentParser = cli.build_parser()
+    for word in command.split():
+        (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        parser = subparsers.choices[word]
+    return {o for a in parser._actions for o in a.option_strings if o.startswith("--")} - {"--help"}
+
+
+def test_the_readme_names_only_options_its_commands_have_and_every_one_they_have() -> None:
+    tables = option_tables(README)
+    assert set(tables) == {
+        "doctor",
+        "verify",
+        "explain",
+        "accuracy ab",
+        "accuracy run",
+        "accuracy compare",
+    }
+    docs = "\n".join(p.read_text(encoding="utf-8") for p in documents())
+    for command, named in tables.items():
+        have = help_options(command)
+        assert named <= have, f"{command}: the README names {sorted(named - have)}, not in --help"
+        missing = {o for o in have - named if f"`{o}" not in docs}
+        assert not missing, f"{command}: --help has {sorted(missing)}, which no option table names"
