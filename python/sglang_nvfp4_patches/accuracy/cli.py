@@ -356,7 +356,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         ensure_output_file(args.out, "--out")  # before the data is read or a question asked
         items = config.load_items()
         with run_file_lock(args.out, "--out"):
-            outcome = run_accuracy(config, items)
+            outcome = run_accuracy(config, items, _stderr_line)
     except KeyboardInterrupt:
         print(
             f"interrupted; answers already received are kept in {partial_path(args.out)}; "
@@ -373,6 +373,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for note in run_notes(outcome):  # warnings and errors: stderr
         print(note, file=sys.stderr)
     return outcome.exit_code
+
+
+def _stderr_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _cmd_ab(args: argparse.Namespace) -> int:
