@@ -351,3 +351,19 @@ def test_a_second_ab_on_the_same_out_dir_is_refused_before_any_server(
         f"now (it holds {out / '.B.json.lock'}); wait for it to end, or pick another --out-dir\n"
     )
     assert not (out / "A.server.log").exists() and _survivors(key) == []
+
+
+def test_a_restarted_server_keeps_its_earlier_log(tmp_path: Path) -> None:
+    """Once a resumed ``ab`` overwrote A.server.log and B.server.log; the tail shown after a
+    failure is the last start's."""
+    from sglang_nvfp4_patches.accuracy.server import ServerProcess, log_tail
+
+    log = tmp_path / "A.server.log"
+    for run in ("first", "second"):
+        command = [sys.executable, "-c", f"print('{run} start')"]
+        with ServerProcess.start(command, 1, log, grace_s=1) as server:
+            server.proc.wait(timeout=30)
+    text = log.read_text().splitlines()
+    assert text[1::2] == ["first start", "second start"]
+    assert all(": accuracy ab starts " in line for line in text[0::2]) and len(text) == 4
+    assert log_tail(log) == ["second start"]
