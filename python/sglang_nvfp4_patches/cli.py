@@ -18,7 +18,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sglang_nvfp4_patches import __version__
-from sglang_nvfp4_patches.accuracy.cli import add_accuracy_parser, attach_command_line_values
+from sglang_nvfp4_patches.accuracy.cli import (
+    add_accuracy_parser,
+    attach_command_line_values,
+    path_argument,
+)
 from sglang_nvfp4_patches.errors import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
@@ -27,7 +31,7 @@ from sglang_nvfp4_patches.errors import (
     UsageError,
 )
 from sglang_nvfp4_patches.progress import announce
-from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
+from sglang_nvfp4_patches.simulation.gpus import gpu_choices, gpu_profile
 from sglang_nvfp4_patches.status import sglang_version
 
 
@@ -85,10 +89,15 @@ def _add_explain_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--model",
         "--model-path",
-        type=Path,
+        type=path_argument,
         help="local directory holding a config.json (as --model-path for sglang serve)",
     )
-    parser.add_argument("--gpu", choices=sorted(GPU_PROFILES), help="simulate one GPU only")
+    parser.add_argument(
+        "--gpu",
+        type=_gpu,
+        metavar="GPU",
+        help=f"simulate one GPU only: {gpu_choices()} (case-insensitive)",
+    )
     parser.add_argument("--no-patches", action="store_true", help="SGLang's own answer only")
     parser.add_argument("--json", action="store_true", help="one JSON object per model x GPU")
     parser.set_defaults(func=_run_explain)
@@ -100,6 +109,14 @@ def _add_doctor_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=_run_doctor)
+
+
+def _gpu(text: str) -> str:
+    """argparse type: a GPU profile by its SM name or a GPU's name, as its profile name."""
+    profile = gpu_profile(text)
+    if profile is None:
+        raise argparse.ArgumentTypeError(f"unknown GPU {text!r}; choose from {gpu_choices()}")
+    return profile.name
 
 
 CONSOLE_SCRIPT = "sglang-nvfp4-patches"
@@ -126,12 +143,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_parser(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` chose (``accuracy run``'s for ``accuracy run
+    ...``), so an error shows that command's usage, not the top level's."""
+    while True:
+        chosen = next(
+            (
+                action.choices[getattr(args, action.dest)]
+                for action in parser._actions
+                if isinstance(action, argparse._SubParsersAction)
+                and getattr(args, action.dest, None) in action.choices
+            ),
+            None,
+        )
+        if chosen is None:
+            return parser
+        parser = chosen
+
+
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     words = attach_command_line_values(sys.argv[1:] if argv is None else argv)
     args, server_flags = parser.parse_known_args(words)
     if server_flags and args.command != "explain":
-        parser.error(f"unrecognized arguments: {' '.join(server_flags)}")
+        command_parser(parser, args).error(f"unrecognized arguments: {' '.join(server_flags)}")
     if args.command == "explain":
         args.server_flags = server_flags  # read by SGLang's own parser once it is imported
     # Importing SGLang on a machine without its GPU warns per quantization backend; the

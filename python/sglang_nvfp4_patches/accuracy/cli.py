@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from sglang_nvfp4_patches.accuracy.run import RunConfig
 
 
+_KIND_NAMES = {int: "an integer", float: "a number"}
+
+
 def _number(
     kind: type, minimum: float, inclusive: bool, maximum: float = math.inf
 ) -> Callable[[str], float]:
@@ -44,7 +47,9 @@ def _number(
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a {kind.__name__}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected {_KIND_NAMES[kind]}, got {text!r}"
+            ) from None
         low = value >= minimum if inclusive else value > minimum
         if not (math.isfinite(value) and low and value <= maximum):
             bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
@@ -61,6 +66,14 @@ _non_negative_int = _number(int, 0, inclusive=True)
 _positive_float = _number(float, 0, inclusive=False)
 _positive_seconds = _number(float, 0, inclusive=False, maximum=MAX_SECONDS)
 _non_negative_seconds = _number(float, 0, inclusive=True, maximum=MAX_SECONDS)
+
+
+def path_argument(text: str) -> Path:
+    """argparse type: a path that is not empty (``Path("")`` is ``.``, which would then be
+    named as ``--out .``, a directory the user never gave)."""
+    if not text:
+        raise argparse.ArgumentTypeError("is empty; give a path")
+    return Path(text)
 
 
 def _alpha(text: str) -> float:
@@ -125,7 +138,9 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--base-url", default="http://127.0.0.1:30000", help="server URL (%(default)s)"
     )
-    run.add_argument("--out", required=True, type=Path, metavar="RUN.json", help="result file")
+    run.add_argument(
+        "--out", required=True, type=path_argument, metavar="RUN.json", help="result file"
+    )
     run.add_argument(
         "--api",
         choices=("native", "openai"),
@@ -165,7 +180,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     )
     ab.add_argument(
         "--out-dir",
-        type=Path,
+        type=path_argument,
         default=Path("accuracy-ab"),
         metavar="DIR",
         help="run files A.json, B.json and server logs (%(default)s)",
@@ -210,8 +225,8 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
             "of this tool (traceback saved to a file)."
         ),
     )
-    compare.add_argument("run_a", type=Path, metavar="A")
-    compare.add_argument("run_b", type=Path, metavar="B")
+    compare.add_argument("run_a", type=path_argument, metavar="A")
+    compare.add_argument("run_b", type=path_argument, metavar="B")
     compare.add_argument(
         "--allow-partial",
         action="store_true",

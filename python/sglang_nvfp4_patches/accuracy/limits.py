@@ -19,6 +19,11 @@ MAX_FILE_BYTES = 512 * 2**20
 MAX_CSV_BYTES = 64 * 2**20
 
 
+# This many failed questions in a row (no success in between) means the server is down or
+# rejects every request; asking the remaining thousands would only multiply the same error.
+ABORT_AFTER_CONSECUTIVE_FAILURES = 50
+
+
 def url_problem(url: str) -> str | None:
     """Why ``url`` cannot be a server's base URL, or None: checked before any request."""
     try:

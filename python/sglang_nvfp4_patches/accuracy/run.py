@@ -35,7 +35,11 @@ from sglang_nvfp4_patches.accuracy.client import (
 )
 from sglang_nvfp4_patches.accuracy.dataset import EvalItem, load_eval_items
 from sglang_nvfp4_patches.accuracy.errors import ConfigError, ResumeError
-from sglang_nvfp4_patches.accuracy.limits import seconds_problem, url_problem
+from sglang_nvfp4_patches.accuracy.limits import (
+    ABORT_AFTER_CONSECUTIVE_FAILURES,
+    seconds_problem,
+    url_problem,
+)
 from sglang_nvfp4_patches.accuracy.scoring import make_record, score_by_subject, total_score
 from sglang_nvfp4_patches.accuracy.store import (
     RUN_FORMAT,
@@ -51,9 +55,6 @@ from sglang_nvfp4_patches.accuracy.store import (
 from sglang_nvfp4_patches.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER
 from sglang_nvfp4_patches.progress import Progress, progress_bar
 
-# This many failed questions in a row (no success in between) means the server is down or
-# rejects every request; asking the remaining thousands would only multiply the same error.
-ABORT_AFTER_CONSECUTIVE_FAILURES = 50
 # Seconds to wait for the server to name its model before the first question.
 _MODEL_PROBE_S = 10.0
 # Where the question set of a run comes from, by RUN.json key: what a rerun must not shrink.
