@@ -25,14 +25,18 @@ from sglang_nvfp4_patches.accuracy.cli import (
 )
 from sglang_nvfp4_patches.errors import (
     EXIT_BROKEN_PIPE,
+    EXIT_ENVIRONMENT,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    EnvironmentProblem,
     UsageError,
+    environment_cause,
 )
 from sglang_nvfp4_patches.progress import announce
 from sglang_nvfp4_patches.simulation.gpus import gpu_choices, gpu_profile
 from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.streams import OutputUnwritable, discard, guarded, stdout_closed
 
 
 def _run_explain(args: argparse.Namespace) -> int:
@@ -183,7 +187,27 @@ def _run(argv: Sequence[str] | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Every exit is one line at most: usage errors, Ctrl-C (even mid-import), closed pipes,
-    and a bug of ours (its traceback goes to a file)."""
+    an environment that keeps the command from running, and a bug of ours (its traceback goes
+    to a file). A message that cannot be written to stderr changes no exit status."""
+    closed = stdout_closed()
+    if closed is not None:
+        return _environment_error(closed)
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = guarded(sys.stdout, True), guarded(sys.stderr, False)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _environment_error(problem: EnvironmentProblem) -> int:
+    if isinstance(problem, OutputUnwritable) and sys.stdout is not None:
+        discard(sys.stdout.fileno())  # what is still buffered for it goes nowhere
+    print(f"error: {problem}", file=sys.stderr)
+    return EXIT_ENVIRONMENT
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         try:
             return _run(argv)
@@ -197,7 +221,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # own final flush does not print a second error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except EnvironmentProblem as problem:
+        return _environment_error(problem)
     except Exception as error:  # not a UsageError: a bug, never a verdict or bad input
+        cause = environment_cause(error)
+        if cause is not None:
+            return _environment_error(
+                EnvironmentProblem(
+                    f"this Python environment cannot run the command: {cause}; fix that "
+                    "installation (what comes first on PYTHONPATH; a HOME and TMPDIR that "
+                    "can be written) and rerun"
+                )
+            )
         words = sys.argv[1:] if argv is None else list(argv)
         return internal_error(error, words)
 
