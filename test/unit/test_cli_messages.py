@@ -128,5 +128,5 @@ def test_an_early_stop_counts_the_failures_in_a_row_as_the_docs_do() -> None:
 
 def test_a_run_without_answers_does_not_say_they_are_kept() -> None:
     notes = run_notes(_stopped(failures=50, answered=0))
-    assert notes[-1] == "no answer was received, so none is kept; rerun to ask again"
+    assert notes[-1] == "no answer was received, so none is kept; rerun to ask the rest"
     assert not any("more already asked" in line for line in notes)

@@ -10,14 +10,11 @@ are named in :mod:`sglang_nvfp4_patches.errors`.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import shlex
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -28,6 +25,7 @@ from sglang_nvfp4_patches.errors import (
     EXIT_SERVER,
     UsageError,
 )
+from sglang_nvfp4_patches.interrupts import sigterm_as_interrupt
 
 if TYPE_CHECKING:
     from sglang_nvfp4_patches.accuracy.compare import Comparison
@@ -370,12 +368,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config = _run_config(args, args.base_url, args.out, api=Api(args.api), model=args.model)
         ensure_output_file(args.out, "--out")  # before the data is read or a question asked
         items = config.load_items()
-        with run_file_lock(args.out, "--out"):
+        with sigterm_as_interrupt(), run_file_lock(args.out, "--out"):
             outcome = run_accuracy(config, items, _stderr_line)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before or after the questions: nothing stored was changed
         print(
-            f"interrupted; answers already received are kept in {partial_path(args.out)}; "
-            "rerun the same command to resume",
+            f"interrupted; nothing stored in {args.out} or {partial_path(args.out)} was "
+            "changed; rerun the same command to resume",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
@@ -411,7 +409,7 @@ def _cmd_ab(args: argparse.Namespace) -> int:
             alpha=args.alpha,
             questions=_run_config(args, "http://127.0.0.1", args.out_dir / "A.json"),
         )
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             comparison = run_ab(config, status.say, status.tick)
     except UsageError:
         status.end_line()  # the top-level CLI prints the error line; it starts a clean line
@@ -431,24 +429,6 @@ def _cmd_ab(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     _print_comparison(comparison, args.json)
     return verdict_exit_code([comparison])
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (``kill``, a job timeout) stops the servers like Ctrl-C does instead of
-    killing this process and orphaning them."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class _StatusLines:

@@ -32,10 +32,9 @@ def format_run_report(outcome: RunOutcome) -> str:
     The warnings and errors are :func:`run_notes` (stderr)."""
     run = outcome.run
     if run is None:
-        return (
-            f"interrupted: {outcome.answered_this_run} new answer(s) this time, all answers so "
-            f"far kept in {outcome.partial}; rerun the same command to resume"
-        )
+        kept = outcome.resumed + outcome.answered_this_run
+        again = "rerun the same command to resume"
+        return f"interrupted; {kept_line(kept, outcome.partial, again)}"
     if run["n_answered"] == 0 and outcome.exit_code:
         return ""
     lines: list[str] = []
@@ -94,15 +93,16 @@ def run_notes(outcome: RunOutcome) -> list[str]:
             f"({cause})"
         )
     if outcome.exit_code:
-        lines.append(kept_line(run["n_answered"], outcome.partial))
+        lines.append(kept_line(run["n_answered"], outcome.partial, "rerun to ask the rest"))
     return lines
 
 
-def kept_line(answers: int, partial: Path) -> str:
-    """Where the answers of an unfinished run are, or that there are none to keep."""
+def kept_line(answers: int, partial: Path, rerun: str) -> str:
+    """How many answers of an unfinished run are kept and where (or that there are none),
+    then ``rerun``: what to do next."""
     if answers == 0:
-        return "no answer was received, so none is kept; rerun to ask again"
-    return f"the {answers} answer(s) so far are kept in {partial}; rerun to ask the rest"
+        return f"no answer was received, so none is kept; {rerun}"
+    return f"the {answers} answer(s) so far are kept in {partial}; {rerun}"
 
 
 def format_comparison(cmp: Comparison) -> str:
