@@ -18,6 +18,7 @@ import pytest
 from accuracy_support import PYTHON_DIR
 from accuracy_support.dataset_writer import WrittenQuestion, write_dataset
 from accuracy_support.fake_server import fake_model_is_right
+from accuracy_support.processes import processes_naming
 from sglang_nvfp4_patches.cli import main
 
 SIZES = {"anatomy": 30, "virology": 30}
@@ -58,17 +59,7 @@ def _ab(*command: str) -> subprocess.CompletedProcess[str]:
 
 def _survivors(marker: Path) -> list[str]:
     """Processes whose command line names ``marker`` (the fake model): servers and workers."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if str(marker).encode() in cmdline:
-            found.append(f"{entry.name}: {' '.join(cmdline.decode().split(chr(0)))}")
-    return found
+    return [f"{pid}: {cmdline}" for pid, cmdline in processes_naming(str(marker))]
 
 
 def _expected_right(questions: dict[str, WrittenQuestion], backend: str) -> set[str]:
