@@ -130,7 +130,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
             "arrive in OUT.partial.jsonl; rerunning the same command resumes, and no rerun "
             "deletes a stored answer. Exit 0: every question answered; 2: bad input; 3: the "
             "server did not answer every question; 70: a bug of this tool (traceback saved to "
-            "a file); 130: interrupted."
+            "a file); 71: the environment (stdout cannot be written, ...); 130: interrupted."
         ),
     )
     run.add_argument(
@@ -158,7 +158,8 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
             "server's process group. Then compare the two runs with McNemar's test. Exit 0: B "
             "is not significantly worse than A; 1: it is; 2: bad input; 3: a server did not "
             "start or answer (the last 40 lines of its log are shown); 70: a bug of this tool "
-            "(traceback saved to a file); 130: interrupted. Rerunning the same command resumes."
+            "(traceback saved to a file); 71: the environment (stdout cannot be written, ...); "
+            "130: interrupted. Rerunning the same command resumes."
         ),
     )
     ab.add_argument("--model-path", required=True, metavar="M", help="model for both servers")
@@ -220,7 +221,8 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
             "files. Two sgl-eval directories with k repeats are paired repeat by repeat "
             "(rs0 with rs0, ...), one test per repeat; repeats are never pooled. Exit 0: B is "
             "not significantly worse than A (in any repeat); 1: it is; 2: bad input; 70: a bug "
-            "of this tool (traceback saved to a file)."
+            "of this tool (traceback saved to a file); 71: the environment (stdout cannot be "
+            "written, ...)."
         ),
     )
     compare.add_argument("run_a", type=path_argument, metavar="A")
