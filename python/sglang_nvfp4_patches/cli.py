@@ -18,17 +18,25 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sglang_nvfp4_patches import __version__
-from sglang_nvfp4_patches.accuracy.cli import add_accuracy_parser, attach_command_line_values
+from sglang_nvfp4_patches.accuracy.cli import (
+    add_accuracy_parser,
+    attach_command_line_values,
+    path_argument,
+)
 from sglang_nvfp4_patches.errors import (
     EXIT_BROKEN_PIPE,
+    EXIT_ENVIRONMENT,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    EnvironmentProblem,
     UsageError,
+    environment_cause,
 )
 from sglang_nvfp4_patches.progress import announce
-from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
+from sglang_nvfp4_patches.simulation.gpus import gpu_choices, gpu_profile
 from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.streams import OutputUnwritable, discard, guarded, stdout_closed
 
 
 def _run_explain(args: argparse.Namespace) -> int:
@@ -85,10 +93,15 @@ def _add_explain_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--model",
         "--model-path",
-        type=Path,
+        type=path_argument,
         help="local directory holding a config.json (as --model-path for sglang serve)",
     )
-    parser.add_argument("--gpu", choices=sorted(GPU_PROFILES), help="simulate one GPU only")
+    parser.add_argument(
+        "--gpu",
+        type=_gpu,
+        metavar="GPU",
+        help=f"simulate one GPU only: {gpu_choices()} (case-insensitive)",
+    )
     parser.add_argument("--no-patches", action="store_true", help="SGLang's own answer only")
     parser.add_argument("--json", action="store_true", help="one JSON object per model x GPU")
     parser.set_defaults(func=_run_explain)
@@ -100,6 +113,14 @@ def _add_doctor_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=_run_doctor)
+
+
+def _gpu(text: str) -> str:
+    """argparse type: a GPU profile by its SM name or a GPU's name, as its profile name."""
+    profile = gpu_profile(text)
+    if profile is None:
+        raise argparse.ArgumentTypeError(f"unknown GPU {text!r}; choose from {gpu_choices()}")
+    return profile.name
 
 
 CONSOLE_SCRIPT = "sglang-nvfp4-patches"
@@ -126,12 +147,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_parser(
+    parser: argparse.ArgumentParser, args: argparse.Namespace
+) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``args`` chose (``accuracy run``'s for ``accuracy run
+    ...``), so an error shows that command's usage, not the top level's."""
+    while True:
+        chosen = next(
+            (
+                action.choices[getattr(args, action.dest)]
+                for action in parser._actions
+                if isinstance(action, argparse._SubParsersAction)
+                and getattr(args, action.dest, None) in action.choices
+            ),
+            None,
+        )
+        if chosen is None:
+            return parser
+        parser = chosen
+
+
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     words = attach_command_line_values(sys.argv[1:] if argv is None else argv)
     args, server_flags = parser.parse_known_args(words)
     if server_flags and args.command != "explain":
-        parser.error(f"unrecognized arguments: {' '.join(server_flags)}")
+        command_parser(parser, args).error(f"unrecognized arguments: {' '.join(server_flags)}")
     if args.command == "explain":
         args.server_flags = server_flags  # read by SGLang's own parser once it is imported
     # Importing SGLang on a machine without its GPU warns per quantization backend; the
@@ -146,7 +187,27 @@ def _run(argv: Sequence[str] | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Every exit is one line at most: usage errors, Ctrl-C (even mid-import), closed pipes,
-    and a bug of ours (its traceback goes to a file)."""
+    an environment that keeps the command from running, and a bug of ours (its traceback goes
+    to a file). A message that cannot be written to stderr changes no exit status."""
+    closed = stdout_closed()
+    if closed is not None:
+        return _environment_error(closed)
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = guarded(sys.stdout, True), guarded(sys.stderr, False)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _environment_error(problem: EnvironmentProblem) -> int:
+    if isinstance(problem, OutputUnwritable) and sys.stdout is not None:
+        discard(sys.stdout.fileno())  # what is still buffered for it goes nowhere
+    print(f"error: {problem}", file=sys.stderr)
+    return EXIT_ENVIRONMENT
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         try:
             return _run(argv)
@@ -160,7 +221,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         # own final flush does not print a second error.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+    except EnvironmentProblem as problem:
+        return _environment_error(problem)
     except Exception as error:  # not a UsageError: a bug, never a verdict or bad input
+        cause = environment_cause(error)
+        if cause is not None:
+            return _environment_error(
+                EnvironmentProblem(
+                    f"this Python environment cannot run the command: {cause}; fix that "
+                    "installation (what comes first on PYTHONPATH; a HOME and TMPDIR that "
+                    "can be written) and rerun"
+                )
+            )
         words = sys.argv[1:] if argv is None else list(argv)
         return internal_error(error, words)
 

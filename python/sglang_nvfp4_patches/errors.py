@@ -10,7 +10,11 @@ exits :data:`EXIT_INTERNAL`, so no bug is ever read as a verdict.
 from __future__ import annotations
 
 import json
+import traceback
+from pathlib import Path
 from typing import Any
+
+_OURS = str(Path(__file__).resolve().parent)
 
 # The exit statuses of ``explain``, ``doctor`` and ``accuracy {run,ab,compare}``; each has
 # one meaning.
@@ -23,6 +27,11 @@ EXIT_USAGE = 2
 # ``accuracy run``/``ab``: the server did not answer every question, or a server ``ab``
 # started did not come up.
 EXIT_SERVER = 3
+# The machine, not the input nor this project, kept the command from running or from writing
+# its answer: stdout closed or full, SGLang or torch failing while they are imported (a broken
+# install first on PYTHONPATH, a HOME where torch cannot make its cache), ``verify``'s checks
+# unable to run. 71 is EX_OSERR of BSD's sysexits.h ("operating system error").
+EXIT_ENVIRONMENT = 71
 # A bug of this project (an exception that is not a UsageError): the traceback is saved to a
 # file whose path is printed. 70 is EX_SOFTWARE of BSD's sysexits.h ("internal software
 # error"); it is none of the statuses above.
@@ -40,6 +49,40 @@ class UsageError(ValueError):
         """What the CLI prints after ``error:``: the message with every run of whitespace
         made one space, so a refusal SGLang words over several lines stays one line."""
         return " ".join(str(self).split())
+
+
+class EnvironmentProblem(Exception):
+    """The machine keeps the command from running or from writing its answer; the message
+    says the cause (the CLI prints it as one ``error:`` line, exit :data:`EXIT_ENVIRONMENT`)."""
+
+
+def environment_cause(error: BaseException) -> str | None:
+    """Why ``error`` is the environment's doing, or None (then it is ours: a bug).
+
+    It is when a module that is not ours is missing, or when importing one failed inside
+    that module's own code (a broken SGLang first on PYTHONPATH, torch unable to create its
+    cache under HOME): an ImportError or OSError raised while a module that is not ours runs
+    its import-time code, whose innermost frame lies outside this package too.
+    """
+    if isinstance(error, ModuleNotFoundError) and not (error.name or "").startswith(
+        "sglang_nvfp4_patches"
+    ):
+        return f"a module it needs is missing ({error})"
+    if not isinstance(error, (ImportError, OSError)):
+        return None
+    frames = traceback.extract_tb(error.__traceback__)
+    innermost = next((f for f in reversed(frames) if not f.filename.startswith("<")), None)
+    if innermost is None or innermost.filename.startswith(_OURS):
+        return None
+    theirs = (f for f in frames if not f.filename.startswith(("<", _OURS)))
+    imported = next((f for f in theirs if f.name == "<module>"), None)
+    if imported is None:
+        return None
+    summary = " ".join(f"{type(error).__name__}: {error}".split())
+    return (
+        f"importing {imported.filename} failed with {summary} (at {innermost.filename}:"
+        f"{innermost.lineno})"
+    )
 
 
 def loads_json(text: str | bytes) -> Any:

@@ -60,5 +60,8 @@ def test_the_command_prints_one_json_line_per_check_and_exits_0() -> None:
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert {line["patch"] for line in lines} == {"llama4-router-weight", "gemma4-attention"}
+    import sglang
+
+    assert {line["sglang"] for line in lines} == {sglang.__version__}  # the one imported
     assert all(line["outcome"] in ("held", "n/a") for line in lines), lines
     assert len(lines) >= 4  # Gemma 4's three and at least one for Llama 4

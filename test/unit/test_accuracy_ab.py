@@ -18,6 +18,7 @@ import pytest
 from accuracy_support import PYTHON_DIR
 from accuracy_support.dataset_writer import WrittenQuestion, write_dataset
 from accuracy_support.fake_server import fake_model_is_right
+from accuracy_support.processes import processes_naming
 from sglang_nvfp4_patches.cli import main
 
 SIZES = {"anatomy": 30, "virology": 30}
@@ -58,17 +59,7 @@ def _ab(*command: str) -> subprocess.CompletedProcess[str]:
 
 def _survivors(marker: Path) -> list[str]:
     """Processes whose command line names ``marker`` (the fake model): servers and workers."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if str(marker).encode() in cmdline:
-            found.append(f"{entry.name}: {' '.join(cmdline.decode().split(chr(0)))}")
-    return found
+    return [f"{pid}: {cmdline}" for pid, cmdline in processes_naming(str(marker))]
 
 
 def _expected_right(questions: dict[str, WrittenQuestion], backend: str) -> set[str]:
@@ -351,3 +342,19 @@ def test_a_second_ab_on_the_same_out_dir_is_refused_before_any_server(
         f"now (it holds {out / '.B.json.lock'}); wait for it to end, or pick another --out-dir\n"
     )
     assert not (out / "A.server.log").exists() and _survivors(key) == []
+
+
+def test_a_restarted_server_keeps_its_earlier_log(tmp_path: Path) -> None:
+    """Once a resumed ``ab`` overwrote A.server.log and B.server.log; the tail shown after a
+    failure is the last start's."""
+    from sglang_nvfp4_patches.accuracy.server import ServerProcess, log_tail
+
+    log = tmp_path / "A.server.log"
+    for run in ("first", "second"):
+        command = [sys.executable, "-c", f"print('{run} start')"]
+        with ServerProcess.start(command, 1, log, grace_s=1) as server:
+            server.proc.wait(timeout=30)
+    text = log.read_text().splitlines()
+    assert text[1::2] == ["first start", "second start"]
+    assert all(": accuracy ab starts " in line for line in text[0::2]) and len(text) == 4
+    assert log_tail(log) == ["second start"]

@@ -191,11 +191,12 @@ def test_every_exit_status_has_one_meaning() -> None:
     assert codes["EXIT_INTERNAL"] not in (0, 1, 2, 3, 130, 141)
 
 
-def _run_file(path: Path) -> Path:
+def _run_file(path: Path, side: str = "A") -> Path:
     from sglang_nvfp4_patches.accuracy.store import RUN_FORMAT
 
     record = {"id": "law/0", "subject": "law", "answer": "A", "prediction": "A", "correct": True}
-    path.write_text(json.dumps({"format": RUN_FORMAT, "version": 1, "records": [record]}))
+    document = {"format": RUN_FORMAT, "version": 1, "side": side, "records": [record]}
+    path.write_text(json.dumps(document))
     return path
 
 
@@ -213,8 +214,8 @@ def _compare_with_a_planted_bug(
 
     monkeypatch.setattr(compare, "compare_runs", planted)
     monkeypatch.setattr(tempfile, "tempdir", str(tempdir))
-    run = str(_run_file(tmp_path / "a.json"))
-    return main(["accuracy", "compare", run, run]), run
+    run, other = str(_run_file(tmp_path / "a.json")), str(_run_file(tmp_path / "b.json", "B"))
+    return main(["accuracy", "compare", run, other]), run
 
 
 def test_a_bug_is_an_internal_error_with_its_traceback_in_a_file(
@@ -233,7 +234,7 @@ def test_a_bug_is_an_internal_error_with_its_traceback_in_a_file(
         "please report it with that traceback\n"
     )
     text = saved.read_text()
-    assert f"command line: accuracy compare {run} {run}\n" in text
+    assert f"command line: accuracy compare {run} {tmp_path / 'b.json'}\n" in text
     assert "Traceback (most recent call last):" in text and "in planted" in text
     assert text.endswith("ZeroDivisionError: planted bug\n")
 

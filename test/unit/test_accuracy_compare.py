@@ -98,8 +98,8 @@ def _pairs(path_a: Path, path_b: Path, cells: dict[tuple[bool, bool], int], subj
         for _ in range(count):
             qid = f"{subject}/{len(a)}"
             a[qid], b[qid] = right_a, right_b
-    _write_run(path_a, a)
-    _write_run(path_b, b)
+    _write_run(path_a, a, started_at="2026-12-01T10:00:00+00:00")  # as two real runs: their
+    _write_run(path_b, b, started_at="2026-12-01T11:00:00+00:00")  # bytes differ
 
 
 def _compare_json(capsys: pytest.CaptureFixture[str], *argv: str, exit_code: int = 0) -> dict:
@@ -240,9 +240,8 @@ def test_no_shared_ids_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture
     _write_run(tmp_path / "b.json", {"y/0": True})
     assert main(["accuracy", "compare", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 2
     assert "share no question ids" in capsys.readouterr().err
-    _write_run(tmp_path / "empty.json", {})
-    empty = str(tmp_path / "empty.json")
-    assert main(["accuracy", "compare", empty, empty]) == 2
+    empty = [str(_write_run(tmp_path / f"{side}.json", {}, side=side)) for side in "AB"]
+    assert main(["accuracy", "compare", *empty]) == 2
     assert "share no question ids" in capsys.readouterr().err
 
 
@@ -364,3 +363,30 @@ def test_a_question_with_two_answer_keys_is_refused(
     assert main(["accuracy", "compare", str(a), str(b)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: question law/2 has answer key A in {a} but C in {b}: ")
+
+
+@pytest.mark.parametrize("how", ["same-path", "link", "copy", "sgl-eval-dir"])
+def test_one_run_given_twice_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str
+) -> None:
+    """Once "no significant difference", exit 0: a typo in CI passed."""
+    a = _write_run(tmp_path / "a.json", {"law/0": True, "law/1": False})
+    if how == "sgl-eval-dir":
+        a = tmp_path / "sgl_eval_gsm8k_20261201-101500"
+        a.mkdir()
+        (a / "output-rs0.jsonl").write_text('{"id": 1, "symbolic_correct": true}\n')
+        (a / "metrics.json").write_text("{}")
+    b = {
+        "same-path": a,
+        "sgl-eval-dir": a,
+        "link": tmp_path / "b.json",
+        "copy": tmp_path / "c.json",
+    }[how]
+    if how == "link":
+        b.symlink_to(a)
+    if how == "copy":
+        b.write_bytes(a.read_bytes())
+    assert main(["accuracy", "compare", str(a), str(b)]) == 2
+    err = capsys.readouterr().err
+    says = "have the same content, byte for byte" if how == "copy" else "A and B are the same"
+    assert err.startswith("error: ") and says in err and len(err.splitlines()) == 1, err

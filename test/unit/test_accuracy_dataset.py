@@ -8,8 +8,10 @@ import pytest
 
 import accuracy_support  # noqa: F401  (makes the package importable)
 from accuracy_support.dataset_writer import write_dataset
+from accuracy_support.special_files import fifo, sparse, within
 from sglang_nvfp4_patches.accuracy.dataset import load_eval_items, read_mmlu_csv
 from sglang_nvfp4_patches.accuracy.errors import DatasetError
+from sglang_nvfp4_patches.accuracy.limits import MAX_CSV_BYTES
 from sglang_nvfp4_patches.accuracy.scoring import parse_prediction
 from sglang_nvfp4_patches.cli import main
 
@@ -181,3 +183,32 @@ def test_cli_reports_malformed_data_with_exit_2(
 )
 def test_parse_prediction(text: str, expected: str | None) -> None:
     assert parse_prediction(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("case", "says"),
+    [
+        ("fifo", "s_test.csv: is a FIFO (named pipe), not a regular file"),
+        ("huge", f"s_test.csv: is 65 MiB, more than the {MAX_CSV_BYTES // 2**20} MiB"),
+        ("dev-fifo", "s_dev.csv: is a FIFO (named pipe), not a regular file"),
+    ],
+)
+def test_a_csv_that_is_not_a_small_regular_file_is_named_without_reading_it(
+    tmp_path: Path, case: str, says: str
+) -> None:
+    """A 600 MB sparse csv once took 1.27 GB before it was refused; a FIFO was "no *_test.csv
+    files found"."""
+    test_csv = tmp_path / "test" / "s_test.csv"
+    dev_csv = _write(tmp_path / "dev" / "s_dev.csv", "q,a,b,c,d,A\n" * 5)
+    test_csv.parent.mkdir()
+    if case == "fifo":
+        fifo(test_csv)
+    elif case == "huge":
+        sparse(test_csv, MAX_CSV_BYTES + 2**20)
+    else:
+        _write(test_csv, "q,a,b,c,d,A\n")
+        dev_csv.unlink()
+        fifo(dev_csv)
+    with pytest.raises(DatasetError) as info:
+        within(10, lambda: load_eval_items(tmp_path, shots=5))
+    assert says in str(info.value) and str(info.value).startswith(str(tmp_path))

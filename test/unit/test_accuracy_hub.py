@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,33 @@ def test_malformed_rows_name_split_and_row(row: dict[str, object], fragment: str
         questions_by_subject([row], "cais/mmlu (test)")
     assert str(info.value).startswith("cais/mmlu (test) row 0: ")
     assert fragment in str(info.value)
+
+
+def test_a_hub_id_without_network_fails_in_seconds_with_one_line(tmp_path: Path) -> None:
+    """Once 25 s and 11 lines of the Hub library's retries; the Hub stands at a closed port."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *sys.path]),
+        "HF_ENDPOINT": "http://127.0.0.1:9",
+        "HF_HOME": str(tmp_path / "hf-home"),  # nothing cached
+    }
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_DATASETS_CACHE", "HF_HUB_CACHE"):
+        env.pop(name, None)
+    argv = ["accuracy", "run", "--data", "cais/mmlu", "--out", str(tmp_path / "r.json")]
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "sglang_nvfp4_patches", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    took = time.monotonic() - started
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        "error: --data cais/mmlu: the Hugging Face Hub is offline here (http://127.0.0.1:9 "
+        "cannot be reached ([Errno 111] Connection refused)) and no copy of the dataset is "
+        "cached: download it where there is network (or point HF_HOME at a cache that has "
+        "it), or pass an MMLU csv folder"
+    ]
+    assert took < 15, took  # the library's own retries took 25 s

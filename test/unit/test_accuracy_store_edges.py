@@ -99,7 +99,7 @@ def test_other_settings_are_named_field_by_field(tmp_path: Path) -> None:
 
 def test_a_server_setting_that_was_not_there_is_named_whole(tmp_path: Path) -> None:
     path = tmp_path / "RUN.json.partial.jsonl"
-    PartialWriter(path, {**SETTINGS, "server": None}, []).close()
+    PartialWriter(path, {**SETTINGS, "server": None}, [RECORD]).close()
     with pytest.raises(ResumeError) as refused:
         load_partial(path, SETTINGS)
     assert f"server: stored None, now {SERVER!r}" in str(refused.value)

@@ -164,7 +164,7 @@ def _run_file(path: Path) -> str:
         for i in range(3)
     ]
     head = {"format": "sglang-nvfp4-patches/accuracy-run", "version": 1, "complete": True}
-    path.write_text(json.dumps({**head, "records": records}))
+    path.write_text(json.dumps({**head, "run": path.name, "records": records}))
     return str(path)
 
 

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from sglang_nvfp4_patches.explain.input import architecture, config_problem
+from accuracy_support.special_files import fifo, sparse, within
+from sglang_nvfp4_patches.cli import main
+from sglang_nvfp4_patches.errors import EXIT_USAGE
+from sglang_nvfp4_patches.explain.input import MAX_CONFIG_BYTES, architecture, config_problem
 from sglang_nvfp4_patches.explain.run import patch_outcome
 from sglang_nvfp4_patches.status import PatchReport, PatchState
 
@@ -127,3 +130,30 @@ def test_a_plugin_sglang_did_not_load_is_said() -> None:
         "note: no patch is applied (SGLang did not load the plugin; see doctor); "
         "showing SGLang's own answer"
     ]
+
+
+@pytest.mark.parametrize(
+    ("case", "says"),
+    [
+        ("dev-zero", "config.json: is a character device, not a regular file"),
+        ("fifo", "config.json: is a FIFO (named pipe), not a regular file"),
+        ("huge", f"config.json: is 17 MiB, more than the {MAX_CONFIG_BYTES // 2**20} MiB"),
+    ],
+)
+def test_a_config_json_that_is_not_a_small_regular_file_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, says: str
+) -> None:
+    """Read as run files are: opened without blocking, a regular file only, size-capped (a
+    link to /dev/zero read to the end would eat the machine, a FIFO would hang)."""
+    model = tmp_path / "model"
+    model.mkdir()
+    config = model / "config.json"
+    if case == "dev-zero":
+        config.symlink_to("/dev/zero")
+    elif case == "fifo":
+        fifo(config)
+    else:
+        sparse(config, MAX_CONFIG_BYTES + 2**20)
+    assert within(10, lambda: main(["explain", "--model", str(model)])) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {config}: ") and says in err and len(err.splitlines()) == 1

@@ -96,3 +96,26 @@ def test_the_full_explain_table_shows_its_progress_on_a_terminal(
     cells = len(BUNDLED_MODELS) * len(GPU_PROFILES)
     assert len(rows) == cells
     assert f"{cells}/{cells}" in terminal.getvalue()
+
+
+def test_verify_says_it_started_on_a_terminal_only(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once silent for 23-36 s while its check processes imported SGLang."""
+    from sglang_nvfp4_patches.verify import run as verify_run
+
+    seen: list[str] = []
+
+    def stand_in() -> verify_run.Checked:
+        seen.append(getattr(sys.stderr, "getvalue", str)())
+        return verify_run.Checked()
+
+    monkeypatch.setattr(verify_run, "run_all", stand_in)
+    assert main(["verify"]) == 0  # stderr is captured: not a terminal
+    assert seen == [""] and capsys.readouterr().err == ""
+    _terminal(monkeypatch)
+    assert main(["verify"]) == 0
+    assert seen[1] == (
+        f"verify: checking 2 patches' contracts on SGLang {importlib.metadata.version('sglang')} "
+        "in 2 fresh processes (about 20-40 s) ...\n"
+    )

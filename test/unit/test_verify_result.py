@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK
 from sglang_nvfp4_patches.verify.result import (
     CheckFailed,
     CheckResult,
@@ -9,7 +10,7 @@ from sglang_nvfp4_patches.verify.result import (
     Outcome,
     run_check,
 )
-from sglang_nvfp4_patches.verify.run import child_environment, summary
+from sglang_nvfp4_patches.verify.run import child_environment, exit_status, sglang_line, summary
 
 
 def _raises(error: Exception) -> str:
@@ -65,3 +66,27 @@ def test_the_children_run_with_every_patch_on(monkeypatch) -> None:
     env = child_environment()
     assert "SGLANG_NVFP4_PATCHES_DISABLE" not in env and "SGLANG_NVFP4_PATCHES_FORCE" not in env
     assert env["SGLANG_NVFP4_PATCHES_UNTESTED"] == "apply"
+
+
+def test_the_sglang_imported_is_named_where_its_metadata_says_another_version() -> None:
+    imported = {"version": "0.5.22", "file": "/overlay/sglang/__init__.py"}
+    assert sglang_line(imported, "0.5.22") == "SGLang 0.5.22"
+    assert sglang_line(imported, "0.5.23") == (
+        "SGLang 0.5.22 (imported from /overlay/sglang/__init__.py; package metadata says 0.5.23)"
+    )
+    assert sglang_line({}, "0.5.23") == "SGLang 0.5.23 (package metadata; not imported)"
+    text = summary([CheckResult("p", "c", Outcome.HELD, "")], "0.5.23", 3, imported)
+    assert "on SGLang 0.5.22 (imported from /overlay" in text  # the release judged: 0.5.22's
+
+
+def test_a_check_that_could_not_run_is_no_verdict_and_has_its_own_status() -> None:
+    """Once "0 held, 2 failed", exit 1, on a broken install where no check ran."""
+    not_run = CheckResult("p", "checks", Outcome.NOT_RUN, "SGLang cannot be imported here")
+    held = CheckResult("p", "a", Outcome.HELD, "")
+    failed = CheckResult("p", "b", Outcome.FAILED, "")
+    assert exit_status([held, not_run]) == EXIT_ENVIRONMENT
+    assert exit_status([failed, not_run]) == EXIT_FAILED  # a contract that does not hold wins
+    assert exit_status([held]) == EXIT_OK
+    text = summary([not_run, not_run], "0.5.23", 1)
+    assert text.startswith("verify: 0 held, 0 failed, 0 not applicable, 2 could not run on ")
+    assert not_run.line() == "NOT RUN  p: checks: SGLang cannot be imported here"

@@ -106,8 +106,12 @@ def _run_side(
     is missing; otherwise start its server, ask what is missing, stop it."""
     name = side.name
     out = config.run_file(side)
+
+    def note(line: str) -> None:
+        say(f"side {name}: {line}")
+
     if not plan_resume(config.side_config(side), items).todo:
-        outcome = run_accuracy(config.side_config(side), items)  # asks nothing, no server
+        outcome = run_accuracy(config.side_config(side), items, note)  # asks nothing
         say(f"side {name}: {out} already answers all {len(items)} questions; server not started")
         return _answers(out, outcome.run, run_notes(outcome), say, name)
     port = free_port()
@@ -128,7 +132,7 @@ def _run_side(
         except ServerError as exc:
             raise ServerError(f"side {name}: {exc}", exc.log) from None
         say(f"side {name}: server ready after {ready_s:.1f} s")
-        outcome = run_accuracy(config.side_config(side, server.base_url), items)
+        outcome = run_accuracy(config.side_config(side, server.base_url), items, note)
         if outcome.interrupted or outcome.run is None:
             raise KeyboardInterrupt
         notes = run_notes(outcome)

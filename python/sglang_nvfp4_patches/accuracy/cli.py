@@ -10,14 +10,11 @@ are named in :mod:`sglang_nvfp4_patches.errors`.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import shlex
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -28,10 +25,14 @@ from sglang_nvfp4_patches.errors import (
     EXIT_SERVER,
     UsageError,
 )
+from sglang_nvfp4_patches.interrupts import sigterm_as_interrupt
 
 if TYPE_CHECKING:
     from sglang_nvfp4_patches.accuracy.compare import Comparison
     from sglang_nvfp4_patches.accuracy.run import RunConfig
+
+
+_KIND_NAMES = {int: "an integer", float: "a number"}
 
 
 def _number(
@@ -44,7 +45,9 @@ def _number(
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a {kind.__name__}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected {_KIND_NAMES[kind]}, got {text!r}"
+            ) from None
         low = value >= minimum if inclusive else value > minimum
         if not (math.isfinite(value) and low and value <= maximum):
             bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
@@ -61,6 +64,14 @@ _non_negative_int = _number(int, 0, inclusive=True)
 _positive_float = _number(float, 0, inclusive=False)
 _positive_seconds = _number(float, 0, inclusive=False, maximum=MAX_SECONDS)
 _non_negative_seconds = _number(float, 0, inclusive=True, maximum=MAX_SECONDS)
+
+
+def path_argument(text: str) -> Path:
+    """argparse type: a path that is not empty (``Path("")`` is ``.``, which would then be
+    named as ``--out .``, a directory the user never gave)."""
+    if not text:
+        raise argparse.ArgumentTypeError("is empty; give a path")
+    return Path(text)
 
 
 def _alpha(text: str) -> float:
@@ -119,13 +130,15 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
             "arrive in OUT.partial.jsonl; rerunning the same command resumes, and no rerun "
             "deletes a stored answer. Exit 0: every question answered; 2: bad input; 3: the "
             "server did not answer every question; 70: a bug of this tool (traceback saved to "
-            "a file); 130: interrupted."
+            "a file); 71: the environment (stdout cannot be written, ...); 130: interrupted."
         ),
     )
     run.add_argument(
         "--base-url", default="http://127.0.0.1:30000", help="server URL (%(default)s)"
     )
-    run.add_argument("--out", required=True, type=Path, metavar="RUN.json", help="result file")
+    run.add_argument(
+        "--out", required=True, type=path_argument, metavar="RUN.json", help="result file"
+    )
     run.add_argument(
         "--api",
         choices=("native", "openai"),
@@ -145,7 +158,8 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
             "server's process group. Then compare the two runs with McNemar's test. Exit 0: B "
             "is not significantly worse than A; 1: it is; 2: bad input; 3: a server did not "
             "start or answer (the last 40 lines of its log are shown); 70: a bug of this tool "
-            "(traceback saved to a file); 130: interrupted. Rerunning the same command resumes."
+            "(traceback saved to a file); 71: the environment (stdout cannot be written, ...); "
+            "130: interrupted. Rerunning the same command resumes."
         ),
     )
     ab.add_argument("--model-path", required=True, metavar="M", help="model for both servers")
@@ -165,7 +179,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     )
     ab.add_argument(
         "--out-dir",
-        type=Path,
+        type=path_argument,
         default=Path("accuracy-ab"),
         metavar="DIR",
         help="run files A.json, B.json and server logs (%(default)s)",
@@ -207,11 +221,12 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
             "files. Two sgl-eval directories with k repeats are paired repeat by repeat "
             "(rs0 with rs0, ...), one test per repeat; repeats are never pooled. Exit 0: B is "
             "not significantly worse than A (in any repeat); 1: it is; 2: bad input; 70: a bug "
-            "of this tool (traceback saved to a file)."
+            "of this tool (traceback saved to a file); 71: the environment (stdout cannot be "
+            "written, ...)."
         ),
     )
-    compare.add_argument("run_a", type=Path, metavar="A")
-    compare.add_argument("run_b", type=Path, metavar="B")
+    compare.add_argument("run_a", type=path_argument, metavar="A")
+    compare.add_argument("run_b", type=path_argument, metavar="B")
     compare.add_argument(
         "--allow-partial",
         action="store_true",
@@ -355,12 +370,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config = _run_config(args, args.base_url, args.out, api=Api(args.api), model=args.model)
         ensure_output_file(args.out, "--out")  # before the data is read or a question asked
         items = config.load_items()
-        with run_file_lock(args.out, "--out"):
-            outcome = run_accuracy(config, items)
-    except KeyboardInterrupt:
+        with sigterm_as_interrupt(), run_file_lock(args.out, "--out"):
+            outcome = run_accuracy(config, items, _stderr_line)
+    except KeyboardInterrupt:  # before or after the questions: nothing stored was changed
         print(
-            f"interrupted; answers already received are kept in {partial_path(args.out)}; "
-            "rerun the same command to resume",
+            f"interrupted; nothing stored in {args.out} or {partial_path(args.out)} was "
+            "changed; rerun the same command to resume",
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
@@ -373,6 +388,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for note in run_notes(outcome):  # warnings and errors: stderr
         print(note, file=sys.stderr)
     return outcome.exit_code
+
+
+def _stderr_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _cmd_ab(args: argparse.Namespace) -> int:
@@ -392,7 +411,7 @@ def _cmd_ab(args: argparse.Namespace) -> int:
             alpha=args.alpha,
             questions=_run_config(args, "http://127.0.0.1", args.out_dir / "A.json"),
         )
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             comparison = run_ab(config, status.say, status.tick)
     except UsageError:
         status.end_line()  # the top-level CLI prints the error line; it starts a clean line
@@ -412,24 +431,6 @@ def _cmd_ab(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     _print_comparison(comparison, args.json)
     return verdict_exit_code([comparison])
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (``kill``, a job timeout) stops the servers like Ctrl-C does instead of
-    killing this process and orphaning them."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class _StatusLines:

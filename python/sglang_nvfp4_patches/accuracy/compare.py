@@ -19,7 +19,7 @@ from sglang_nvfp4_patches.accuracy.errors import CompareError, RunFileError
 from sglang_nvfp4_patches.accuracy.files import read_bounded
 from sglang_nvfp4_patches.accuracy.store import (
     check_run_document,
-    is_valid_record,
+    record_problem,
     setting_differences,
 )
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, loads_json
@@ -166,20 +166,11 @@ def run_from_document(label: str, data: Mapping[str, Any]) -> LoadedRun:
     ``correct`` must follow from its prediction and answer key."""
     records: dict[str, Mapping[str, Any]] = {}
     for position, record in enumerate(data["records"]):
-        where = f"{label}: records[{position}]"
-        if not is_valid_record(record):
-            raise RunFileError(f"{where} lacks a valid id/subject/answer/correct/prediction")
+        problem = record_problem(record)
+        if problem is not None:
+            raise RunFileError(f"{label}: records[{position}] {problem}: restore it or run again")
         if record["id"] in records:
             raise RunFileError(f"{label}: duplicate record id {record['id']!r}")
-        if "prediction" in record and record["correct"] != (
-            record["prediction"] == record["answer"]
-        ):
-            raise RunFileError(
-                f"{where} ({record['id']}) says correct: {str(record['correct']).lower()}, but "
-                f"its prediction is {record['prediction']!r} and its answer {record['answer']!r}; "
-                "the file was edited or damaged, so its verdict cannot be trusted: restore it "
-                "or run again"
-            )
         records[record["id"]] = record
     settings = {key: data.get(key) for key in ANSWER_SETTINGS}
     return LoadedRun(label, records, data.get("complete") is not False, settings)

@@ -12,6 +12,8 @@ would change the question set and with it the comparison.
 from __future__ import annotations
 
 import csv
+import io
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from sglang_nvfp4_patches.accuracy.errors import DatasetError
+from sglang_nvfp4_patches.accuracy.files import CSV_FILE, read_bounded
 
 CHOICE_LETTERS: tuple[str, ...] = ("A", "B", "C", "D")
 TEST_SUFFIX = "_test.csv"
@@ -55,33 +58,36 @@ class EvalItem:
 
 
 def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
-    """Parse one MMLU csv file; blank lines are ignored, anything else malformed raises."""
-    questions: list[Question] = []
+    """Parse one MMLU csv file (a regular file of at most
+    :data:`~sglang_nvfp4_patches.accuracy.limits.MAX_CSV_BYTES`); blank lines are ignored,
+    anything else malformed raises."""
     try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            reader = csv.reader(handle)
-            while True:
-                line = reader.line_num + 1  # first physical line of the next record
-                try:
-                    row = next(reader)
-                except StopIteration:
-                    break
-                except csv.Error as exc:
-                    raise DatasetError(f"{path}:{line}: malformed csv ({exc})") from exc
-                if not row or all(not cell.strip() for cell in row):
-                    continue
-                questions.append(_parse_row(row, path, line, subject, len(questions)))
-    except UnicodeDecodeError:
-        raise DatasetError(_not_utf8(path)) from None
-    except OSError as exc:
+        raw = read_bounded(path, CSV_FILE)
+    except OSError as exc:  # read_bounded leaves a missing file to its caller
         raise DatasetError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise DatasetError(_not_utf8(path, raw)) from None
+    questions: list[Question] = []
+    reader = csv.reader(io.StringIO(text, newline=""))
+    while True:
+        line = reader.line_num + 1  # first physical line of the next record
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise DatasetError(f"{path}:{line}: malformed csv ({exc})") from exc
+        if not row or all(not cell.strip() for cell in row):
+            continue
+        questions.append(_parse_row(row, path, line, subject, len(questions)))
     return questions
 
 
-def _not_utf8(path: Path) -> str:
-    """Where in the file the first byte that is not UTF-8 is: the decoder's own offset counts
-    from the start of the chunk it was decoding, so the file is decoded again as a whole."""
-    raw = path.read_bytes()
+def _not_utf8(path: Path, raw: bytes) -> str:
+    """Where in the file the first byte that is not UTF-8 is, decoding ``raw`` again as plain
+    UTF-8 so that the offset counts from the start of the file (a BOM included)."""
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -182,9 +188,8 @@ class CsvSource:
                 f"{data_dir}: no 'test' folder; expected {data_dir}/test/<subject>{TEST_SUFFIX} "
                 f"and {data_dir}/dev/<subject>{DEV_SUFFIX}"
             )
-        subjects = sorted(
-            p.name[: -len(TEST_SUFFIX)] for p in test_dir.glob(f"*{TEST_SUFFIX}") if p.is_file()
-        )
+        # Every entry by that name, a FIFO or a directory too: reading it says what it is.
+        subjects = sorted(p.name[: -len(TEST_SUFFIX)] for p in test_dir.glob(f"*{TEST_SUFFIX}"))
         if not subjects:
             raise DatasetError(f"{test_dir}: no *{TEST_SUFFIX} files found")
         return subjects
@@ -194,7 +199,7 @@ class CsvSource:
 
     def dev_examples(self, subject: str) -> list[Question]:
         dev_path = self._path(subject, "dev")
-        if not dev_path.is_file():
+        if not os.path.lexists(dev_path):
             raise DatasetError(
                 f"{dev_path}: missing dev file for test subject '{subject}' "
                 "(needed for few-shot prompts; use --shots 0 to run without examples)"

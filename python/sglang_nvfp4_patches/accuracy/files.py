@@ -1,21 +1,23 @@
-"""The files the accuracy tool reads and writes must be regular files, and are read with a
-size bound (pure).
+"""The files this tool reads and writes must be regular files, and are read with a size
+bound (pure).
 
-A FIFO, a terminal, ``/dev/zero`` or ``/dev/stdout`` given as a run file would block a read
-forever or feed it without end. Run files are opened without blocking and checked with
-``fstat`` on the opened descriptor (so nothing can be swapped in between the check and the
-read), and a file larger than :data:`~sglang_nvfp4_patches.accuracy.limits.MAX_FILE_BYTES`
-is refused with its size.
+A FIFO, a terminal, ``/dev/zero`` or ``/dev/stdout`` given as a run file (or as a data csv,
+or as explain's ``config.json``) would block a read forever or feed it without end. Such
+files are opened without blocking and checked with ``fstat`` on the opened descriptor (so
+nothing can be swapped in between the check and the read), and a file larger than its
+role's bound (:class:`FileRole`) is refused with its size.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
-from sglang_nvfp4_patches.accuracy.errors import ConfigError, RunFileError
-from sglang_nvfp4_patches.accuracy.limits import MAX_FILE_BYTES
+from sglang_nvfp4_patches.accuracy.errors import ConfigError, DatasetError, RunFileError
+from sglang_nvfp4_patches.accuracy.limits import MAX_CSV_BYTES, MAX_FILE_BYTES
+from sglang_nvfp4_patches.errors import UsageError
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -35,37 +37,52 @@ def _megabytes(size: int) -> str:
     return f"{size / 2**20:,.0f} MiB"
 
 
-def read_bounded(path: Path) -> bytes:
-    """The bytes of a regular file of at most :data:`MAX_FILE_BYTES`; anything else raises
-    RunFileError naming ``path`` (FileNotFoundError is left to the caller)."""
+@dataclass(frozen=True)
+class FileRole:
+    """What a file read with :func:`read_bounded` is for: its name in messages (``a run
+    file``), the most bytes it may have, and the UsageError its problems raise."""
+
+    noun: str
+    limit: int
+    error: type[UsageError]
+
+
+RUN_FILE = FileRole("a run file", MAX_FILE_BYTES, RunFileError)
+CSV_FILE = FileRole("an MMLU csv file", MAX_CSV_BYTES, DatasetError)
+
+
+def read_bounded(path: Path, role: FileRole = RUN_FILE) -> bytes:
+    """The bytes of a regular file of at most ``role.limit`` bytes; anything else raises
+    ``role.error`` naming ``path`` (FileNotFoundError is left to the caller)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise RunFileError(f"{path}: cannot open ({exc.strerror or exc})") from None
+        raise role.error(f"{path}: cannot open ({exc.strerror or exc})") from None
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):  # checked before fdopen, which refuses a directory
         os.close(fd)
-        raise RunFileError(
-            f"{path}: is {kind_of(info.st_mode)}, not a regular file; give the path of a run file"
+        raise role.error(
+            f"{path}: is {kind_of(info.st_mode)}, not a regular file; give the path of {role.noun}"
         )
     with os.fdopen(fd, "rb") as handle:
-        if info.st_size > MAX_FILE_BYTES:
-            raise RunFileError(_too_large(path, info.st_size))
+        if info.st_size > role.limit:
+            raise role.error(_too_large(path, info.st_size, role))
         try:
-            data = handle.read(MAX_FILE_BYTES + 1)
+            data = handle.read(role.limit + 1)
         except OSError as exc:
-            raise RunFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > MAX_FILE_BYTES:  # it grew while being read
-        raise RunFileError(_too_large(path, len(data)))
+            raise role.error(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > role.limit:  # it grew while being read
+        raise role.error(_too_large(path, len(data), role))
     return data
 
 
-def _too_large(path: Path, size: int) -> str:
+def _too_large(path: Path, size: int, role: FileRole) -> str:
+    noun = role.noun.split(" ", 1)[1]  # "a run file" -> "run file"
     return (
-        f"{path}: is {_megabytes(size)}, more than the {_megabytes(MAX_FILE_BYTES)} any real run "
-        "file comes near; this is not a run file (or not one this tool can read)"
+        f"{path}: is {_megabytes(size)}, more than the {_megabytes(role.limit)} any real {noun} "
+        f"comes near; this is not {role.noun} (or not one this tool can read)"
     )
 
 

@@ -3,14 +3,22 @@ few-shot examples, ``test`` for the questions.
 
 ``datasets`` comes with SGLang, so the project adds no dependency; it is imported only here,
 and this module only when ``--data`` names a dataset, so the csv path stays light. Caching
-and offline use (``HF_DATASETS_OFFLINE=1``) are the library's own. Rows keep their order
+and offline use (``HF_HUB_OFFLINE=1``) are the library's own; a Hub that cannot be reached
+(one HEAD request, through the proxies the environment names, :data:`REACH_TIMEOUT_S`) turns
+offline mode on before ``datasets`` is imported, so a cached copy is used at once and a
+missing one is one line instead of the library's retries. Rows keep their order
 within a subject, so a question's id ``<subject>/<index>`` is the one its row has in the csv
 layout of the same data, and runs from both sources pair in ``compare``.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from sglang_nvfp4_patches.accuracy.dataset import CHOICE_LETTERS, Question
@@ -20,6 +28,9 @@ CONFIG = "all"
 TEST_SPLIT = "test"
 DEV_SPLIT = "dev"
 COLUMNS = ("question", "subject", "choices", "answer")
+REACH_TIMEOUT_S = 5.0
+DEFAULT_ENDPOINT = "https://huggingface.co"
+OFFLINE_ENV = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
 
 
 class HubSource:
@@ -52,8 +63,48 @@ class HubSource:
         return f"{self.dataset_id} (config {CONFIG}, split {split}, subject {subject})"
 
 
+def hub_unreachable() -> str | None:
+    """Why the Hub (``HF_ENDPOINT``) cannot be reached from here, or None: any HTTP answer,
+    an error status included, means it can."""
+    endpoint = os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT
+    try:
+        with urllib.request.urlopen(
+            urllib.request.Request(endpoint, method="HEAD"), timeout=REACH_TIMEOUT_S
+        ):
+            return None
+    except urllib.error.HTTPError:
+        return None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return f"{endpoint} cannot be reached ({reason})"
+
+
+def _go_offline() -> None:
+    """The Hub's offline switch, before ``datasets`` reads it at import (and where it was
+    imported already, in the settings it read)."""
+    for name in OFFLINE_ENV:
+        os.environ[name] = "1"
+    for module, attribute in (
+        ("huggingface_hub.constants", "HF_HUB_OFFLINE"),
+        ("datasets.config", "HF_HUB_OFFLINE"),
+    ):
+        if module in sys.modules:
+            setattr(sys.modules[module], attribute, True)
+
+
+def _offline_already() -> bool:
+    return any(
+        os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE") for name in OFFLINE_ENV
+    )
+
+
 def _load(dataset_id: str) -> Mapping[str, Iterable[Mapping[str, Any]]]:
     """The ``dev`` and ``test`` splits; any failure of the library becomes one DatasetError."""
+    unreachable = None
+    if not Path(dataset_id).exists() and not _offline_already():
+        unreachable = hub_unreachable()
+        if unreachable is not None:
+            _go_offline()
     try:
         import datasets
     except ImportError:
@@ -64,6 +115,12 @@ def _load(dataset_id: str) -> Mapping[str, Iterable[Mapping[str, Any]]]:
     try:
         loaded = datasets.load_dataset(dataset_id, CONFIG)
     except (OSError, ValueError, datasets.exceptions.DatasetsError) as exc:
+        if unreachable is not None:
+            raise DatasetError(
+                f"--data {dataset_id}: the Hugging Face Hub is offline here ({unreachable}) "
+                "and no copy of the dataset is cached: download it where there is network "
+                "(or point HF_HOME at a cache that has it), or pass an MMLU csv folder"
+            ) from None
         raise DatasetError(
             f"--data {dataset_id}: not a local MMLU csv folder, and loading it as a Hugging Face "
             f"dataset (config '{CONFIG}') failed: {type(exc).__name__}: {exc}"

@@ -15,6 +15,13 @@ MAX_SECONDS = 7 * 24 * 3600.0
 # The largest file read as a run file, partial file, sgl-eval repeat or metrics.json: a full
 # MMLU run file is a few MB, an sgl-eval repeat with long generations tens of MB.
 MAX_FILE_BYTES = 512 * 2**20
+# The largest MMLU csv file read: MMLU's largest (professional_law_test.csv) is about 2 MB.
+MAX_CSV_BYTES = 64 * 2**20
+
+
+# This many failed questions in a row (no success in between) means the server is down or
+# rejects every request; asking the remaining thousands would only multiply the same error.
+ABORT_AFTER_CONSECUTIVE_FAILURES = 50
 
 
 def url_problem(url: str) -> str | None:

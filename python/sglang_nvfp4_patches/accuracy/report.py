@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sglang_nvfp4_patches.accuracy.compare import EXACT_TEST_BELOW, Comparison, McNemar
+from sglang_nvfp4_patches.accuracy.limits import ABORT_AFTER_CONSECUTIVE_FAILURES
 from sglang_nvfp4_patches.accuracy.scoring import CHANCE_ACCURACY, COLLAPSE_MARGIN, is_collapsed
 
 if TYPE_CHECKING:  # run.py imports aiohttp; compare should not pay for it
@@ -30,10 +32,9 @@ def format_run_report(outcome: RunOutcome) -> str:
     The warnings and errors are :func:`run_notes` (stderr)."""
     run = outcome.run
     if run is None:
-        return (
-            f"interrupted: {outcome.answered_this_run} new answer(s) this time, all answers so "
-            f"far kept in {outcome.partial}; rerun the same command to resume"
-        )
+        kept = outcome.resumed + outcome.answered_this_run
+        again = "rerun the same command to resume"
+        return f"interrupted; {kept_line(kept, outcome.partial, again)}"
     if run["n_answered"] == 0 and outcome.exit_code:
         return ""
     lines: list[str] = []
@@ -84,13 +85,24 @@ def run_notes(outcome: RunOutcome) -> list[str]:
         )
     if outcome.aborted:
         cause = ABORT_CAUSES.get(getattr(outcome.abort_cause, "value", ""), "see the errors")
+        in_flight = len(outcome.failures) - ABORT_AFTER_CONSECUTIVE_FAILURES
+        also = f" ({in_flight} more already asked failed too)" if in_flight > 0 else ""
         lines.append(
-            f"ERROR: stopped after {len(outcome.failures)} failures without a success in "
-            f"between; {outcome.not_attempted} question(s) not attempted ({cause})"
+            f"ERROR: stopped after {ABORT_AFTER_CONSECUTIVE_FAILURES} failures in a row, without "
+            f"a success in between{also}; {outcome.not_attempted} question(s) not attempted "
+            f"({cause})"
         )
     if outcome.exit_code:
-        lines.append(f"answers so far are kept in {outcome.partial}; rerun to ask the rest")
+        lines.append(kept_line(run["n_answered"], outcome.partial, "rerun to ask the rest"))
     return lines
+
+
+def kept_line(answers: int, partial: Path, rerun: str) -> str:
+    """How many answers of an unfinished run are kept and where (or that there are none),
+    then ``rerun``: what to do next."""
+    if answers == 0:
+        return f"no answer was received, so none is kept; {rerun}"
+    return f"the {answers} answer(s) so far are kept in {partial}; {rerun}"
 
 
 def format_comparison(cmp: Comparison) -> str:

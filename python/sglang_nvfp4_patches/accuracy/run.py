@@ -18,7 +18,7 @@ import datetime as dt
 import random
 import sys
 import time
-from collections.abc import Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,11 @@ from sglang_nvfp4_patches.accuracy.client import (
 )
 from sglang_nvfp4_patches.accuracy.dataset import EvalItem, load_eval_items
 from sglang_nvfp4_patches.accuracy.errors import ConfigError, ResumeError
-from sglang_nvfp4_patches.accuracy.limits import seconds_problem, url_problem
+from sglang_nvfp4_patches.accuracy.limits import (
+    ABORT_AFTER_CONSECUTIVE_FAILURES,
+    seconds_problem,
+    url_problem,
+)
 from sglang_nvfp4_patches.accuracy.scoring import make_record, score_by_subject, total_score
 from sglang_nvfp4_patches.accuracy.store import (
     RUN_FORMAT,
@@ -51,9 +55,6 @@ from sglang_nvfp4_patches.accuracy.store import (
 from sglang_nvfp4_patches.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER
 from sglang_nvfp4_patches.progress import Progress, progress_bar
 
-# This many failed questions in a row (no success in between) means the server is down or
-# rejects every request; asking the remaining thousands would only multiply the same error.
-ABORT_AFTER_CONSECUTIVE_FAILURES = 50
 # Seconds to wait for the server to name its model before the first question.
 _MODEL_PROBE_S = 10.0
 # Where the question set of a run comes from, by RUN.json key: what a rerun must not shrink.
@@ -170,6 +171,7 @@ class ResumePlan:
     has_partial: bool
     has_run_file: bool
     subset_note: str | None  # set when stored answers go beyond this run: it writes nothing
+    notes: tuple[str, ...] = ()  # what reading the stored files left out (NOTE lines)
 
     @property
     def writes(self) -> bool:
@@ -210,7 +212,8 @@ def plan_resume(config: RunConfig, items: Sequence[EvalItem]) -> ResumePlan:
             f"{len(items)} of them, all answered already: it reports on those {len(items)} and "
             "leaves the stored files as they are"
         )
-    return ResumePlan(done, meta, source, todo, has_partial, config.out.exists(), note)
+    notes = (*partial.notes, *finished.notes)
+    return ResumePlan(done, meta, source, todo, has_partial, config.out.exists(), note, notes)
 
 
 def _scope_changes(stored: Mapping[str, Any], now: Mapping[str, Any]) -> str:
@@ -274,14 +277,24 @@ def check_endpoint(config: RunConfig, plan: ResumePlan) -> tuple[dict[str, Any],
     )
 
 
-def run_accuracy(config: RunConfig, items: Sequence[EvalItem] | None = None) -> RunOutcome:
+def run_accuracy(
+    config: RunConfig,
+    items: Sequence[EvalItem] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> RunOutcome:
     """Evaluate, resuming from earlier answers, and write RUN.json atomically at the end (see
     :attr:`ResumePlan.writes`); ``items`` (default: ``config.load_items()``) saves reloading
-    the data."""
+    the data. What reading the stored answers left out goes to ``say`` before any question
+    is asked (without ``say``: into the outcome's notes)."""
     ensure_output_file(config.out, "--out")
     items = config.load_items() if items is None else items
     plan = plan_resume(config, items)
     endpoint, notes = check_endpoint(config, plan)
+    if say is None:
+        notes[:0] = plan.notes
+    else:
+        for note in plan.notes:
+            say(note)
     if plan.subset_note is not None:
         notes.insert(0, plan.subset_note)
     ppath = partial_path(config.out)

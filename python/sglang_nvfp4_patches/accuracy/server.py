@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -57,7 +59,8 @@ def server_command(
 
 
 def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
-    """The last ``lines`` lines of a (possibly huge) log."""
+    """The last ``lines`` lines of a (possibly huge) log, from its last start on (the lines
+    of earlier starts are kept in the file, not shown)."""
     try:
         with log.open("rb") as handle:
             handle.seek(0, os.SEEK_END)
@@ -65,7 +68,9 @@ def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
             text = handle.read().decode("utf-8", errors="replace")
     except OSError:
         return []
-    return text.splitlines()[-lines:]
+    tail = text.splitlines()
+    starts = [number for number, line in enumerate(tail) if _BANNER.match(line)]
+    return tail[starts[-1] + 1 if starts else 0 :][-lines:]
 
 
 class ServerProcess:
@@ -79,9 +84,12 @@ class ServerProcess:
 
     @classmethod
     def start(cls, command: Sequence[str], port: int, log: Path, grace_s: float) -> ServerProcess:
-        """Spawn ``command`` in a new session, stdout and stderr into ``log``."""
+        """Spawn ``command`` in a new session, stdout and stderr appended to ``log`` after a
+        line that says when and how it started (a resumed ``ab`` keeps the earlier log)."""
         log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("wb") as handle:
+        with log.open("ab") as handle:
+            handle.write(_start_banner(command))
+            handle.flush()
             try:
                 proc = subprocess.Popen(
                     list(command),
@@ -165,6 +173,14 @@ class ServerProcess:
     def _group_alive(self) -> bool:
         self.proc.poll()  # reap the leader once it exits, so it does not count as a member
         return _group_has_live_members(self.proc.pid)
+
+
+_BANNER = re.compile(r"^===== .*: accuracy ab starts ")
+
+
+def _start_banner(command: Sequence[str]) -> bytes:
+    started = time.strftime("%Y-%m-%d %H:%M:%S %z")
+    return f"===== {started}: accuracy ab starts {shlex.join(command)}\n".encode()
 
 
 def _healthy(opener: urllib.request.OpenerDirector, url: str) -> bool:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sglang_nvfp4_patches.accuracy.compare import LoadedRun, load_run
-from sglang_nvfp4_patches.accuracy.errors import RunFileError
+from sglang_nvfp4_patches.accuracy.errors import CompareError, RunFileError
 from sglang_nvfp4_patches.accuracy.files import read_bounded
 from sglang_nvfp4_patches.errors import loads_json
 
@@ -171,6 +171,7 @@ def paired_runs(
     several repeats against a single run is refused, naming the files to pick from.
     """
     a, b = _side(path_a, allow_partial), _side(path_b, allow_partial)
+    _refuse_one_run_twice(path_a, path_b)
     if isinstance(a, LoadedRun) and isinstance(b, LoadedRun):
         return [(a, b)]
     repeats_a = a if isinstance(a, dict) else {0: a}
@@ -184,6 +185,31 @@ def paired_runs(
         "two sgl-eval directories repeat by repeat only when both hold the same repeats; "
         f"name one file per side instead (e.g. {_example(path_a, repeats_a)})"
     )
+
+
+def _refuse_one_run_twice(path_a: Path, path_b: Path) -> None:
+    """A and B must be two runs: not one path twice (a typo that would pass as "no
+    significant difference"), nor two copies of one run file of ours (it records when it
+    ran, so two runs never have the same bytes)."""
+    try:
+        same = path_a.samefile(path_b)
+    except OSError:  # pragma: no cover - both were just read
+        return
+    if same:
+        raise CompareError(
+            f"A and B are the same {'directory' if path_a.is_dir() else 'file'} ({path_a}): "
+            "comparing a run with itself always finds no difference; give the two runs to "
+            "compare"
+        )
+    if is_sgl_eval(path_a) or is_sgl_eval(path_b):
+        return
+    size_a, size_b = path_a.stat().st_size, path_b.stat().st_size
+    if size_a == size_b and read_bounded(path_a) == read_bounded(path_b):
+        raise CompareError(
+            f"{path_a} and {path_b} have the same content, byte for byte: one is a copy of "
+            "the other (a run file records when it ran), so comparing them always finds no "
+            "difference; give the two runs to compare"
+        )
 
 
 def _repeats_text(repeats: dict[int, LoadedRun]) -> str:

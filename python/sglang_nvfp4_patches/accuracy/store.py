@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from sglang_nvfp4_patches.accuracy.errors import BusyError, ConfigError, ResumeError, RunFileError
 from sglang_nvfp4_patches.accuracy.files import kind_of, read_bounded, require_writable_target
@@ -54,10 +54,12 @@ _LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 @dataclass(frozen=True)
 class Stored:
     """What an earlier run left in one file: its metadata (the partial file's header, or
-    RUN.json without its records; empty when there is no file) and its answers."""
+    RUN.json without its records; empty when there is no file, or when it holds no answer
+    from other settings), its answers, and NOTE lines about what was left out of them."""
 
     meta: Mapping[str, Any]
     records: list[Record]
+    notes: tuple[str, ...] = ()
 
 
 def partial_path(out: Path) -> Path:
@@ -243,14 +245,33 @@ def run_file_text(data: Mapping[str, Any]) -> str:
 
 
 def is_valid_record(record: object) -> bool:
-    """Shape check for one stored answer (a damaged line must not poison a resume)."""
+    """Shape check for one stored answer (a damaged line must not poison a resume): every
+    key ``accuracy run`` writes that a verdict rests on, ``prediction`` included (None when
+    no answer letter was found)."""
     return (
         isinstance(record, dict)
         and isinstance(record.get("id"), str)
         and isinstance(record.get("subject"), str)
         and isinstance(record.get("answer"), str)
         and isinstance(record.get("correct"), bool)
-        and (record.get("prediction") is None or isinstance(record.get("prediction"), str))
+        and "prediction" in record
+        and (record["prediction"] is None or isinstance(record["prediction"], str))
+    )
+
+
+def record_problem(record: object) -> str | None:
+    """What is wrong with one stored answer (to follow its position in a message), or None:
+    its shape, or a ``correct`` that does not follow from its prediction and answer key (an
+    edited or damaged file, whose verdict cannot be trusted)."""
+    if not is_valid_record(record):
+        return "lacks a valid id/subject/answer/correct/prediction"
+    checked = cast(Record, record)
+    if checked["correct"] == (checked["prediction"] == checked["answer"]):
+        return None
+    return (
+        f"({checked['id']}) says correct: {str(checked['correct']).lower()}, but its prediction "
+        f"is {checked['prediction']!r} and its answer {checked['answer']!r}; the file was edited "
+        "or damaged, so its verdict cannot be trusted"
     )
 
 
@@ -286,6 +307,35 @@ def _check_settings(source: Path, stored: Mapping[str, Any], settings: Mapping[s
         )
 
 
+def _stored(
+    source: Path,
+    meta: Mapping[str, Any],
+    records: list[Record],
+    settings: Mapping[str, Any],
+    notes: tuple[str, ...] = (),
+) -> Stored:
+    """``records`` of ``source``, refused when they come from other settings; a file that
+    holds no answer has nothing to protect, so other settings start afresh, with a NOTE."""
+    if records:
+        _check_settings(source, meta, settings)
+        return Stored(meta, records, notes)
+    diffs = setting_differences(meta, settings, SETTING_KEYS)
+    if not diffs:
+        return Stored(meta, records, notes)
+    note = (
+        f"NOTE: {source} holds no answer (its run, with other settings: {'; '.join(diffs)}, "
+        "stored none): nothing to keep, so this run starts afresh"
+    )
+    return Stored({}, [], (*notes, note))
+
+
+def _refuse_damaged(where: str, problem: str, path: Path) -> ResumeError:
+    return ResumeError(
+        f"{where} {problem}: restore it, or delete {path} (or write to another --out, "
+        "--out-dir for ab) to start over"
+    )
+
+
 def check_run_document(path: Path, data: object) -> dict[str, Any]:
     """``data`` (a parsed RUN.json) is a run file this version reads: an object with a
     ``records`` list, our ``format`` and a known ``version``; else RunFileError naming the
@@ -314,8 +364,10 @@ def _check_version(path: Path, version: object, what: str) -> None:
 
 
 def load_partial(path: Path, settings: Mapping[str, Any]) -> Stored:
-    """Answers from an interrupted run. A torn last line (killed mid-write) or other damaged
-    lines are dropped, so those questions are simply asked again."""
+    """Answers from an interrupted run. A line that is not JSON (a torn last line of a killed
+    run, or damage) is dropped with a NOTE naming it, so its question is asked again; a
+    record of the wrong shape, or whose ``correct`` does not follow from its prediction, is
+    refused (ResumeError naming file:line), as ``compare`` refuses it."""
     try:
         lines = read_bounded(path).split(b"\n")
     except FileNotFoundError:
@@ -331,21 +383,29 @@ def load_partial(path: Path, settings: Mapping[str, Any]) -> Stored:
     if not isinstance(header, dict) or header.get("format") != PARTIAL_FORMAT:
         raise ResumeError(f"{path}:1: not a partial results file of this tool; delete it")
     _check_version(path, header.get("version", RUN_VERSION), "header's 'version'")
-    _check_settings(path, header, settings)
     records: list[Record] = []
-    for line in lines[1:]:
+    notes: list[str] = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
         try:
             record = loads_json(line)
         except ValueError:
+            notes.append(
+                f"NOTE: {path}:{number}: a damaged line (not JSON: cut short when a run was "
+                "killed, or edited) is dropped; a question answered only there is asked again"
+            )
             continue
-        if is_valid_record(record):
-            records.append(record)
-    return Stored(header, records)
+        problem = record_problem(record)
+        if problem is not None:
+            raise _refuse_damaged(f"{path}:{number}:", problem, path)
+        records.append(record)
+    return _stored(path, header, records, settings, tuple(notes))
 
 
 def load_finished_run(path: Path, settings: Mapping[str, Any]) -> Stored:
     """Records of an earlier RUN.json with the same settings, so rerunning a finished command
-    only asks what is still missing."""
+    only asks what is still missing; each is checked as ``compare`` checks it."""
     try:
         raw = read_bounded(path)
     except FileNotFoundError:
@@ -360,9 +420,12 @@ def load_finished_run(path: Path, settings: Mapping[str, Any]) -> Stored:
         check_run_document(path, data)
     except RunFileError as exc:
         raise RunFileError(f"{exc}; move it away or pick another --out") from None
-    _check_settings(path, data, settings)
+    for position, record in enumerate(data["records"]):
+        problem = record_problem(record)
+        if problem is not None:
+            raise _refuse_damaged(f"{path}: records[{position}]", problem, path)
     meta = {key: value for key, value in data.items() if key != "records"}
-    return Stored(meta, [r for r in data["records"] if is_valid_record(r)])
+    return _stored(path, meta, data["records"], settings)
 
 
 class PartialWriter:

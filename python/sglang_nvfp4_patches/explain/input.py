@@ -13,11 +13,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sglang_nvfp4_patches.accuracy.files import FileRole, read_bounded
 from sglang_nvfp4_patches.errors import UsageError, loads_json
 
 
 class ModelDirError(UsageError):
     """``--model`` does not point at a directory with a usable config.json."""
+
+
+# A checkpoint's config.json is a few KB (a long quantization ignore list: some hundred KB).
+MAX_CONFIG_BYTES = 16 * 2**20
+CONFIG_FILE = FileRole("a checkpoint's config.json", MAX_CONFIG_BYTES, ModelDirError)
 
 
 def read_model_config(model_dir: Path) -> dict[str, Any]:
@@ -34,7 +40,7 @@ def read_model_config(model_dir: Path) -> dict[str, Any]:
         )
     config_path = model_dir / "config.json"
     try:
-        config = loads_json(config_path.read_text())
+        config = loads_json(read_bounded(config_path, CONFIG_FILE))
     except (OSError, ValueError) as error:
         raise ModelDirError(
             f"{config_path}: cannot read a JSON config ({error}); --model takes a local "

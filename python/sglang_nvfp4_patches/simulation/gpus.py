@@ -16,6 +16,7 @@ class GpuProfile:
     name: str
     label: str
     capability: tuple[int, int]
+    gpu_names: tuple[str, ...] = ()  # what --gpu also takes: the GPUs' own names
 
     @property
     def major(self) -> int:
@@ -48,12 +49,25 @@ class GpuProfile:
 GPU_PROFILES: dict[str, GpuProfile] = {
     profile.name: profile
     for profile in (
-        GpuProfile("sm90", "H100/H200 (SM90)", (9, 0)),
-        GpuProfile("sm100", "B200 (SM100)", (10, 0)),
-        GpuProfile("sm103", "GB300 (SM103)", (10, 3)),
-        GpuProfile("sm120", "RTX PRO 6000 (SM120)", (12, 0)),
+        GpuProfile("sm90", "H100/H200 (SM90)", (9, 0), ("h100", "h200")),
+        GpuProfile("sm100", "B200 (SM100)", (10, 0), ("b200", "gb200")),
+        GpuProfile("sm103", "GB300 (SM103)", (10, 3), ("b300", "gb300")),
+        GpuProfile("sm120", "RTX PRO 6000 (SM120)", (12, 0), ("rtx-pro-6000",)),
     )
 }
+
+
+def gpu_profile(name: str) -> GpuProfile | None:
+    """The profile ``name`` means: an SM name (``sm100``) or a GPU's (``B200``), any case."""
+    wanted = name.strip().lower()
+    return next(
+        (p for p in GPU_PROFILES.values() if wanted == p.name or wanted in p.gpu_names), None
+    )
+
+
+def gpu_choices() -> str:
+    """``sm90 (h100, h200), sm100 (b200, gb200), ...``: what --gpu takes."""
+    return ", ".join(f"{p.name} ({', '.join(p.gpu_names)})" for p in GPU_PROFILES.values())
 
 
 # SGLang 0.5.13-0.5.18 ask ``sglang.srt.utils.common`` probes, imported by name into many

@@ -1,5 +1,9 @@
 """One fresh process of ``verify``: load the plugin as SGLang does, run one group of checks,
-write their results as JSON to the path given (``python -m ... GROUP OUT``)."""
+write their results as JSON to the path given (``python -m ... GROUP OUT``), with the
+version and file of the SGLang this process imported. When the environment keeps SGLang
+from being imported, the last line on stderr says why and the process exits
+:data:`~sglang_nvfp4_patches.errors.EXIT_ENVIRONMENT` without results: the checks did not
+run."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, environment_cause
 from sglang_nvfp4_patches.verify.result import CheckResult, Outcome
 
 
@@ -21,7 +26,7 @@ def _plugin_loaded() -> CheckResult | None:
     return CheckResult(
         "sglang-nvfp4-patches",
         "plugin loaded",
-        Outcome.FAILED,
+        Outcome.NOT_RUN,
         "SGLang did not load the plugin in a fresh process (is SGLANG_PLUGINS excluding "
         "nvfp4_patches?); nothing can be verified",
     )
@@ -39,8 +44,24 @@ def main(group: str, out: Path) -> None:
         from sglang_nvfp4_patches.verify.gemma4 import run_checks
 
         results = run_checks()
-    out.write_text(json.dumps([result.as_dict() for result in results]), encoding="utf-8")
+    document = {"sglang": imported_sglang(), "results": [result.as_dict() for result in results]}
+    out.write_text(json.dumps(document), encoding="utf-8")
+
+
+def imported_sglang() -> dict[str, str]:
+    """The version and file of the SGLang this process imported (an overlay on PYTHONPATH
+    may differ from the installed package's metadata)."""
+    import sglang
+
+    return {"version": str(getattr(sglang, "__version__", "unknown")), "file": sglang.__file__}
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], Path(sys.argv[2]))
+    try:
+        main(sys.argv[1], Path(sys.argv[2]))
+    except Exception as error:
+        cause = environment_cause(error)
+        if cause is None:
+            raise
+        print(f"SGLang cannot be imported here: {cause}", file=sys.stderr)
+        sys.exit(EXIT_ENVIRONMENT)

@@ -12,6 +12,7 @@ class Outcome(str, enum.Enum):
     HELD = "held"
     FAILED = "FAILED"
     NOT_APPLICABLE = "n/a"  # this SGLang has nothing the check could exercise
+    NOT_RUN = "NOT RUN"  # the checks could not run (SGLang cannot be imported, ...): no verdict
 
 
 @dataclass(frozen=True)

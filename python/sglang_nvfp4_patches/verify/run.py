@@ -3,6 +3,10 @@
 Each child runs with every patch switched on: ``SGLANG_NVFP4_PATCHES_UNTESTED=apply`` (so
 an untested release is checked as it would be served with the opt-in), and neither
 ``SGLANG_NVFP4_PATCHES_DISABLE`` nor ``SGLANG_NVFP4_PATCHES_FORCE``.
+
+Ctrl-C or SIGTERM stops both children and removes the temporary directory. A child that
+could not run its checks (SGLang cannot be imported, the process died) is ``NOT RUN``, not
+a failed contract: exit :data:`~sglang_nvfp4_patches.errors.EXIT_ENVIRONMENT`, not 1.
 """
 
 from __future__ import annotations
@@ -14,16 +18,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK
+from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK
+from sglang_nvfp4_patches.interrupts import sigterm_as_interrupt
+from sglang_nvfp4_patches.progress import announce
 from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_APPLY, UNTESTED_ENV
 from sglang_nvfp4_patches.status import sglang_version
 from sglang_nvfp4_patches.supported_releases import is_supported, untested_phrase
 from sglang_nvfp4_patches.verify.result import CheckResult, Outcome
 
 GROUPS = {"llama4": "llama4-router-weight", "gemma4": "gemma4-attention"}
+CHILD_MODULE = "sglang_nvfp4_patches.verify.child"
 CHILD_TIMEOUT_S = 600
+_STOP_WAIT_S = 10.0  # between SIGTERM and SIGKILL for a child when verify is interrupted
 
 
 def child_environment() -> dict[str, str]:
@@ -32,66 +41,135 @@ def child_environment() -> dict[str, str]:
     return env
 
 
-def _collect(group: str, process: subprocess.Popen[str], out: Path) -> list[CheckResult]:
+@dataclass
+class Checked:
+    """What the children reported: every check's result, and the SGLang each imported."""
+
+    results: list[CheckResult] = field(default_factory=list)
+    imported: dict[str, str] = field(default_factory=dict)  # version and file, when known
+
+
+def _collect(group: str, process: subprocess.Popen[str], out: Path, into: Checked) -> None:
     try:
         _, stderr = process.communicate(timeout=CHILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         process.kill()
         _, stderr = process.communicate()
     if out.is_file():
-        return [CheckResult.from_dict(item) for item in json.loads(out.read_text("utf-8"))]
-    tail = " | ".join(stderr.strip().splitlines()[-3:]) or "no output"
-    return [
-        CheckResult(
-            GROUPS[group],
-            "checks ran",
-            Outcome.FAILED,
-            f"the check process exited {process.returncode} before reporting: {tail}",
-        )
-    ]
+        document = json.loads(out.read_text("utf-8"))
+        into.results.extend(CheckResult.from_dict(item) for item in document["results"])
+        into.imported = into.imported or document["sglang"]
+        announce(f"verify: {GROUPS[group]} done")
+        return
+    lines = stderr.strip().splitlines()
+    if process.returncode == EXIT_ENVIRONMENT and lines:
+        why = lines[-1]
+    else:
+        tail = " | ".join(lines[-3:]) or "no output"
+        why = f"the check process exited {process.returncode} before reporting: {tail}"
+    into.results.append(CheckResult(GROUPS[group], "checks", Outcome.NOT_RUN, why))
 
 
-def run_all() -> list[CheckResult]:
-    """Both groups, each in a fresh interpreter, side by side."""
+def _stop(processes: list[subprocess.Popen[str]]) -> None:
+    """End every child still running (SIGTERM, then SIGKILL) and reap it."""
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=_STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def run_all() -> Checked:
+    """Both groups, each in a fresh interpreter, side by side; interrupted (Ctrl-C, SIGTERM),
+    both children are stopped before the temporary directory is removed."""
+    checked = Checked()
     with tempfile.TemporaryDirectory(prefix="nvfp4-verify-") as scratch:
-        started = {}
-        for group in GROUPS:
-            out = Path(scratch, f"{group}.json")
-            started[group] = (
-                subprocess.Popen(
-                    [sys.executable, "-m", "sglang_nvfp4_patches.verify.child", group, str(out)],
-                    env=child_environment(),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                ),
-                out,
-            )
-        return [r for group, (proc, out) in started.items() for r in _collect(group, proc, out)]
+        started: dict[str, tuple[subprocess.Popen[str], Path]] = {}
+        try:
+            for group in GROUPS:
+                out = Path(scratch, f"{group}.json")
+                started[group] = (
+                    subprocess.Popen(
+                        [
+                            sys.executable,
+                            "-m",
+                            "sglang_nvfp4_patches.verify.child",
+                            group,
+                            str(out),
+                        ],
+                        env=child_environment(),
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    ),
+                    out,
+                )
+            for group, (process, out) in started.items():
+                _collect(group, process, out, checked)
+        finally:
+            _stop([process for process, _ in started.values()])
+    return checked
 
 
-def summary(results: list[CheckResult], version: str, seconds: float) -> str:
+def sglang_line(imported: dict[str, str], metadata: str) -> str:
+    """The SGLang the checks ran on: the one the children imported, its file named where
+    the installed package's metadata says another version (an overlay on PYTHONPATH)."""
+    version = imported.get("version")
+    if version is None:
+        return f"SGLang {metadata} (package metadata; not imported)"
+    if version == metadata:
+        return f"SGLang {version}"
+    return f"SGLang {version} (imported from {imported['file']}; package metadata says {metadata})"
+
+
+def summary(
+    results: list[CheckResult], version: str, seconds: float, imported: dict[str, str] | None = None
+) -> str:
     counts = {outcome: sum(r.outcome is outcome for r in results) for outcome in Outcome}
-    release = "tested" if is_supported(version) else f"untested: {untested_phrase(version)}"
+    shown = (imported or {}).get("version", version)
+    release = "tested" if is_supported(shown) else f"untested: {untested_phrase(shown)}"
+    not_run = counts[Outcome.NOT_RUN]
+    could_not = f", {not_run} could not run" if not_run else ""
     return (
         f"verify: {counts[Outcome.HELD]} held, {counts[Outcome.FAILED]} failed, "
-        f"{counts[Outcome.NOT_APPLICABLE]} not applicable on SGLang {version} ({release}; "
+        f"{counts[Outcome.NOT_APPLICABLE]} not applicable{could_not} on "
+        f"{sglang_line(imported or {}, version)} ({release}; "
         f"{seconds:.0f} s)"
     )
 
 
+def exit_status(results: list[CheckResult]) -> int:
+    """1 where a contract does not hold; else the environment's status where a group could
+    not run (no verdict); else 0 (not applicable counts as nothing to break)."""
+    if any(result.outcome is Outcome.FAILED for result in results):
+        return EXIT_FAILED
+    if any(result.outcome is Outcome.NOT_RUN for result in results):
+        return EXIT_ENVIRONMENT
+    return EXIT_OK
+
+
 def run_verify(args: argparse.Namespace) -> int:
-    """Exit 0 only when every check holds (not applicable counts as nothing to break)."""
+    """One line per check, then the summary; :func:`exit_status`."""
     started = time.monotonic()
-    results = run_all()
-    version = sglang_version()
+    metadata = sglang_version()
+    announce(
+        f"verify: checking {len(GROUPS)} patches' contracts on SGLang {metadata} in "
+        f"{len(GROUPS)} fresh processes (about 20-40 s) ..."
+    )
+    with sigterm_as_interrupt():
+        checked = run_all()
+    results = checked.results
+    version = checked.imported.get("version", metadata)
     if args.json:
         for result in results:
             print(json.dumps({"sglang": version, **result.as_dict()}))
     else:
         for result in results:
             print(result.line())
-        print(summary(results, version, time.monotonic() - started))
-    failed = any(result.outcome is Outcome.FAILED for result in results)
-    return EXIT_FAILED if failed else EXIT_OK
+        print(summary(results, metadata, time.monotonic() - started, checked.imported))
+    return exit_status(results)

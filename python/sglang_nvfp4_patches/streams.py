@@ -1,0 +1,81 @@
+"""stdout and stderr as the command line uses them: a failed write is never a bug (pure).
+
+* stdout that cannot be written (``> /dev/full``, a closed descriptor) is the environment's
+  problem: :class:`OutputUnwritable`, one ``error:`` line and its own exit status; a reader
+  that left early (``| head``) stays a BrokenPipeError, handled as SIGPIPE is.
+* stderr that cannot be written (``2>/dev/full``) loses the message and nothing else: the
+  exit status stays the one the command meant (2 stays 2, never the 1 of a verdict).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any, TextIO
+
+from sglang_nvfp4_patches.errors import EnvironmentProblem
+
+
+class OutputUnwritable(EnvironmentProblem):
+    """stdout is closed or cannot take the output."""
+
+
+def discard(fd: int) -> None:
+    """Point ``fd`` at /dev/null, so that the interpreter's own final flush of what is still
+    buffered for it succeeds instead of printing a second error."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, fd)
+    os.close(null)
+
+
+class _Guarded:
+    """A text stream whose write failures are handled as the module docstring says."""
+
+    def __init__(self, stream: TextIO, is_stdout: bool) -> None:
+        self._stream = stream
+        self._is_stdout = is_stdout
+
+    def _failed(self, error: OSError) -> None:
+        if isinstance(error, BrokenPipeError) and self._is_stdout:
+            raise error
+        if self._is_stdout:
+            raise OutputUnwritable(
+                f"cannot write the output to stdout ({error.strerror or error}); send stdout "
+                "somewhere it can be written"
+            ) from None
+        with contextlib.suppress(OSError, ValueError):
+            discard(self._stream.fileno())
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as error:
+            self._failed(error)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            self._failed(error)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def guarded(stream: TextIO | None, is_stdout: bool) -> TextIO | None:
+    """``stream`` with its write failures handled (None, a closed descriptor, stays None)."""
+    if stream is None or isinstance(stream, _Guarded):
+        return stream
+    return _Guarded(stream, is_stdout)  # type: ignore[return-value]
+
+
+def stdout_closed() -> OutputUnwritable | None:
+    """The problem when the command was started with stdout closed (``>&-``)."""
+    if sys.stdout is not None:
+        return None
+    return OutputUnwritable(
+        "stdout is closed (started with >&-); this command prints its answer there: give it "
+        "a stdout (a file, a pipe or /dev/null)"
+    )

@@ -1,0 +1,132 @@
+"""The environment's problems have an exit status of their own, never 70 (a bug) nor 0/1/2:
+stdout closed or full, a broken SGLang first on PYTHONPATH, a HOME where torch cannot make its
+cache; and a message that cannot be written to stderr changes no exit status (fresh
+processes: closed descriptors, /dev/full and PYTHONPATH are properties of a process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accuracy_support import PYTHON_DIR
+from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_USAGE, environment_cause
+
+
+def _cli(*args: str, env: dict[str, str] | None = None, **streams: object) -> tuple[int, str]:
+    """``python -m sglang_nvfp4_patches ARGS``: its exit status and stderr."""
+    base = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *sys.path])}
+    done = subprocess.run(
+        [sys.executable, "-m", "sglang_nvfp4_patches", *args],
+        env={**base, **(env or {})},
+        stdin=subprocess.DEVNULL,
+        **{"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, **streams},  # type: ignore[arg-type]
+        timeout=120,
+        check=False,
+    )
+    return done.returncode, (done.stderr or b"").decode()
+
+
+def _runs(tmp_path: Path) -> list[str]:
+    record = {"id": "law/0", "subject": "law", "answer": "A", "prediction": "A", "correct": True}
+    paths = []
+    for side in "AB":
+        path = tmp_path / f"{side}.json"
+        head = {"format": "sglang-nvfp4-patches/accuracy-run", "version": 1, "side": side}
+        path.write_text(json.dumps({**head, "records": [record]}))
+        paths.append(str(path))
+    return paths
+
+
+def _closed_stdout() -> None:
+    os.close(1)
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["doctor"]])
+def test_a_closed_stdout_is_one_line_and_the_environment_status(argv: list[str]) -> None:
+    """Once "internal error: AttributeError: 'NoneType' object has no attribute 'flush'"."""
+    code, err = _cli(*argv, preexec_fn=_closed_stdout)
+    assert code == EXIT_ENVIRONMENT, err
+    assert err.startswith("error: stdout is closed") and len(err.splitlines()) == 1
+
+
+def test_a_full_stdout_is_one_line_and_the_environment_status(tmp_path: Path) -> None:
+    with open("/dev/full", "wb") as full:
+        code, err = _cli("accuracy", "compare", *_runs(tmp_path), stdout=full)
+    assert code == EXIT_ENVIRONMENT, err
+    assert err == (
+        "error: cannot write the output to stdout (No space left on device); send stdout "
+        "somewhere it can be written\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["accuracy", "compare", "/nonexistent.json", "b.json"],
+        ["accuracy", "run", "--data", "x", "--out", "/tmp/nvfp4-never-written.json"],
+        ["explain", "--model", "/nonexistent"],
+    ],
+)
+def test_an_error_line_that_cannot_be_written_keeps_exit_2(argv: list[str]) -> None:
+    """Once exit 1, which for compare means "B is significantly worse"."""
+    with open("/dev/full", "wb") as full:
+        code, _ = _cli(*argv, stderr=full)
+    assert code == EXIT_USAGE
+
+
+def test_a_broken_sglang_first_on_the_path_is_the_environments_problem(tmp_path: Path) -> None:
+    broken = tmp_path / "sglang"
+    broken.mkdir()
+    (broken / "__init__.py").write_text("raise ImportError('half-installed')\n")
+    path = os.pathsep.join([str(tmp_path), str(PYTHON_DIR), *sys.path])
+    code, err = _cli("doctor", env={"PYTHONPATH": path})
+    assert code == EXIT_ENVIRONMENT, err
+    assert err.startswith(
+        f"error: this Python environment cannot run the command: importing {broken}/__init__.py "
+        "failed with ImportError: half-installed"
+    )
+    assert len(err.splitlines()) == 1 and "internal error" not in err
+
+
+def _import(directory: Path, name: str, body: str) -> BaseException:
+    (directory / f"{name}.py").write_text(body)
+    sys.path.insert(0, str(directory))
+    try:
+        __import__(name)
+    except BaseException as error:  # what the CLI would catch
+        return error
+    finally:
+        sys.path.remove(str(directory))
+        sys.modules.pop(name, None)
+    raise AssertionError("the import did not fail")
+
+
+def test_what_a_module_raises_while_it_is_imported_is_the_environments(tmp_path: Path) -> None:
+    """HOME read-only: torch's import-time makedirs raised; a half-installed package raised."""
+    made = _import(tmp_path, "needs_cache", "import os\nos.makedirs('/dev/null/cache')\n")
+    assert isinstance(made, NotADirectoryError)
+    cause = environment_cause(made)
+    assert cause is not None and cause.startswith(f"importing {tmp_path / 'needs_cache.py'} ")
+    half = _import(tmp_path, "half_installed", "from no_such_module_here import x\n")
+    assert environment_cause(half) == (
+        "a module it needs is missing (No module named 'no_such_module_here')"
+    )
+
+
+def test_an_os_error_of_a_call_or_of_our_own_code_is_a_bug() -> None:
+    def ours() -> None:
+        raise OSError("planted")
+
+    try:
+        ours()
+    except OSError as error:
+        assert environment_cause(error) is None  # no import ran: a bug, not the machine
+    try:
+        import sglang_nvfp4_patches.no_such_module  # noqa: F401
+    except ImportError as error:
+        assert environment_cause(error) is None  # a module of ours is missing: our bug
