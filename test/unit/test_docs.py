@@ -159,3 +159,12 @@ def test_the_readme_names_only_options_its_commands_have_and_every_one_they_have
         assert named <= have, f"{command}: the README names {sorted(named - have)}, not in --help"
         missing = {o for o in have - named if f"`{o}" not in docs}
         assert not missing, f"{command}: --help has {sorted(missing)}, which no option table names"
+
+
+def test_accuracy_help_says_that_ab_starts_its_own_servers() -> None:
+    parser = cli.build_parser()
+    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    description = " ".join(str(subparsers.choices["accuracy"].description).split())
+    assert "starts the server once per side" in description
+    assert "a server you started yourself" in description
+    assert "against a running" not in " ".join(parser.format_help().split())

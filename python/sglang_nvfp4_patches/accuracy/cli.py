@@ -112,8 +112,11 @@ def add_accuracy_parser(subparsers: argparse._SubParsersAction) -> None:
     exit code, and bad input raises a UsageError for that CLI to print."""
     parser = subparsers.add_parser(
         "accuracy",
-        help="MMLU-format accuracy A/B check against a running SGLang server",
-        description="MMLU-format accuracy A/B check against a running SGLang server.",
+        help="MMLU-format accuracy A/B check: ab starts a server per side; run asks a "
+        "server you started; compare pairs two runs",
+        description="MMLU-format accuracy A/B check (McNemar). 'ab' starts the server once per "
+        "side and compares the two; 'run' asks a server you started yourself; 'compare' pairs "
+        "two runs, ours or sgl-eval's.",
     )
     _add_commands(parser)
 
