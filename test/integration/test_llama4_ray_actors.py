@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import sglang_nvfp4_patches
-from sglang_nvfp4_patches.llama4_router_weight import ray_scheduler_actors as ray_actors
+from sglang_nvfp4_patches.llama4_router_weight import ray_job_check as ray_actors
 from support import SCRIPTS
 from support import ray_jobs as ray_jobs_support
 from support.forkserver import run_python

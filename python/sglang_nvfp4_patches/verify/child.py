@@ -1,5 +1,6 @@
-"""One fresh process of ``verify``: load the plugin as SGLang does, run one group of checks,
-write their results as JSON to the path given (``python -m ... GROUP OUT``)."""
+"""One fresh process of ``verify``: load the plugin as SGLang does, run one patch's checks
+(its declaration's ``verify_checks``), write their results as JSON to the path given
+(``python -m ... PATCH OUT``)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,17 @@ import json
 import sys
 from pathlib import Path
 
+from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.verify.result import CheckResult, Outcome
 
 
 def _plugin_loaded() -> CheckResult | None:
     from sglang.srt.plugins import load_plugins
 
-    from sglang_nvfp4_patches import plugin
+    from sglang_nvfp4_patches.process_record import reports
 
     load_plugins()
-    if plugin.reports():
+    if reports():
         return None
     return CheckResult(
         "sglang-nvfp4-patches",
@@ -27,18 +29,13 @@ def _plugin_loaded() -> CheckResult | None:
     )
 
 
-def main(group: str, out: Path) -> None:
+def main(name: str, out: Path) -> None:
     problem = _plugin_loaded()
     if problem is not None:
         results = [problem]
-    elif group == "llama4":
-        from sglang_nvfp4_patches.verify.llama4 import run_checks
-
-        results = run_checks()
     else:
-        from sglang_nvfp4_patches.verify.gemma4 import run_checks
-
-        results = run_checks()
+        (patch,) = (patch for patch in PATCHES if patch.name == name)
+        results = patch.verify_checks()
     out.write_text(json.dumps([result.as_dict() for result in results]), encoding="utf-8")
 
 

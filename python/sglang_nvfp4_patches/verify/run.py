@@ -1,4 +1,5 @@
-"""The ``verify`` command: both check groups in fresh processes at once, one line per check.
+"""The ``verify`` command: each patch's checks in a fresh process, all at once, one line per
+check.
 
 Each child runs with every patch switched on: ``SGLANG_NVFP4_PATCHES_UNTESTED=apply`` (so
 an untested release is checked as it would be served with the opt-in), and neither
@@ -17,12 +18,12 @@ import time
 from pathlib import Path
 
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK
+from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_APPLY, UNTESTED_ENV
 from sglang_nvfp4_patches.status import sglang_version
 from sglang_nvfp4_patches.supported_releases import is_supported, untested_phrase
 from sglang_nvfp4_patches.verify.result import CheckResult, Outcome
 
-GROUPS = {"llama4": "llama4-router-weight", "gemma4": "gemma4-attention"}
 CHILD_TIMEOUT_S = 600
 
 
@@ -43,7 +44,7 @@ def _collect(group: str, process: subprocess.Popen[str], out: Path) -> list[Chec
     tail = " | ".join(stderr.strip().splitlines()[-3:]) or "no output"
     return [
         CheckResult(
-            GROUPS[group],
+            group,
             "checks ran",
             Outcome.FAILED,
             f"the check process exited {process.returncode} before reporting: {tail}",
@@ -52,10 +53,10 @@ def _collect(group: str, process: subprocess.Popen[str], out: Path) -> list[Chec
 
 
 def run_all() -> list[CheckResult]:
-    """Both groups, each in a fresh interpreter, side by side."""
+    """Each patch's checks, each in a fresh interpreter, side by side."""
     with tempfile.TemporaryDirectory(prefix="nvfp4-verify-") as scratch:
         started = {}
-        for group in GROUPS:
+        for group in (patch.name for patch in PATCHES):
             out = Path(scratch, f"{group}.json")
             started[group] = (
                 subprocess.Popen(

@@ -1,27 +1,18 @@
-"""Install ``llama4-router-weight``'s parts when SGLang imports their modules, and read back
-what SGLang holds.
-
-Three places reject the flag on this path, each probed and patched on its own when SGLang
-imports the module that holds it (:mod:`sglang_nvfp4_patches.post_import`): the runner's
-fused functions (:mod:`.runner_registry`; upstream from 0.5.21), and
-``ModelOptNvFp4FusedMoEMethod`` and ``CompressedTensorsW4A4Nvfp4MoE`` (:mod:`.method_lift`;
-still rejecting in 0.5.23). Under ``--use-ray`` the actors need the Ray job to load plugins
-(:mod:`.ray_scheduler_actors`).
-"""
+"""What ``doctor`` reads back of ``llama4-router-weight``: what SGLang holds now (each part
+read off SGLang's objects), and the probes read-only where nothing is patched."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-from pathlib import Path
 
-from sglang_nvfp4_patches.llama4_router_weight import NAME, outcomes
+from sglang_nvfp4_patches.llama4_router_weight import NAME
+from sglang_nvfp4_patches.llama4_router_weight.install import module_exists, not_applicable
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
     METHOD_HALVES,
     MethodHalf,
     cannot_tell,
     is_lifted,
-    method_patcher,
     reading_of,
     still_rejects,
     upstream_reason,
@@ -29,51 +20,11 @@ from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     RUNNER_MODULE,
     no_prescale_of_its_own,
-    runner_patcher,
     runner_problem,
     upstream_prescale_problem,
 )
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable
-
-CUTLASS_RUNNER = "flashinfer_cutlass"  # the MoE runner backend this patch acts on
-
-
-def module_exists(name: str) -> bool:
-    """Look for the module's file without importing its parent packages (seconds of torch
-    and kernel imports in a launcher that never builds a MoE layer)."""
-    import sglang
-
-    relative = Path(*name.split(".")[1:])
-    return any(
-        (Path(root) / relative).with_suffix(".py").is_file() or (Path(root) / relative).is_dir()
-        for root in sglang.__path__
-    )
-
-
-def _not_applicable() -> PatchReport:
-    return PatchReport(
-        NAME,
-        PatchState.NOT_APPLICABLE,
-        f"this SGLang has no FlashInfer CUTLASS MoE runner module ({RUNNER_MODULE})",
-    )
-
-
-def install(observe: bool = False) -> PatchReport:
-    """Arrange for every part to be patched when SGLang imports its module (``observe``:
-    only probed there, read-only, and recorded where the rejection is live)."""
-    from sglang_nvfp4_patches.llama4_router_weight import ray_scheduler_actors
-    from sglang_nvfp4_patches.post_import import when_imported
-
-    if not module_exists(RUNNER_MODULE):
-        return _not_applicable()
-    when_imported(RUNNER_MODULE, runner_patcher(apply=not observe))
-    for half in METHOD_HALVES:
-        when_imported(half.module, method_patcher(half, apply=not observe))
-    if not observe:
-        ray_scheduler_actors.install()
-    return summarize(observe)
-
 
 NO_REJECTION = "none in this release"
 RUNNER_PATCHED = (
@@ -128,7 +79,7 @@ def _read_parts() -> Parts:
 def _inspected() -> Parts | PatchReport:
     """:func:`_read_parts`, or the report that says why there is nothing to read."""
     if not module_exists(RUNNER_MODULE):
-        return _not_applicable()
+        return not_applicable()
     try:
         return _read_parts()
     except (ImportError, AttributeError, PatchUnavailable) as error:
@@ -137,7 +88,7 @@ def _inspected() -> Parts | PatchReport:
 
 def current_state() -> PatchReport:
     """What the installed SGLang holds now: imports the modules and looks at the objects."""
-    from sglang_nvfp4_patches.llama4_router_weight import ray_scheduler_actors
+    from sglang_nvfp4_patches.llama4_router_weight import ray_job_check
 
     parts = _inspected()
     if isinstance(parts, PatchReport):
@@ -155,7 +106,7 @@ def current_state() -> PatchReport:
     if unknown:
         return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown + notes))
     nothing_to_patch = no_prescale is None and all(NO_REJECTION in m.note for m in method_notes)
-    ray_note = ray_scheduler_actors.doctor_note()
+    ray_note = ray_job_check.doctor_note()
     if ray_note:
         notes.append(ray_note)
     state = PatchState.ALREADY_UPSTREAM if nothing_to_patch else PatchState.APPLIED
@@ -178,40 +129,3 @@ def unpatched_report() -> PatchReport:
         return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown))
     notes = ["runner pre-scale: upstream", *(m.note for m in method_notes)]
     return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, "; ".join(notes))
-
-
-def summarize(observe: bool = False) -> PatchReport:
-    """One report from the parts (``applied`` if any had to be patched; ``not patched`` if
-    any is live where nothing is patched)."""
-    parts = outcomes.recorded()
-    if not parts:
-        action = "probed" if observe else "patched"
-        state = PatchState.NOT_PATCHED if observe else PatchState.APPLIED
-        return PatchReport(NAME, state, f"pending: {action} when SGLang loads a MoE layer")
-    failed = [
-        f"{part}: {report.reason}"
-        for part, report in parts.items()
-        if report.state is PatchState.FAILED
-    ]
-    if failed:
-        return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
-    states = {report.state for report in parts.values()}
-    if PatchState.UNKNOWN in states:
-        reason = "; ".join(r.reason for r in parts.values() if r.state is PatchState.UNKNOWN)
-        return PatchReport(NAME, PatchState.UNKNOWN, f"{reason}; run `{VERIFY_COMMAND}`")
-    reason = "; ".join(report.reason for report in parts.values())
-    if PatchState.NOT_PATCHED in states:
-        return PatchReport(NAME, PatchState.NOT_PATCHED, reason)
-    if states == {PatchState.ALREADY_UPSTREAM} and len(parts) == 1 + len(METHOD_HALVES):
-        return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, reason)
-    return PatchReport(NAME, PatchState.APPLIED, reason)
-
-
-def explain_note(moe_runner: str | None) -> str:
-    """One line for ``explain``'s Llama 4 rows, given the MoE runner the row ends on."""
-    if moe_runner == CUTLASS_RUNNER:
-        return (
-            f"{NAME}: the CUTLASS runner pre-scales the top-1 router weight "
-            "(apply_router_weight_on_input)"
-        )
-    return f"{NAME} acts only on the {CUTLASS_RUNNER} MoE runner"
