@@ -32,7 +32,6 @@ class MethodLayout:
     server_args_cls: type
 
     name = "ServerArgs._handle_model_specific_adjustments hook"
-    resolves_on_construction = True
 
     def method(self) -> Callable[..., Any]:
         return self.server_args_cls.__dict__[ADJUSTMENTS_METHOD]

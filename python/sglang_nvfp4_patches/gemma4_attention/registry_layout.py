@@ -35,7 +35,6 @@ class RegistryLayout:
     name: str
     module: Any
     provider: Callable[[Any, Any], dict[str, Any]]
-    resolves_on_construction: bool  # ServerArgs.__post_init__ resolves (before 0.5.20)
 
     def registered(self) -> dict[str, list[Callable[..., Any]]]:
         return self.module._MODEL_OVERRIDE_FNS
