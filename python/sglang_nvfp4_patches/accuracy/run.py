@@ -125,8 +125,8 @@ class RunConfig:
 
 @dataclass
 class RunOutcome:
-    """What happened; ``run`` is the RUN.json content (None when interrupted), written to
-    ``out`` only when ``written``; ``notes`` are NOTE lines for stderr."""
+    """What happened; ``run`` is the RUN.json content (None when interrupted); ``notes`` are
+    NOTE lines for stderr."""
 
     run: dict[str, Any] | None
     partial: Path
@@ -138,7 +138,6 @@ class RunOutcome:
     interrupted: bool
     abort_cause: Failure | None = None  # what the failures that stopped the run were
     notes: list[str] = field(default_factory=list)
-    written: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -317,7 +316,6 @@ def run_accuracy(config: RunConfig, items: Sequence[EvalItem] | None = None) -> 
         interrupted=interrupted,
         abort_cause=tally.abort_cause,
         notes=notes,
-        written=plan.writes,
     )
     if interrupted:
         return outcome
