@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sglang_nvfp4_patches.llama4_router_weight import NAME
-from sglang_nvfp4_patches.llama4_router_weight.method_lift import half_of, reading_of
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import reading_of, rejecting_method_of
 from sglang_nvfp4_patches.llama4_router_weight.refusals import RouterWeightOnInputError
 from sglang_nvfp4_patches.llama4_router_weight.rule import LLAMA4_ARCHITECTURES
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
@@ -83,10 +83,10 @@ def _unpatched_failure(method: Any, runner: str | None) -> str | None:
     """Why SGLang as it ships fails at warm-up with the flag on ``runner`` (read by feature)."""
     if runner != CUTLASS_RUNNER:
         return None
-    half = half_of(method)
-    if half is not None and (reading := reading_of(half, type(method))).rejects:
+    rejecting = rejecting_method_of(method)
+    if rejecting is not None and (reading := reading_of(rejecting, type(method))).rejects:
         return (
-            f"{half.cls}.{half.checked_in} rejects apply_router_weight_on_input "
+            f"{rejecting.cls}.{rejecting.checked_in} rejects apply_router_weight_on_input "
             f"({reading.summary()})"
         )
     problem = upstream_prescale_problem(importlib.import_module(RUNNER_MODULE))

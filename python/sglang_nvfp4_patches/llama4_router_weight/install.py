@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sglang_nvfp4_patches.llama4_router_weight import NAME, outcomes
-from sglang_nvfp4_patches.llama4_router_weight.method_lift import METHOD_HALVES, method_patcher
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import REJECTING_METHODS, method_patcher
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE, runner_patcher
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState
@@ -51,8 +51,8 @@ def install(forced: bool, observe: bool) -> PatchReport:
     if not module_exists(RUNNER_MODULE):
         return not_applicable()
     when_imported(RUNNER_MODULE, runner_patcher(apply=not observe))
-    for half in METHOD_HALVES:
-        when_imported(half.module, method_patcher(half, apply=not observe))
+    for rejecting in REJECTING_METHODS:
+        when_imported(rejecting.module, method_patcher(rejecting, apply=not observe))
     if not observe:
         ray_job_check.install()
     return summarize(observe)
@@ -79,6 +79,6 @@ def summarize(observe: bool = False) -> PatchReport:
     reason = "; ".join(report.reason for report in parts.values())
     if PatchState.NOT_PATCHED in states:
         return PatchReport(NAME, PatchState.NOT_PATCHED, reason)
-    if states == {PatchState.ALREADY_UPSTREAM} and len(parts) == 1 + len(METHOD_HALVES):
+    if states == {PatchState.ALREADY_UPSTREAM} and len(parts) == 1 + len(REJECTING_METHODS):
         return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, reason)
     return PatchReport(NAME, PatchState.APPLIED, reason)

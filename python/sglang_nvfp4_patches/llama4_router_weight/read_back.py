@@ -9,8 +9,8 @@ import importlib
 from sglang_nvfp4_patches.llama4_router_weight import NAME
 from sglang_nvfp4_patches.llama4_router_weight.install import module_exists, not_applicable
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
-    METHOD_HALVES,
-    MethodHalf,
+    REJECTING_METHODS,
+    RejectingMethod,
     cannot_tell,
     is_lifted,
     reading_of,
@@ -36,7 +36,7 @@ RUNNER_PATCHED = (
 
 @dataclasses.dataclass(frozen=True)
 class MethodNote:
-    """Doctor's note on one method half, and what is wrong there, if anything: ``problem``
+    """Doctor's note on one rejecting method, and what is wrong there, if anything: ``problem``
     with its ``state`` (``failed``: a live rejection not lifted; ``unknown``: cannot tell)."""
 
     note: str
@@ -44,22 +44,24 @@ class MethodNote:
     state: PatchState | None = None
 
 
-def _method_note(half: MethodHalf, runner_honours: bool) -> MethodNote:
+def _method_note(rejecting: RejectingMethod, runner_honours: bool) -> MethodNote:
     """Doctor's note on one method, read from what its code does (a hook lifts nothing where
     the runner does not honour the flag)."""
-    reading = reading_of(half, getattr(importlib.import_module(half.module), half.cls))
+    reading = reading_of(
+        rejecting, getattr(importlib.import_module(rejecting.module), rejecting.cls)
+    )
     if reading.upstream:
-        detail = upstream_reason(half, reading)
-        return MethodNote(f"{half.label} rejection: {NO_REJECTION} ({detail})")
+        detail = upstream_reason(rejecting, reading)
+        return MethodNote(f"{rejecting.label} rejection: {NO_REJECTION} ({detail})")
     if not reading.rejects:
-        problem = f"{cannot_tell(half, reading)}; run `{VERIFY_COMMAND}`"
-        return MethodNote(f"{half.label} rejection: cannot tell", problem, PatchState.UNKNOWN)
-    if is_lifted(half) and runner_honours:
-        return MethodNote(f"{half.label} rejection: lifted")
-    problem = still_rejects(half)
-    if is_lifted(half):
+        problem = f"{cannot_tell(rejecting, reading)}; run `{VERIFY_COMMAND}`"
+        return MethodNote(f"{rejecting.label} rejection: cannot tell", problem, PatchState.UNKNOWN)
+    if is_lifted(rejecting) and runner_honours:
+        return MethodNote(f"{rejecting.label} rejection: lifted")
+    problem = still_rejects(rejecting)
+    if is_lifted(rejecting):
         problem += " (not lifted: the runner does not honour the flag)"
-    return MethodNote(f"{half.label} rejection: not lifted", problem, PatchState.FAILED)
+    return MethodNote(f"{rejecting.label} rejection: not lifted", problem, PatchState.FAILED)
 
 
 # why the runner has no working pre-scale of its own (None: it has), why it does not honour
@@ -72,7 +74,7 @@ def _read_parts() -> Parts:
     honour the flag (``None``: it does), and each method's note."""
     runner = importlib.import_module(RUNNER_MODULE)
     problem = runner_problem()
-    notes = [_method_note(half, problem is None) for half in METHOD_HALVES]
+    notes = [_method_note(rejecting, problem is None) for rejecting in REJECTING_METHODS]
     return upstream_prescale_problem(runner), problem, notes
 
 
