@@ -21,7 +21,7 @@ from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_APPLY, UNTESTED_ENV
 from sglang_nvfp4_patches.status import sglang_version
-from sglang_nvfp4_patches.supported_releases import is_supported, untested_phrase
+from sglang_nvfp4_patches.supported_releases import is_tested, untested_phrase
 from sglang_nvfp4_patches.verify.result import CheckResult, Outcome
 
 CHILD_TIMEOUT_S = 600
@@ -74,7 +74,7 @@ def run_all() -> list[CheckResult]:
 
 def summary(results: list[CheckResult], version: str, seconds: float) -> str:
     counts = {outcome: sum(r.outcome is outcome for r in results) for outcome in Outcome}
-    release = "tested" if is_supported(version) else f"untested: {untested_phrase(version)}"
+    release = "tested" if is_tested(version) else f"untested: {untested_phrase(version)}"
     return (
         f"verify: {counts[Outcome.HELD]} held, {counts[Outcome.FAILED]} failed, "
         f"{counts[Outcome.NOT_APPLICABLE]} not applicable on SGLang {version} ({release}; "
