@@ -58,9 +58,9 @@ def install(forced: bool, observe: bool) -> PatchReport:
     return summarize(observe)
 
 
-def summarize(observe: bool = False) -> PatchReport:
-    """One report from the parts (``applied`` if any had to be patched; ``not patched`` if
-    any is live where nothing is patched)."""
+def summarize(observe: bool) -> PatchReport:
+    """One report from the parts (``pending`` until SGLang imports the first; ``applied`` if
+    any had to be patched; ``not patched`` if any is live where nothing is patched)."""
     parts = outcomes.recorded()
     if not parts:
         action = "probed" if observe else "patched"
