@@ -7,18 +7,12 @@ import importlib.metadata
 import json
 import os
 
-from sglang_nvfp4_patches import plugin
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK
 from sglang_nvfp4_patches.patches import PATCHES
-from sglang_nvfp4_patches.release_gate import ReleaseGate, release_gate
+from sglang_nvfp4_patches.process_record import decision, read_back, reports
+from sglang_nvfp4_patches.release_gate import ReleaseGate
 from sglang_nvfp4_patches.report_text import patch_lines
-from sglang_nvfp4_patches.settings import (
-    DISABLE_ENV,
-    InvalidForceError,
-    UnknownPatchNameError,
-    disabled_patches,
-    forced_patches,
-)
+from sglang_nvfp4_patches.settings import DISABLE_ENV
 from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 from sglang_nvfp4_patches.supported_releases import untested_phrase
@@ -57,19 +51,14 @@ def collect() -> dict[str, object]:
     from sglang.srt.plugins import load_plugins
 
     load_plugins()
-    loaded = plugin.reports()
+    loaded = reports()
+    decided = decision()
     patches: dict[str, dict[str, str]] = {}
-    try:
-        disabled = disabled_patches()
-        config_error = None
-    except UnknownPatchNameError as error:
-        disabled, config_error = frozenset(), str(error)
-    gate = release_gate(sglang_version())
     for patch in PATCHES:
         name = patch.name
-        if config_error is not None:
-            report = PatchReport(name, PatchState.FAILED, config_error)
-        elif name in disabled:
+        if decided.disable_error:
+            report = PatchReport(name, PatchState.FAILED, decided.disable_error)
+        elif name in decided.disabled:
             report = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
         elif not loaded:
             report = PatchReport(
@@ -79,18 +68,16 @@ def collect() -> dict[str, object]:
                 f"{os.environ.get('SGLANG_PLUGINS', '')!r} does not name {PLUGIN_ENTRY_POINT})",
             )
         else:
-            report = plugin.gated_state(patch, gate)
+            report = read_back(patch)
         patches[name] = report.as_dict()
-    try:
-        forced_patches()
-    except InvalidForceError as error:  # the plugin logged one ERROR and forced nothing
+    if decided.force_error:  # the plugin logged one ERROR and forced nothing
         for patch in PATCHES:
             if patch.forceable:
                 forceable = patches[patch.name]
-                forceable["reason"] = f"{forceable['reason']} ({error})"
+                forceable["reason"] = f"{forceable['reason']} ({decided.force_error})"
     return {
         "sglang": sglang_version(),
-        "release": _release_line(gate),
+        "release": _release_line(decided.gate),
         "flashinfer": _dist_version("flashinfer-python"),
         "torch": _dist_version("torch"),
         "gpu": _gpu_seen(),

@@ -1,51 +1,119 @@
 """What a patch is: the one declaration each patch package makes (pure: no SGLang, no torch).
 
-``plugin``, ``doctor``, ``explain`` and ``settings`` iterate over :data:`patches.PATCHES` and
-never name a patch. Each declaration points at its package's SGLang-facing functions by
-module name, so importing it imports neither SGLang nor torch: the function's module is
-imported when the function is first called. :func:`declare` finds them under one convention:
-``install``, ``current_state``, ``unpatched_report`` and ``explain_note`` in the package's
-``state`` module.
+The commands (``plugin``, ``doctor``, ``explain``, ``verify``, ``settings``, ``cli``) iterate
+:data:`~sglang_nvfp4_patches.patches.PATCHES`, never name a patch and import nothing of a patch
+package: a new patch is one package whose ``__init__`` calls :func:`declare`, and one line in
+``patches.py``.
+
+A patch provides these functions, each named in its declaration as ``module.function`` inside
+its package and imported on its first call (so importing a declaration imports neither SGLang
+nor torch). Their signatures are the protocols below; ``test_patch_declarations.py`` resolves
+every name of every declaration and checks its parameters against them.
+
+==================  =====================================================  =================
+declaration field   signature                                              called by
+==================  =====================================================  =================
+``install``         ``(forced: bool, observe: bool) -> PatchReport``       ``plugin``
+``state``           ``() -> PatchReport``                                  ``doctor``
+``unpatched``       ``() -> PatchReport``                                  ``doctor``
+``explain_note``    ``(moe_runner: str | None) -> str``                    ``explain``
+``verify_checks``   ``() -> list[CheckResult]``                            ``verify``
+``suspended``       ``() -> AbstractContextManager[None]`` (optional)      ``explain``
+``explain_layer``   ``(model_dir, gpu, flags) -> LayerOutcome | None``     ``explain``
+                    (optional)
+==================  =====================================================  =================
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sglang_nvfp4_patches.status import PatchReport
 
+if TYPE_CHECKING:
+    from sglang_nvfp4_patches.simulation.gpus import GpuProfile
+    from sglang_nvfp4_patches.simulation.moe_layer import LayerOutcome
+    from sglang_nvfp4_patches.verify.result import CheckResult
 
-def lazy(module: str, function: str) -> Callable[..., Any]:
+
+class Install(Protocol):
+    """Wire the patch in (``forced``: even where its root cause is fixed; only a forceable
+    patch is ever forced). ``observe``: on an untested release without the opt-in, wire
+    nothing, only probe (read-only, also as SGLang imports the code) and say where the bug is
+    live."""
+
+    def __call__(self, forced: bool, observe: bool) -> PatchReport: ...
+
+
+class ReadState(Protocol):
+    """``state``: what SGLang holds now, read back. ``unpatched``: where nothing is patched,
+    the probes read-only: ``not patched`` (the bug is live here), ``already upstream`` or not
+    applicable."""
+
+    def __call__(self) -> PatchReport: ...
+
+
+class ExplainNote(Protocol):
+    """The note on an ``explain`` row of one of the patch's architectures, given the MoE
+    runner the row ends on."""
+
+    def __call__(self, moe_runner: str | None) -> str: ...
+
+
+class VerifyChecks(Protocol):
+    """Every ``verify`` check of the patch, run in a fresh process where SGLang loaded the
+    plugin with every patch switched on."""
+
+    def __call__(self) -> list[CheckResult]: ...
+
+
+class Suspended(Protocol):
+    """Inside this block the patch acts on nothing (``explain``'s unpatched column)."""
+
+    def __call__(self) -> AbstractContextManager[None]: ...
+
+
+class ExplainLayer(Protocol):
+    """What happens to the first MoE layer of the checkpoint in ``model_dir`` (one of the
+    patch's architectures) when it is built on ``gpu`` with the user's server ``flags``
+    (``None``: nothing to say)."""
+
+    def __call__(
+        self, model_dir: Path, gpu: GpuProfile, flags: Mapping[str, Any]
+    ) -> LayerOutcome | None: ...
+
+
+@dataclass(frozen=True)
+class Lazy:
     """``module.function``, imported on the first call."""
 
-    def call(*args: Any, **kwargs: Any) -> Any:
-        return getattr(importlib.import_module(module), function)(*args, **kwargs)
+    module: str
+    function: str
 
-    call.__qualname__ = f"{module}.{function}"
-    return call
+    def resolve(self) -> Callable[..., Any]:
+        return getattr(importlib.import_module(self.module), self.function)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
 
 
 @dataclass(frozen=True)
 class Patch:
     name: str  # what users type (SGLANG_NVFP4_PATCHES_DISABLE / _FORCE) and doctor prints
     architectures: frozenset[str]  # the models it concerns (explain's rows and notes)
-    # ``install()``, ``install(forced=True)``, or ``install(observe=True)``: on an untested
-    # release without the opt-in, only probe (read-only) as SGLang imports the code, and
-    # record where the bug is live.
-    install: Callable[..., PatchReport]
-    state: Callable[[], PatchReport]  # doctor: what SGLang holds now, read back
-    # doctor on an untested release without the opt-in: the probes, read-only, with nothing
-    # patched: ``not patched`` (the bug is live here), ``already upstream`` or not applicable.
-    unpatched: Callable[[], PatchReport]
-    # explain: the note for a row of one of its architectures, given the row's MoE runner.
-    explain_note: Callable[[str | None], str]
-    # Inside this block the patch declares nothing (explain's unpatched column).
-    suspended: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext
+    install: Install
+    state: ReadState
+    unpatched: ReadState
+    explain_note: ExplainNote
+    verify_checks: VerifyChecks
+    suspended: Suspended = contextlib.nullcontext
+    explain_layer: ExplainLayer | None = None
     # Why forcing it is refused; empty for a patch that can be forced.
     not_forceable_because: str = ""
 
@@ -54,29 +122,48 @@ class Patch:
         return not self.not_forceable_because
 
 
+# Each field that names a function of the patch's package, and the protocol it follows.
+PROTOCOLS: dict[str, type] = {
+    "install": Install,
+    "state": ReadState,
+    "unpatched": ReadState,
+    "explain_note": ExplainNote,
+    "verify_checks": VerifyChecks,
+    "suspended": Suspended,
+    "explain_layer": ExplainLayer,
+}
+
+
 def declare(
     package: str,
     *,
     name: str,
     architectures: frozenset[str],
-    state: str = "state.current_state",
+    install: str,
+    state: str,
+    unpatched: str,
+    explain_note: str,
+    verify_checks: str,
     suspended: str | None = None,
+    explain_layer: str | None = None,
     not_forceable_because: str = "",
 ) -> Patch:
-    """The :class:`Patch` of ``package``, whose functions follow the convention (module doc);
-    ``state`` and ``suspended`` name others as ``module.function`` inside the package."""
+    """The :class:`Patch` of ``package``; each function is named ``module.function`` inside
+    the package (the protocols above say what it must take and return)."""
 
-    def seam(dotted: str) -> Callable[..., Any]:
+    def seam(dotted: str) -> Any:
         module, function = dotted.rsplit(".", 1)
-        return lazy(f"{package}.{module}", function)
+        return Lazy(f"{package}.{module}", function)
 
     return Patch(
         name=name,
         architectures=architectures,
-        install=seam("state.install"),
+        install=seam(install),
         state=seam(state),
-        unpatched=seam("state.unpatched_report"),
-        explain_note=seam("state.explain_note"),
+        unpatched=seam(unpatched),
+        explain_note=seam(explain_note),
+        verify_checks=seam(verify_checks),
         suspended=seam(suspended) if suspended else contextlib.nullcontext,
+        explain_layer=seam(explain_layer) if explain_layer else None,
         not_forceable_because=not_forceable_because,
     )

@@ -3,8 +3,10 @@ of :data:`~sglang_nvfp4_patches.patches.PATCHES` that is not switched off, nothi
 
 SGLang calls ``load_plugins()`` in several processes of one server (launcher, scheduler,
 detokenizer, data-parallel controller), so :func:`register` runs once per process and is a
-no-op on later calls. A patch that cannot be wired logs one ERROR and leaves SGLang as it was;
-the server still starts.
+no-op on later calls. What it installs follows this process's one decision (release gate,
+DISABLE, FORCE: :func:`~sglang_nvfp4_patches.process_record.decision`), and the reports are
+kept beside it. A patch that cannot be wired logs one ERROR and leaves SGLang as it was; the
+server still starts.
 """
 
 from __future__ import annotations
@@ -15,22 +17,13 @@ from collections.abc import Callable
 
 from sglang_nvfp4_patches.patch import Patch
 from sglang_nvfp4_patches.patches import PATCHES
-from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, ReleaseGate, release_gate
-from sglang_nvfp4_patches.settings import (
-    DISABLE_ENV,
-    FORCE_ENV,
-    UNTESTED_ENV,
-    InvalidForceError,
-    UnknownPatchNameError,
-    disabled_patches,
-    forced_patches,
-)
+from sglang_nvfp4_patches.process_record import Decision, decision, keep, reports, with_the_reason
+from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, ReleaseGate
+from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_ENV
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
 from sglang_nvfp4_patches.supported_releases import NEWEST_TESTED, OLDEST_SUPPORTED
 
 logger = logging.getLogger("sglang_nvfp4_patches")
-
-_reports: dict[str, PatchReport] = {}
 
 
 def _install_one(name: str, installer: Callable[[], PatchReport]) -> PatchReport:
@@ -47,15 +40,6 @@ def _install_one(name: str, installer: Callable[[], PatchReport]) -> PatchReport
         reason,
     )
     return PatchReport(name, PatchState.FAILED, reason)
-
-
-def forced_or_nothing() -> frozenset[str]:
-    """``SGLANG_NVFP4_PATCHES_FORCE``, or nothing forced (with one ERROR) when it is invalid."""
-    try:
-        return forced_patches()
-    except InvalidForceError as error:
-        logger.error("%s Fix or unset %s.", error, FORCE_ENV)
-        return frozenset()
 
 
 def _announce(gate: ReleaseGate) -> None:
@@ -90,85 +74,54 @@ def _announce(gate: ReleaseGate) -> None:
 
 def _observe(patch: Patch, gate: ReleaseGate) -> PatchReport:
     """An untested release without the opt-in: the patch's probes only, read-only."""
-    report = _install_one(patch.name, functools.partial(patch.install, observe=True))
-    if report.state is PatchState.NOT_PATCHED and not report.reason.startswith("pending"):
-        report = _with_the_reason(report, gate)
+    report = _install_one(patch.name, functools.partial(patch.install, forced=False, observe=True))
+    if report.state is PatchState.NOT_PATCHED:
+        report = with_the_reason(report, gate)
         logger.warning("[%s] live here: %s.", patch.name, report.reason)
     return report
 
 
-def _with_the_reason(report: PatchReport, gate: ReleaseGate) -> PatchReport:
-    """A live, unpatched finding, with why it is not patched and how to opt in."""
-    if report.state is not PatchState.NOT_PATCHED:
-        return report
-    return PatchReport(report.name, report.state, f"{report.reason}; {gate.not_patched_because()}")
-
-
-def install_all(version: str) -> dict[str, PatchReport]:
+def install_all(decided: Decision) -> dict[str, PatchReport]:
     """Install every patch that is not disabled and not already upstream; report each.
     On an untested release without the opt-in, only probe and say what is live."""
-    gate = release_gate(version)
+    gate = decided.gate
     _announce(gate)
-    try:
-        disabled = disabled_patches()
-    except UnknownPatchNameError as error:
-        logger.error("%s No patch is applied until %s is fixed.", error, DISABLE_ENV)
+    if decided.disable_error:
+        logger.error(
+            "%s No patch is applied until %s is fixed.", decided.disable_error, DISABLE_ENV
+        )
         return {
             patch.name: PatchReport(patch.name, PatchState.FAILED, f"invalid {DISABLE_ENV}")
             for patch in PATCHES
         }
-    forced = forced_or_nothing() if gate.applies else frozenset()
+    if decided.force_error and gate.applies:
+        logger.error("%s Fix or unset %s.", decided.force_error, FORCE_ENV)
+    disabled, forced = decided.disabled, decided.forced
     for name in sorted(forced & disabled):
         # Off wins over on: DISABLE is the switch that leaves SGLang exactly as it ships.
         logger.warning(
             "[%s] is named in both %s and %s; it stays disabled.", name, DISABLE_ENV, FORCE_ENV
         )
-    reports: dict[str, PatchReport] = {}
+    installed: dict[str, PatchReport] = {}
     for patch in PATCHES:
         name = patch.name
         if name in disabled:
-            reports[name] = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
+            installed[name] = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
         elif not gate.applies:
-            reports[name] = _observe(patch, gate)
-        elif name in forced:
-            reports[name] = _install_one(name, functools.partial(patch.install, forced=True))
+            installed[name] = _observe(patch, gate)
         else:
-            reports[name] = _install_one(name, patch.install)
-    return reports
+            install = functools.partial(patch.install, forced=name in forced, observe=False)
+            installed[name] = _install_one(name, install)
+    return installed
 
 
 def register() -> None:
     """Entry point: install once per process (SGLang may call its loader several times)."""
-    if _reports:
+    if reports():
         return
-    version = sglang_version()
-    _reports.update(install_all(version))
+    keep(install_all(decision()))
     logger.info(
         "sglang-nvfp4-patches on SGLang %s: %s",
-        version,
-        "; ".join(f"{r.name}: {r.state.value}" for r in _reports.values()),
+        sglang_version(),
+        "; ".join(f"{r.name}: {r.state.value}" for r in reports().values()),
     )
-
-
-def _read_state(patch: Patch, read: Callable[[], PatchReport]) -> PatchReport:
-    try:
-        return read()
-    except Exception as error:  # doctor reports, it never crashes on a broken release
-        return PatchReport(patch.name, PatchState.FAILED, f"cannot read state: {error}")
-
-
-def gated_state(patch: Patch, gate: ReleaseGate) -> PatchReport:
-    """What ``doctor`` and ``explain`` say of a patch: its state read back from SGLang, said
-    as the release gate makes it true (on an untested release without the opt-in, the
-    probes read-only)."""
-    if not gate.applies:  # nothing is patched: the probes, read-only
-        return _with_the_reason(_read_state(patch, patch.unpatched), gate)
-    report = _read_state(patch, patch.state)
-    if gate.opted_in and report.state is PatchState.APPLIED:
-        return PatchReport(report.name, report.state, f"{report.reason}; {gate.opt_in_note()}")
-    return report
-
-
-def reports() -> dict[str, PatchReport]:
-    """What :func:`register` did in this process (empty if it never ran)."""
-    return dict(_reports)

@@ -91,9 +91,3 @@ def when_imported(module_name: str, callback: ModuleCallback) -> None:
         _pending.setdefault(module_name, []).append(callback)
         if _finder not in sys.meta_path:
             sys.meta_path.insert(0, _finder)
-
-
-def pending_modules() -> tuple[str, ...]:
-    """Modules with callbacks still waiting for their import (for ``doctor``)."""
-    with _lock:
-        return tuple(sorted(_pending))

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sglang_nvfp4_patches.settings import UNTESTED_ENV, InvalidUntestedError, untested_opt_in
-from sglang_nvfp4_patches.supported_releases import is_supported, untested_phrase
+from sglang_nvfp4_patches.supported_releases import is_tested, untested_phrase
 
 VERIFY_COMMAND = "sglang-nvfp4-patches verify"
 
@@ -46,7 +46,7 @@ class ReleaseGate:
 
 
 def release_gate(version: str, environ: Mapping[str, str] | None = None) -> ReleaseGate:
-    tested = is_supported(version)
+    tested = is_tested(version)
     try:
         opted_in = untested_opt_in(environ)
     except InvalidUntestedError as error:

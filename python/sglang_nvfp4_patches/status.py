@@ -9,6 +9,9 @@ from dataclasses import dataclass
 
 class PatchState(str, enum.Enum):
     APPLIED = "applied"
+    # install() arranged for the patch to act (or, where nothing is patched, to be probed)
+    # when SGLang imports the code it concerns, and SGLang has not imported it yet
+    PENDING = "pending"
     ALREADY_UPSTREAM = "already upstream"
     NOT_APPLICABLE = "not applicable"
     NOT_PATCHED = "not patched"  # the bug is live here; this release is untested, no opt-in

@@ -71,7 +71,7 @@ def release_status(version: str) -> ReleaseStatus:
     return ReleaseStatus.TESTED
 
 
-def is_supported(version: str) -> bool:
+def is_tested(version: str) -> bool:
     """Whether ``version`` is inside the tested window (the patches apply without opt-in)."""
     return release_status(version) is ReleaseStatus.TESTED
 

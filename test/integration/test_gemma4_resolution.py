@@ -18,10 +18,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from sglang_nvfp4_patches.gemma4_attention import facts as rule_state
-from sglang_nvfp4_patches.gemma4_attention import state as gemma4
+from sglang_nvfp4_patches.gemma4_attention import rule_state
+from sglang_nvfp4_patches.gemma4_attention.install import install
 from sglang_nvfp4_patches.gemma4_attention.layout import find_layout
 from sglang_nvfp4_patches.gemma4_attention.method_layout import adjustments_hook
+from sglang_nvfp4_patches.gemma4_attention.read_back import current_state
 from sglang_nvfp4_patches.gemma4_attention.rule import (
     Gemma4Action,
     Gemma4Decision,
@@ -62,7 +63,7 @@ def mode(request: pytest.FixtureRequest) -> Iterator[Gemma4Mode]:
     loaded = rule_state.current_mode()
     assert loaded is not None, "load_plugins() did not run the gemma4-attention installer"
     if request.param == "forced":
-        gemma4.install(forced=True)
+        install(forced=True, observe=False)
     try:
         yield rule_state.current_mode()
     finally:
@@ -78,7 +79,7 @@ def our_records(caplog: pytest.LogCaptureFixture, level: int) -> list[str]:
 
 
 def test_patch_state_follows_the_root_cause() -> None:
-    report = gemma4.current_state()
+    report = current_state()
     if rule_state.current_mode() is Gemma4Mode.FIXED:
         assert report.state.value == "already upstream", report
         assert "sglang#28144" in report.reason
@@ -307,7 +308,7 @@ def test_scheduler_warns_once_about_a_record_resolved_before_plugins(
 @pytest.fixture
 def decisions(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Gemma4Facts, Gemma4Decision]]:
     """Every decision the installed rule takes during the test, with the facts it read (all
-    layouts decide through ``facts.decide_and_log``)."""
+    layouts decide through ``rule_state.decide_and_log``)."""
     seen: list[tuple[Gemma4Facts, Gemma4Decision]] = []
     decide = rule_state.decide_and_log
 

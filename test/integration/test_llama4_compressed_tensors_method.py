@@ -23,8 +23,8 @@ from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
     COMPRESSED_TENSORS,
     reading_of,
 )
+from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
 from sglang_nvfp4_patches.llama4_router_weight.refusals import TopKNotOneError
-from sglang_nvfp4_patches.llama4_router_weight.state import current_state
 from sglang_nvfp4_patches.simulation.cutlass_kernel import (
     cpu_cutlass_kernel,
     cuda_moves_stay_on_cpu,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sglang_nvfp4_patches.gemma4_attention.facts import suspended
+from sglang_nvfp4_patches.gemma4_attention.rule_state import suspended
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
 from sglang_nvfp4_patches.simulation.server_args import resolved_server_args
 

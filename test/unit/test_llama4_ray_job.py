@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sglang_nvfp4_patches.llama4_router_weight.ray_scheduler_actors import (
+from sglang_nvfp4_patches.llama4_router_weight.ray_job_check import (
     RayJob,
     classify,
     note_text,

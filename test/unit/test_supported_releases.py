@@ -9,15 +9,15 @@ from sglang_nvfp4_patches.supported_releases import (
     NEWEST_TESTED,
     TESTED_RELEASES,
     ReleaseStatus,
-    is_supported,
+    is_tested,
     release_status,
     untested_phrase,
 )
 
 
 @pytest.mark.parametrize("version", TESTED_RELEASES)
-def test_every_tested_release_is_supported(version: str) -> None:
-    assert is_supported(version)
+def test_every_tested_release_is_tested(version: str) -> None:
+    assert is_tested(version)
 
 
 def test_the_newest_tested_release_is_the_last_one_listed() -> None:
@@ -54,7 +54,7 @@ def test_the_newest_tested_release_is_the_last_one_listed() -> None:
 )
 def test_each_version_string_falls_on_one_side(version: str, status: ReleaseStatus) -> None:
     assert release_status(version) is status
-    assert is_supported(version) is (status is ReleaseStatus.TESTED)
+    assert is_tested(version) is (status is ReleaseStatus.TESTED)
 
 
 def test_the_phrase_names_the_side_and_the_bound() -> None:

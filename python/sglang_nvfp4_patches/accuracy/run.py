@@ -126,8 +126,8 @@ class RunConfig:
 
 @dataclass
 class RunOutcome:
-    """What happened; ``run`` is the RUN.json content (None when interrupted), written to
-    ``out`` only when ``written``; ``notes`` are NOTE lines for stderr."""
+    """What happened; ``run`` is the RUN.json content (None when interrupted); ``notes`` are
+    NOTE lines for stderr."""
 
     run: dict[str, Any] | None
     partial: Path
@@ -139,7 +139,6 @@ class RunOutcome:
     interrupted: bool
     abort_cause: Failure | None = None  # what the failures that stopped the run were
     notes: list[str] = field(default_factory=list)
-    written: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -330,7 +329,6 @@ def run_accuracy(
         interrupted=interrupted,
         abort_cause=tally.abort_cause,
         notes=notes,
-        written=plan.writes,
     )
     if interrupted:
         return outcome

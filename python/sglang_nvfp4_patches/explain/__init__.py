@@ -2,6 +2,7 @@
 
 * :mod:`.input`: the user's ``--model`` and config checked before SGLang is imported (pure);
 * :mod:`.run`: SGLang's own parser for the server flags, then one resolution per model x GPU
-  on the CPU simulation (:mod:`sglang_nvfp4_patches.simulation`);
+  on the CPU simulation (:mod:`sglang_nvfp4_patches.simulation`), and what the patches of the
+  row's architecture say of it (their declaration's ``explain_layer`` and ``explain_note``);
 * :mod:`.table`: the rows, their notes, the table and the JSON.
 """

@@ -13,16 +13,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from sglang_nvfp4_patches import plugin
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, UsageError
 from sglang_nvfp4_patches.explain.input import architecture, config_problem, read_model_config
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
+from sglang_nvfp4_patches.patch import Patch
 from sglang_nvfp4_patches.patches import PATCHES
+from sglang_nvfp4_patches.process_record import decision, read_back
+from sglang_nvfp4_patches.process_record import reports as plugin_reports
 from sglang_nvfp4_patches.progress import tracked
-from sglang_nvfp4_patches.release_gate import release_gate
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS, EXAMPLES_DIR
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
-from sglang_nvfp4_patches.simulation.moe_layer import llama4_layer_outcome
+from sglang_nvfp4_patches.simulation.moe_layer import LayerOutcome
 from sglang_nvfp4_patches.simulation.server_args import resolve
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
@@ -49,16 +50,16 @@ def explain_one(
     flags = dict(flags or {})
     config = read_model_config(model_dir)
     arch = architecture(config)
+    concerned = [patch for patch in PATCHES if arch in patch.architectures]
     with sglang_reading(model_dir, config):
         with patches_suspended():
             unpatched = resolve(model_dir, gpu, **flags)
         patched = resolve(model_dir, gpu, **flags) if with_patches else None
-        layer = llama4_layer_outcome(model_dir, gpu, **flags)
-    concerned = {patch.name for patch in PATCHES if arch in patch.architectures}
+        layer = _layer(concerned, model_dir, gpu, flags)
     notes = tuple(
         (name, f"{name} is {_off_word(report)} ({report.reason})")
         for name, report in (disabled or {}).items()
-        if name in concerned
+        if name in {patch.name for patch in concerned}
     )
     return ExplainRow(
         model,
@@ -71,6 +72,19 @@ def explain_one(
         layer,
         patches_asked,
     )
+
+
+def _layer(
+    concerned: Sequence[Patch], model_dir: Path, gpu: GpuProfile, flags: Mapping[str, Any]
+) -> LayerOutcome | None:
+    """What the first patch that asks about this row's MoE layer finds (``None``: no patch of
+    this architecture asks, or none has anything to say)."""
+    for patch in concerned:
+        if patch.explain_layer is not None:
+            outcome = patch.explain_layer(model_dir, gpu, flags)
+            if outcome is not None:
+                return outcome
+    return None
 
 
 def _off_word(report: PatchReport) -> str:
@@ -133,10 +147,14 @@ def server_flags(words: Sequence[str]) -> dict[str, Any]:
     }
 
 
+# A patch acting in this process: applied, or applied as SGLang imports the code it concerns.
+LIVE = (PatchState.APPLIED, PatchState.PENDING)
+
+
 def patch_outcome(reports: Mapping[str, PatchReport]) -> tuple[bool, list[str]]:
     """Whether any patch is live in this process, and the stderr lines saying what is not."""
     failed = [report for report in reports.values() if report.state is PatchState.FAILED]
-    if any(report.state is PatchState.APPLIED for report in reports.values()):
+    if any(report.state in LIVE for report in reports.values()):
         return True, [f"error: {report.name} failed: {report.reason}" for report in failed]
     why = "; ".join(f"{r.name} {r.state.value}: {r.reason}" for r in reports.values())
     label = "error" if failed else "note"
@@ -150,12 +168,11 @@ def _plugin_reports() -> dict[str, PatchReport]:
     from sglang.srt.plugins import load_plugins
 
     load_plugins()  # The plugin is loaded the way SGLang loads it, or not at all.
-    reports = plugin.reports()
-    gate = release_gate(sglang_version())
-    if reports and not gate.applies:  # untested, no opt-in: what the probes find, read-only
+    reports = plugin_reports()
+    if reports and not decision().gate.applies:  # untested, no opt-in: the probes, read-only
         for patch in PATCHES:
-            if reports[patch.name].state is PatchState.NOT_PATCHED:
-                reports[patch.name] = plugin.gated_state(patch, gate)
+            if reports[patch.name].state in (PatchState.NOT_PATCHED, PatchState.PENDING):
+                reports[patch.name] = read_back(patch)
     return reports
 
 

@@ -22,8 +22,9 @@ class ExplainRow:
     # not act in this process (disabled, or not patched on an untested release): its note
     # replaces the patch's own, which would claim what it does where it acts.
     off_notes: tuple[tuple[str, str], ...] = ()
-    # What happens to the checkpoint's first NVFP4 MoE layer when it is built (resolution may
-    # say auto: the quantization method picks the runner then), patched and as SGLang ships.
+    # What happens to the checkpoint's first MoE layer when it is built, as the patch of its
+    # architecture finds it (resolution may say auto: the quantization method picks the
+    # runner then), patched and as SGLang ships.
     layer: LayerOutcome | None = None
     # False under --no-patches: SGLang's own answer, so no patch note says what it would do
     patches_asked: bool = True

@@ -9,8 +9,10 @@ What it does, where it is wired, how it is tested:
 * the seams, one module each: :mod:`.registry_layout` (model-override registries, 0.5.15+),
   :mod:`.method_layout` (``ServerArgs._handle_model_specific_adjustments``, 0.5.12-0.5.14),
   :mod:`.launch_paths` (records resolved before plugins load, checked in the scheduler);
-  :mod:`.layout` picks the seam this release has, :mod:`.facts` reads a record's facts;
-* install, state and notes: :mod:`.state`;
+  :mod:`.layout` picks the seam this release has, :mod:`.server_args_facts` reads a record's
+  facts, :mod:`.rule_state` runs the rule in this process's mode;
+* what the commands call (the declaration below): :mod:`.install`, :mod:`.read_back`
+  (``doctor``), :mod:`.explain_facts`, :mod:`.checks` (``verify``);
 * tests: ``test/unit/test_gemma4_*.py``, ``test/integration/test_gemma4_*.py``.
 """
 
@@ -24,6 +26,10 @@ PATCH = declare(
     __name__,
     name=NAME,
     architectures=GEMMA4_ARCHITECTURES,
-    state="state.verified_state",  # doctor also asks SGLang to resolve the bundled config
-    suspended="facts.suspended",  # explain's unpatched column
+    install="install.install",
+    state="read_back.verified_state",  # doctor also asks SGLang to resolve the bundled config
+    unpatched="read_back.unpatched_report",
+    explain_note="explain_facts.explain_note",
+    verify_checks="checks.run_checks",
+    suspended="rule_state.suspended",  # explain's unpatched column
 )

@@ -14,8 +14,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from sglang_nvfp4_patches.gemma4_attention import NAME
-from sglang_nvfp4_patches.gemma4_attention import facts as shared
+from sglang_nvfp4_patches.gemma4_attention import NAME, rule_state
 from sglang_nvfp4_patches.gemma4_attention.rule import (
     AFFECTED_BACKEND,
     Gemma4Action,
@@ -24,6 +23,10 @@ from sglang_nvfp4_patches.gemma4_attention.rule import (
     decide_gemma4_attention,
     ways_out,
     why_triton,
+)
+from sglang_nvfp4_patches.gemma4_attention.server_args_facts import (
+    pristine_record_facts,
+    record_facts,
 )
 from sglang_nvfp4_patches.sglang_hooks import install_hook
 
@@ -37,12 +40,12 @@ def _pristine_facts(record: Any) -> tuple[Gemma4Facts, tuple[Any, ...]]:
 
     view = resolved_view(record)
     used = (view.attention_backend, view.prefill_attention_backend, view.decode_attention_backend)
-    return shared.pristine_record_facts(record, record), used
+    return pristine_record_facts(record, record), used
 
 
 def _resolved_in_place_facts(record: Any) -> tuple[Gemma4Facts, tuple[Any, ...]]:
     """Before 0.5.20 resolution wrote the record: what the user typed is gone."""
-    facts = shared.record_facts(record, "sglang.srt.server_args")
+    facts = record_facts(record, "sglang.srt.server_args")
     used = (
         facts.attention_backend,
         facts.prefill_attention_backend,
@@ -56,15 +59,15 @@ def _resolved_in_place_facts(record: Any) -> tuple[Gemma4Facts, tuple[Any, ...]]
 
 def warn_if_rule_bypassed(record: Any) -> bool:
     """One WARNING when ``record`` never met the rule and runs where the rule would not."""
-    mode = shared.current_mode()
-    if mode in (None, Gemma4Mode.FIXED) or shared.was_seen(record):
+    mode = rule_state.current_mode()
+    if mode in (None, Gemma4Mode.FIXED) or rule_state.was_seen(record):
         return False
     pristine = hasattr(record, "resolve_once")
     facts, used = _pristine_facts(record) if pristine else _resolved_in_place_facts(record)
     decision = decide_gemma4_attention(facts, mode)
     if decision.action is not Gemma4Action.USE_TRITON or AFFECTED_BACKEND not in used:
         return False
-    shared.logger.warning(
+    rule_state.logger.warning(
         "[%s] %s: this ServerArgs was resolved before SGLang loaded plugins (for example "
         "http_server.launch_server(ServerArgs(...)), sglang.Runtime, HttpServerEngineAdapter "
         "or bench_one_batch_server), so the rule did not run and the server uses %s, %s. "
@@ -85,7 +88,7 @@ def scheduler_init_hook(original: Callable[..., Any], scheduler: Any, *args: Any
         try:
             warn_if_rule_bypassed(server_args)
         except Exception as error:  # a diagnostic must never stop the scheduler
-            shared.logger.debug("[%s] bypass check skipped: %s", NAME, error)
+            rule_state.logger.debug("[%s] bypass check skipped: %s", NAME, error)
     return original(scheduler, *args, **kw)
 
 

@@ -35,7 +35,7 @@ def find_layout() -> Any:
             if not hasattr(base, name):
                 raise PatchUnavailable(f"{base.__name__} has no {name}")
         importlib.import_module("sglang.srt.arg_groups.model_overrides")  # SGLang's first
-        return RegistryLayout("model-override registry", base, registry_provider, False)
+        return RegistryLayout("model-override registry", base, registry_provider)
     try:
         overrides = importlib.import_module(OVERRIDES_MODULE)
     except ImportError:
@@ -44,9 +44,7 @@ def find_layout() -> Any:
         for name in ("register_model_override", "is_sm100_supported"):
             if not hasattr(overrides, name):
                 raise PatchUnavailable(f"{OVERRIDES_MODULE} has no {name}")
-        return RegistryLayout(
-            "arg_groups.overrides registry", overrides, overrides_module_provider, True
-        )
+        return RegistryLayout("arg_groups.overrides registry", overrides, overrides_module_provider)
     server_args_module = importlib.import_module(SERVER_ARGS_MODULE)
     server_args_cls = getattr(server_args_module, "ServerArgs", None)
     if server_args_cls is not None and ADJUSTMENTS_METHOD in vars(server_args_cls):

@@ -8,8 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sglang_nvfp4_patches.gemma4_attention import facts as shared
+from sglang_nvfp4_patches.gemma4_attention import rule_state
 from sglang_nvfp4_patches.gemma4_attention.rule import SAFE_BACKEND
+from sglang_nvfp4_patches.gemma4_attention.server_args_facts import record_facts
 from sglang_nvfp4_patches.sglang_hooks import hook_count, install_hook
 
 SERVER_ARGS_MODULE = "sglang.srt.server_args"
@@ -18,10 +19,10 @@ ADJUSTMENTS_METHOD = "_handle_model_specific_adjustments"
 
 def adjustments_hook(original: Callable[..., Any], server_args: Any, *args: Any, **kw: Any) -> Any:
     """Default ``attention_backend`` before SGLang's in-place Gemma 4 branch."""
-    if not shared.is_suspended():
-        shared.mark_seen(server_args)
-        facts = shared.record_facts(server_args, SERVER_ARGS_MODULE)
-        if shared.decide_and_log(facts, server_args.model_path).attention_backend is not None:
+    if not rule_state.is_suspended():
+        rule_state.mark_seen(server_args)
+        facts = record_facts(server_args, SERVER_ARGS_MODULE)
+        if rule_state.decide_and_log(facts, server_args.model_path).attention_backend is not None:
             server_args.attention_backend = SAFE_BACKEND
     return original(server_args, *args, **kw)
 
@@ -31,7 +32,6 @@ class MethodLayout:
     server_args_cls: type
 
     name = "ServerArgs._handle_model_specific_adjustments hook"
-    resolves_on_construction = True
 
     def method(self) -> Callable[..., Any]:
         return self.server_args_cls.__dict__[ADJUSTMENTS_METHOD]

@@ -13,11 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sglang_nvfp4_patches.gemma4_attention import facts as shared
+from sglang_nvfp4_patches.gemma4_attention import rule_state
 from sglang_nvfp4_patches.gemma4_attention.rule import (
     GEMMA4_ARCHITECTURES,
     SAFE_BACKEND,
     Gemma4Facts,
+)
+from sglang_nvfp4_patches.gemma4_attention.server_args_facts import (
+    pristine_record_facts,
+    record_facts,
 )
 from sglang_nvfp4_patches.status import PATCHED_MARK
 
@@ -31,7 +35,6 @@ class RegistryLayout:
     name: str
     module: Any
     provider: Callable[[Any, Any], dict[str, Any]]
-    resolves_on_construction: bool  # ServerArgs.__post_init__ resolves (before 0.5.20)
 
     def registered(self) -> dict[str, list[Callable[..., Any]]]:
         return self.module._MODEL_OVERRIDE_FNS
@@ -51,27 +54,27 @@ class RegistryLayout:
 
 
 def _declaration(facts: Gemma4Facts, model_path: str) -> dict[str, Any]:
-    decision = shared.decide_and_log(facts, model_path)
+    decision = rule_state.decide_and_log(facts, model_path)
     return {} if decision.attention_backend is None else {"attention_backend": SAFE_BACKEND}
 
 
 def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
     """0.5.20+ provider: reads the live resolving view, never writes a field."""
-    if shared.is_suspended():
+    if rule_state.is_suspended():
         return {}
     from sglang.srt.arg_groups.model_override_base import resolving_view
 
-    shared.mark_seen(server_args)
+    rule_state.mark_seen(server_args)
     cfg = resolving_view(server_args)
-    return _declaration(shared.pristine_record_facts(server_args, cfg), cfg.model_path)
+    return _declaration(pristine_record_facts(server_args, cfg), cfg.model_path)
 
 
 def overrides_module_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
     """0.5.15.post1-0.5.18 provider: those releases hand providers the pristine record."""
-    if shared.is_suspended():
+    if rule_state.is_suspended():
         return {}
-    shared.mark_seen(server_args)
-    facts = shared.record_facts(server_args, OVERRIDES_MODULE)
+    rule_state.mark_seen(server_args)
+    facts = record_facts(server_args, OVERRIDES_MODULE)
     return _declaration(facts, server_args.model_path)
 
 

@@ -12,8 +12,10 @@ What it does, where it is wired, how it is tested:
 * the seams, one module each: :mod:`.runner_registry` (the runner's fused functions),
   :mod:`.method_lift` (the NVFP4 MoE methods' ``create_moe_runner``), :mod:`.layer_facts`
   (what SGLang fixed about a layer when it builds it), :mod:`.flag_free_view` (the config
-  the methods check), :mod:`.ray_scheduler_actors` (``--use-ray``);
-* install, state and notes: :mod:`.state`, with each part's outcome in :mod:`.outcomes`;
+  the methods check), :mod:`.ray_job_check` (``--use-ray``: the Ray job's runtime env);
+* what the commands call (the declaration below): :mod:`.install` (each part's outcome in
+  :mod:`.outcomes`), :mod:`.read_back` (``doctor``), :mod:`.explain_facts` (the note and the
+  first MoE layer), :mod:`.checks` (``verify``);
 * tests: ``test/unit/test_llama4_*.py``, ``test/integration/test_llama4_*.py``.
 """
 
@@ -27,6 +29,12 @@ PATCH = declare(
     __name__,
     name=NAME,
     architectures=LLAMA4_ARCHITECTURES,
+    install="install.install",
+    state="read_back.current_state",
+    unpatched="read_back.unpatched_report",
+    explain_note="explain_facts.explain_note",
+    explain_layer="explain_facts.layer_outcome",
+    verify_checks="checks.run_checks",
     not_forceable_because=(
         "where SGLang pre-scales the router weight itself, a forced pre-scale would apply it twice"
     ),

@@ -37,8 +37,9 @@ from sglang_nvfp4_patches.status import PatchState, PatchUnavailable
 
 
 @dataclasses.dataclass(frozen=True)
-class MethodHalf:
-    """A quantization method that asserts the flag away on its CUTLASS branch."""
+class RejectingMethod:
+    """One NVFP4 MoE quantization method (a whole class, not a part of one) that asserts the
+    flag away on its CUTLASS branch."""
 
     part: str  # key in the outcomes and doctor's reason
     label: str
@@ -51,21 +52,21 @@ class MethodHalf:
         return f"{self.module}.{self.cls}.create_moe_runner"
 
 
-MODELOPT = MethodHalf(
+MODELOPT = RejectingMethod(
     "modelopt",
     "ModelOpt NVFP4",
     "sglang.srt.layers.quantization.modelopt_quant",
     "ModelOptNvFp4FusedMoEMethod",
     "apply",
 )
-COMPRESSED_TENSORS = MethodHalf(
+COMPRESSED_TENSORS = RejectingMethod(
     "compressed-tensors",
     "compressed-tensors NVFP4",
     "sglang.srt.layers.quantization.compressed_tensors.schemes.compressed_tensors_w4a4_nvfp4_moe",
     "CompressedTensorsW4A4Nvfp4MoE",
     "apply_weights",
 )
-METHOD_HALVES: tuple[MethodHalf, ...] = (MODELOPT, COMPRESSED_TENSORS)
+REJECTING_METHODS: tuple[RejectingMethod, ...] = (MODELOPT, COMPRESSED_TENSORS)
 
 
 def runs_on_cutlass(method: Any) -> bool:
@@ -76,10 +77,10 @@ def runs_on_cutlass(method: Any) -> bool:
     return bool(getattr(method, "enable_flashinfer_cutlass_moe", False))
 
 
-def half_of(method: Any) -> MethodHalf | None:
-    """The method half ``method`` is an instance of (a subclass counts)."""
+def rejecting_method_of(method: Any) -> RejectingMethod | None:
+    """The rejecting method ``method`` is an instance of (a subclass counts)."""
     names = {cls.__name__ for cls in type(method).__mro__}
-    return next((half for half in METHOD_HALVES if half.cls in names), None)
+    return next((rejecting for rejecting in REJECTING_METHODS if rejecting.cls in names), None)
 
 
 NOT_HONOURED = (
@@ -103,8 +104,8 @@ def create_moe_runner_hook(
             raise refusal
         problem = runner_problem()
         if problem is not None:
-            half = half_of(method)
-            part = half.part if half is not None else type(method).__name__
+            rejecting = rejecting_method_of(method)
+            part = rejecting.part if rejecting is not None else type(method).__name__
             outcomes.record(part, PatchState.FAILED, NOT_HONOURED.format(problem=problem))
             return result
         method.moe_runner_config = without_router_weight_on_input(config)
@@ -112,65 +113,67 @@ def create_moe_runner_hook(
 
 
 @functools.cache
-def reading_of(half: MethodHalf, method_cls: type) -> Reading:
-    """What ``half``'s method does with the flag on the CUTLASS runner, read from its code."""
-    return read_method(method_cls, half.checked_in, runner_backends())
+def reading_of(rejecting: RejectingMethod, method_cls: type) -> Reading:
+    """What ``rejecting``'s method does with the flag on the CUTLASS runner, read from its code."""
+    return read_method(method_cls, rejecting.checked_in, runner_backends())
 
 
-def cannot_tell(half: MethodHalf, reading: Reading) -> str:
+def cannot_tell(rejecting: RejectingMethod, reading: Reading) -> str:
     return (
-        f"cannot tell whether {half.cls}.{half.checked_in} still rejects "
+        f"cannot tell whether {rejecting.cls}.{rejecting.checked_in} still rejects "
         f"apply_router_weight_on_input: it {reading.summary()}; left as SGLang ships it"
     )
 
 
-def still_rejects(half: MethodHalf) -> str:
-    return f"{half.cls}.{half.checked_in} still rejects apply_router_weight_on_input"
+def still_rejects(rejecting: RejectingMethod) -> str:
+    return f"{rejecting.cls}.{rejecting.checked_in} still rejects apply_router_weight_on_input"
 
 
-def upstream_reason(half: MethodHalf, reading: Reading) -> str:
+def upstream_reason(rejecting: RejectingMethod, reading: Reading) -> str:
     how = "reads it nowhere" if not reading.found else f"uses it ({reading.summary()})"
     return (
-        f"{half.cls}.{half.checked_in} does not reject apply_router_weight_on_input: "
+        f"{rejecting.cls}.{rejecting.checked_in} does not reject apply_router_weight_on_input: "
         f"on the CUTLASS runner it {how}"
     )
 
 
-def is_lifted(half: MethodHalf) -> bool:
-    return hook_count(bound_at(half.target), create_moe_runner_hook) == 1
+def is_lifted(rejecting: RejectingMethod) -> bool:
+    return hook_count(bound_at(rejecting.target), create_moe_runner_hook) == 1
 
 
-def method_patcher(half: MethodHalf, apply: bool = True) -> Callable[[ModuleType], None]:
-    """Import callback for ``half``'s module: hook it where its rejection is still live;
+def method_patcher(rejecting: RejectingMethod, apply: bool = True) -> Callable[[ModuleType], None]:
+    """Import callback for ``rejecting``'s module: hook it where its rejection is still live;
     with ``apply=False`` only record whether it is."""
 
     def patch_module(module: ModuleType) -> None:
-        method_cls = getattr(module, half.cls, None)
+        method_cls = getattr(module, rejecting.cls, None)
         try:
             if method_cls is None or not hasattr(method_cls, "create_moe_runner"):
-                raise PatchUnavailable(f"{half.target} not found")
-            reading = reading_of(half, method_cls)
+                raise PatchUnavailable(f"{rejecting.target} not found")
+            reading = reading_of(rejecting, method_cls)
             if reading.rejects:
                 require_flag_free_views()
         except PatchUnavailable as error:
-            outcomes.record(half.part, PatchState.FAILED, str(error))
+            outcomes.record(rejecting.part, PatchState.FAILED, str(error))
             return
         if reading.upstream:
-            outcomes.record(half.part, PatchState.ALREADY_UPSTREAM, upstream_reason(half, reading))
+            outcomes.record(
+                rejecting.part, PatchState.ALREADY_UPSTREAM, upstream_reason(rejecting, reading)
+            )
             return
         if not reading.rejects:
-            outcomes.record(half.part, PatchState.UNKNOWN, cannot_tell(half, reading))
+            outcomes.record(rejecting.part, PatchState.UNKNOWN, cannot_tell(rejecting, reading))
             return
         if not apply:
-            outcomes.record(half.part, PatchState.NOT_PATCHED, still_rejects(half))
+            outcomes.record(rejecting.part, PatchState.NOT_PATCHED, still_rejects(rejecting))
             return
-        install_hook(half.target, create_moe_runner_hook)
+        install_hook(rejecting.target, create_moe_runner_hook)
         outcomes.record(
-            half.part,
+            rejecting.part,
             PatchState.APPLIED,
-            f"{half.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner "
+            f"{rejecting.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner "
             f"(it rejected it: {reading.summary()})",
         )
 
-    patch_module.__qualname__ = f"patch_{half.part.replace('-', '_')}_module"
-    return outcomes.reported_as(half.part)(patch_module)
+    patch_module.__qualname__ = f"patch_{rejecting.part.replace('-', '_')}_module"
+    return outcomes.reported_as(rejecting.part)(patch_module)

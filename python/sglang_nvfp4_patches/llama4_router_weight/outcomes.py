@@ -12,7 +12,8 @@ from collections.abc import Callable
 from types import ModuleType
 
 from sglang_nvfp4_patches.llama4_router_weight import NAME
-from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, release_gate
+from sglang_nvfp4_patches.process_record import decision
+from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
 logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
@@ -38,7 +39,7 @@ def record(part: str, state: PatchState, reason: str) -> None:
             NAME,
             reason,
             part,
-            release_gate(sglang_version()).not_patched_because(),
+            decision().gate.not_patched_because(),
         )
     if state is PatchState.UNKNOWN:
         logger.error(

@@ -1,9 +1,9 @@
-"""One fresh process of ``verify``: load the plugin as SGLang does, run one group of checks,
-write their results as JSON to the path given (``python -m ... GROUP OUT``), with the
-version and file of the SGLang this process imported. When the environment keeps SGLang
-from being imported, the last line on stderr says why and the process exits
-:data:`~sglang_nvfp4_patches.errors.EXIT_ENVIRONMENT` without results: the checks did not
-run."""
+"""One fresh process of ``verify``: load the plugin as SGLang does, run one patch's checks
+(its declaration's ``verify_checks``), write their results as JSON to the path given
+(``python -m ... PATCH OUT``), with the version and file of the SGLang this process imported.
+When the environment keeps SGLang from being imported, the last line on stderr says why and
+the process exits :data:`~sglang_nvfp4_patches.errors.EXIT_ENVIRONMENT` without results: the
+checks did not run."""
 
 from __future__ import annotations
 
@@ -12,16 +12,17 @@ import sys
 from pathlib import Path
 
 from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, environment_cause
+from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.verify.result import CheckResult, Outcome
 
 
 def _plugin_loaded() -> CheckResult | None:
     from sglang.srt.plugins import load_plugins
 
-    from sglang_nvfp4_patches import plugin
+    from sglang_nvfp4_patches.process_record import reports
 
     load_plugins()
-    if plugin.reports():
+    if reports():
         return None
     return CheckResult(
         "sglang-nvfp4-patches",
@@ -32,18 +33,13 @@ def _plugin_loaded() -> CheckResult | None:
     )
 
 
-def main(group: str, out: Path) -> None:
+def main(name: str, out: Path) -> None:
     problem = _plugin_loaded()
     if problem is not None:
         results = [problem]
-    elif group == "llama4":
-        from sglang_nvfp4_patches.verify.llama4 import run_checks
-
-        results = run_checks()
     else:
-        from sglang_nvfp4_patches.verify.gemma4 import run_checks
-
-        results = run_checks()
+        (patch,) = (patch for patch in PATCHES if patch.name == name)
+        results = patch.verify_checks()
     document = {"sglang": imported_sglang(), "results": [result.as_dict() for result in results]}
     out.write_text(json.dumps(document), encoding="utf-8")
 

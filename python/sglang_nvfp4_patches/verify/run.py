@@ -1,4 +1,5 @@
-"""The ``verify`` command: both check groups in fresh processes at once, one line per check.
+"""The ``verify`` command: each patch's checks in a fresh process, all at once, one line per
+check.
 
 Each child runs with every patch switched on: ``SGLANG_NVFP4_PATCHES_UNTESTED=apply`` (so
 an untested release is checked as it would be served with the opt-in), and neither
@@ -23,13 +24,13 @@ from pathlib import Path
 
 from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK
 from sglang_nvfp4_patches.interrupts import sigterm_as_interrupt
+from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.progress import announce
 from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_APPLY, UNTESTED_ENV
 from sglang_nvfp4_patches.status import sglang_version
-from sglang_nvfp4_patches.supported_releases import is_supported, untested_phrase
+from sglang_nvfp4_patches.supported_releases import is_tested, untested_phrase
 from sglang_nvfp4_patches.verify.result import CheckResult, Outcome
 
-GROUPS = {"llama4": "llama4-router-weight", "gemma4": "gemma4-attention"}
 CHILD_MODULE = "sglang_nvfp4_patches.verify.child"
 CHILD_TIMEOUT_S = 600
 _STOP_WAIT_S = 10.0  # between SIGTERM and SIGKILL for a child when verify is interrupted
@@ -59,7 +60,7 @@ def _collect(group: str, process: subprocess.Popen[str], out: Path, into: Checke
         document = json.loads(out.read_text("utf-8"))
         into.results.extend(CheckResult.from_dict(item) for item in document["results"])
         into.imported = into.imported or document["sglang"]
-        announce(f"verify: {GROUPS[group]} done")
+        announce(f"verify: {group} done")
         return
     lines = stderr.strip().splitlines()
     if process.returncode == EXIT_ENVIRONMENT and lines:
@@ -67,7 +68,7 @@ def _collect(group: str, process: subprocess.Popen[str], out: Path, into: Checke
     else:
         tail = " | ".join(lines[-3:]) or "no output"
         why = f"the check process exited {process.returncode} before reporting: {tail}"
-    into.results.append(CheckResult(GROUPS[group], "checks", Outcome.NOT_RUN, why))
+    into.results.append(CheckResult(group, "checks", Outcome.NOT_RUN, why))
 
 
 def _stop(processes: list[subprocess.Popen[str]]) -> None:
@@ -84,13 +85,13 @@ def _stop(processes: list[subprocess.Popen[str]]) -> None:
 
 
 def run_all() -> Checked:
-    """Both groups, each in a fresh interpreter, side by side; interrupted (Ctrl-C, SIGTERM),
+    """Each patch's checks, each in a fresh interpreter, side by side; interrupted (Ctrl-C, SIGTERM),
     both children are stopped before the temporary directory is removed."""
     checked = Checked()
     with tempfile.TemporaryDirectory(prefix="nvfp4-verify-") as scratch:
         started: dict[str, tuple[subprocess.Popen[str], Path]] = {}
         try:
-            for group in GROUPS:
+            for group in (patch.name for patch in PATCHES):
                 out = Path(scratch, f"{group}.json")
                 started[group] = (
                     subprocess.Popen(
@@ -132,7 +133,7 @@ def summary(
 ) -> str:
     counts = {outcome: sum(r.outcome is outcome for r in results) for outcome in Outcome}
     shown = (imported or {}).get("version", version)
-    release = "tested" if is_supported(shown) else f"untested: {untested_phrase(shown)}"
+    release = "tested" if is_tested(shown) else f"untested: {untested_phrase(shown)}"
     not_run = counts[Outcome.NOT_RUN]
     could_not = f", {not_run} could not run" if not_run else ""
     return (
@@ -158,8 +159,8 @@ def run_verify(args: argparse.Namespace) -> int:
     started = time.monotonic()
     metadata = sglang_version()
     announce(
-        f"verify: checking {len(GROUPS)} patches' contracts on SGLang {metadata} in "
-        f"{len(GROUPS)} fresh processes (about 20-40 s) ..."
+        f"verify: checking {len(PATCHES)} patches' contracts on SGLang {metadata} in "
+        f"{len(PATCHES)} fresh processes (about 20-40 s) ..."
     )
     with sigterm_as_interrupt():
         checked = run_all()

@@ -55,8 +55,8 @@ def main() -> None:
         m for m in ("flashinfer", BACKEND_MODULE) if m in sys.modules and m not in already
     )
 
-    from sglang_nvfp4_patches.gemma4_attention.facts import current_mode
-    from sglang_nvfp4_patches.plugin import reports
+    from sglang_nvfp4_patches.gemma4_attention.rule_state import current_mode
+    from sglang_nvfp4_patches.process_record import reports
     from sglang_nvfp4_patches.status import sglang_version
 
     load_messages, collect.messages = collect.messages, []

@@ -49,15 +49,15 @@ def our_targets(scheduler: bool) -> dict[str, str]:
     """Every target our plugin hooks on this release (as this process is configured), with
     the name of our hook on it; read off SGLang by feature before plugins load."""
     from sglang_nvfp4_patches.gemma4_attention import backend_source as root_cause
-    from sglang_nvfp4_patches.llama4_router_weight.method_lift import METHOD_HALVES
+    from sglang_nvfp4_patches.llama4_router_weight.install import module_exists
+    from sglang_nvfp4_patches.llama4_router_weight.method_lift import REJECTING_METHODS
     from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE
-    from sglang_nvfp4_patches.llama4_router_weight.state import module_exists
 
     targets: dict[str, str] = {}
     if module_exists(RUNNER_MODULE):
-        for half in METHOD_HALVES:
-            if still_rejects(half.module):
-                targets[half.target] = "create_moe_runner_hook"
+        for rejecting in REJECTING_METHODS:
+            if still_rejects(rejecting.module):
+                targets[rejecting.target] = "create_moe_runner_hook"
     forced = "gemma4-attention" in os.environ.get("SGLANG_NVFP4_PATCHES_FORCE", "")
     if forced or root_cause.kv_scale_verdict().bug_live:
         if scheduler:

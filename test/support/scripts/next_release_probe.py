@@ -27,7 +27,7 @@ def _use_copy(copy: str) -> None:
 
 
 def _layer() -> dict[str, Any]:
-    from sglang_nvfp4_patches.llama4_router_weight.state import current_state
+    from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
     from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4
     from sglang_nvfp4_patches.simulation.llama4_layers import modelopt_layer
     from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on
@@ -46,18 +46,18 @@ def _hooks() -> dict[str, Any]:
     import importlib
 
     from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
-        METHOD_HALVES,
+        REJECTING_METHODS,
         create_moe_runner_hook,
     )
-    from sglang_nvfp4_patches.llama4_router_weight.state import current_state
+    from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
     from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count
 
-    for half in METHOD_HALVES:
-        importlib.import_module(half.module)
+    for rejecting in REJECTING_METHODS:
+        importlib.import_module(rejecting.module)
     return {
         "hooks": {
-            half.part: hook_count(bound_at(half.target), create_moe_runner_hook)
-            for half in METHOD_HALVES
+            rejecting.part: hook_count(bound_at(rejecting.target), create_moe_runner_hook)
+            for rejecting in REJECTING_METHODS
         },
         "doctor": current_state().as_dict(),
     }
@@ -65,7 +65,7 @@ def _hooks() -> dict[str, Any]:
 
 def _agree() -> dict[str, Any]:
     from sglang_nvfp4_patches import doctor
-    from sglang_nvfp4_patches.verify import llama4
+    from sglang_nvfp4_patches.llama4_router_weight import checks as llama4
 
     found = doctor.collect()
     return {
@@ -88,7 +88,8 @@ def main(copy: str, action: str) -> None:
     elif action == "agree":
         result = _agree()
     else:
-        from sglang_nvfp4_patches.verify import gemma4, llama4
+        from sglang_nvfp4_patches.gemma4_attention import checks as gemma4
+        from sglang_nvfp4_patches.llama4_router_weight import checks as llama4
 
         group = llama4 if action == "verify-llama4" else gemma4
         result = [check.as_dict() for check in group.run_checks()]

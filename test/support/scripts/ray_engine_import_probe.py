@@ -29,7 +29,7 @@ def main() -> None:
     from sglang.srt.plugins import load_plugins
 
     load_plugins()
-    from sglang_nvfp4_patches.llama4_router_weight import ray_scheduler_actors as ray_actors
+    from sglang_nvfp4_patches.llama4_router_weight import ray_job_check as ray_actors
 
     state = {"ray_imported_by_plugin": "ray" in sys.modules}  # neither loading nor doctor may
     state["doctor_note_before"] = ray_actors.doctor_note()

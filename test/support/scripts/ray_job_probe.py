@@ -29,8 +29,8 @@ class PluginStateInActor:
         import importlib
 
         import sglang_nvfp4_patches
-        from sglang_nvfp4_patches import plugin
-        from sglang_nvfp4_patches.llama4_router_weight.state import current_state
+        from sglang_nvfp4_patches import process_record
+        from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
 
         hooked = {}
         for module_name, cls_name in NVFP4_MOE_METHODS.items():
@@ -39,7 +39,7 @@ class PluginStateInActor:
         report = current_state()  # doctor's reader; loads nothing
         return {
             "package": sglang_nvfp4_patches.__file__,
-            "registered": {name: r.state.value for name, r in plugin.reports().items()},
+            "registered": {name: r.state.value for name, r in process_record.reports().items()},
             "create_moe_runner_hooked": hooked,
             "doctor": {"status": report.state.value, "reason": report.reason},
         }
@@ -55,7 +55,7 @@ def main() -> None:
     import ray
 
     import sglang_nvfp4_patches
-    from sglang_nvfp4_patches.llama4_router_weight import ray_scheduler_actors as ray_actors
+    from sglang_nvfp4_patches.llama4_router_weight import ray_job_check as ray_actors
 
     ray.init(address=args.address, runtime_env=json.loads(args.runtime_env), log_to_driver=False)
     actor = ray.remote(PluginStateInActor).options(num_cpus=0).remote()

@@ -20,7 +20,9 @@ scale says it is missing is a fallback, not a drop); anything the walk cannot fo
 
 The parts: :mod:`.values` (what a value can come from), :mod:`.heuristics` (the FP8 KV-cache
 path and the SGLang and FlashInfer names the probe knows), :mod:`.walker` (the abstract
-interpretation), :mod:`.call_graph` (the functions it starts from) and :mod:`.verdict`.
+interpretation: its state in :mod:`.walk_state`, then :mod:`.walk_statements`,
+:mod:`.walk_expressions` and :mod:`.walk_calls`), :mod:`.call_graph` (the functions it
+starts from) and :mod:`.verdict`.
 """
 
 from sglang_nvfp4_patches.gemma4_attention.root_cause.verdict import (

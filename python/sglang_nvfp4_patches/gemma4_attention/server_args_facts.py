@@ -1,74 +1,24 @@
-"""What every layout shares: the rule's mode in this process, the facts read off a
-ServerArgs record, the mark left on records the rule saw, and the log lines."""
+"""The rule's facts read off a ServerArgs record, by each layout's hook: the checkpoint's
+architecture, quantization and MoE block, SGLang's SM10X probe, the attention backends and,
+only where it matters, the KV-cache dtype."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import copy
 import dataclasses
 import importlib
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 from sglang_nvfp4_patches.gemma4_attention import NAME
 from sglang_nvfp4_patches.gemma4_attention.rule import (
     SM10X_MAJOR,
-    Gemma4Action,
-    Gemma4Decision,
     Gemma4Facts,
-    Gemma4Mode,
-    decide_gemma4_attention,
     is_nvfp4_moe_on_sm10x,
     kv_cache_is_fp8,
-    override_hint,
 )
 
 logger = logging.getLogger("sglang_nvfp4_patches.gemma4_attention")
-
-# Set by ``install`` once per process; the hooks read it.
-_mode: Gemma4Mode | None = None
-# Lets ``explain`` compute SGLang's unpatched answer in a process where the patch is live.
-_suspended: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "gemma4_attention_suspended", default=False
-)
-# Left on every ServerArgs record the rule evaluated. Bookkeeping attributes travel with the
-# record when SGLang pickles it to the scheduler, which therefore knows whether the rule saw
-# it (``launch_paths``); no module-level reference keeps a record alive.
-SEEN_MARK = "_sglang_nvfp4_patches_gemma4_seen"
-
-
-def set_mode(mode: Gemma4Mode) -> None:
-    global _mode
-    _mode = mode
-
-
-def current_mode() -> Gemma4Mode | None:
-    return _mode
-
-
-@contextlib.contextmanager
-def suspended() -> Iterator[None]:
-    """Inside this block the installed patch declares nothing (SGLang's own answer)."""
-    token = _suspended.set(True)
-    try:
-        yield
-    finally:
-        _suspended.reset(token)
-
-
-def is_suspended() -> bool:
-    return _suspended.get()
-
-
-def mark_seen(record: Any) -> None:
-    with contextlib.suppress(AttributeError, TypeError):
-        setattr(record, SEEN_MARK, True)
-
-
-def was_seen(record: Any) -> bool:
-    return bool(getattr(record, SEEN_MARK, False))
 
 
 def text_config(hf_config: Any) -> Any:
@@ -152,14 +102,3 @@ def record_facts(server_args: Any, probe_module: str) -> Gemma4Facts:
     return read_facts(
         server_args.get_model_config(), is_sm100, server_args, server_args.kv_cache_dtype
     )
-
-
-def decide_and_log(facts: Gemma4Facts, model_path: str) -> Gemma4Decision:
-    """The rule in this process's mode, with its INFO line and at most one WARNING."""
-    mode = _mode or Gemma4Mode.FIXED
-    decision = decide_gemma4_attention(facts, mode)
-    if decision.action is Gemma4Action.USE_TRITON:
-        logger.info("[%s] %s: %s; %s.", NAME, model_path, decision.reason, override_hint(mode))
-    if decision.warning is not None:
-        logger.warning("[%s] %s: %s.", NAME, model_path, decision.warning)
-    return decision

@@ -181,7 +181,7 @@ def _refused(
 
 def run_checks() -> list[CheckResult]:
     """Every check (call in a process where SGLang loaded the plugin)."""
-    from sglang_nvfp4_patches.llama4_router_weight.state import module_exists
+    from sglang_nvfp4_patches.llama4_router_weight.install import module_exists
 
     if not module_exists(RUNNER_MODULE):
         reason = "this SGLang has no FlashInfer CUTLASS MoE runner; the patch is not applicable"

@@ -1,19 +1,9 @@
-"""Install ``gemma4-attention`` where its root cause is live, and read back what SGLang holds.
-
-It follows its root cause, which :mod:`.backend_source` reads off this SGLang's TRT-LLM MHA
-backend at plugin load:
-
-* fixed (0.5.14+): nothing is installed; SGLang's faster ``trtllm_mha`` default stands.
-* live (0.5.12.x, 0.5.13.x, nightlies with sglang#28144 reverted) or forced with
-  ``SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention``: the rule is wired into whichever layout
-  holds the Gemma 4 default (:mod:`.layout`), and the scheduler checks records resolved
-  before plugins loaded (:mod:`.launch_paths`).
-"""
+"""What ``doctor`` reads back of ``gemma4-attention``: what SGLang holds now, the probe
+read-only where nothing is installed, and SGLang's own resolution of the bundled config."""
 
 from __future__ import annotations
 
 from sglang_nvfp4_patches.gemma4_attention import NAME, backend_source
-from sglang_nvfp4_patches.gemma4_attention.facts import current_mode, set_mode
 from sglang_nvfp4_patches.gemma4_attention.layout import find_layout
 from sglang_nvfp4_patches.gemma4_attention.rule import (
     AFFECTED_BACKEND,
@@ -22,31 +12,13 @@ from sglang_nvfp4_patches.gemma4_attention.rule import (
     Gemma4Mode,
     fixed_note,
 )
+from sglang_nvfp4_patches.gemma4_attention.rule_state import current_mode
 from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 
-def _already_upstream() -> PatchReport:
+def already_upstream() -> PatchReport:
     verdict = backend_source.kv_scale_verdict()
     return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, f"{fixed_note()}: {verdict.evidence}")
-
-
-def install(forced: bool = False, observe: bool = False) -> PatchReport:
-    """Wire the rule in where its root cause is live (or it is forced); idempotent.
-    ``observe``: wire nothing, say whether the root cause is live."""
-    if observe:
-        return unpatched_report()
-    mode = backend_source.mode_for(forced)
-    set_mode(mode)
-    if mode is Gemma4Mode.FIXED:
-        return _already_upstream()
-    layout = find_layout()
-    if not layout.installed():
-        from sglang_nvfp4_patches.gemma4_attention import launch_paths
-        from sglang_nvfp4_patches.post_import import when_imported
-
-        layout.install()
-        when_imported(launch_paths.SCHEDULER_MODULE, launch_paths.hook_scheduler)
-    return current_state()
 
 
 def _rule_summary(mode: Gemma4Mode) -> str:
@@ -68,7 +40,7 @@ def current_state() -> PatchReport:
     mode = current_mode()
     if mode is None or mode is Gemma4Mode.FIXED:
         if not backend_source.kv_scale_verdict().bug_live:
-            return _already_upstream()
+            return already_upstream()
         return PatchReport(NAME, PatchState.FAILED, "the rule was never installed")
     layout = find_layout()
     if layout.installed():
@@ -76,29 +48,11 @@ def current_state() -> PatchReport:
     return PatchReport(NAME, PatchState.FAILED, f"not installed in the {layout.name}")
 
 
-def explain_note(moe_runner: str | None = None) -> str:
-    """One line for ``explain``'s Gemma 4 rows: the root-cause verdict and what it means here
-    (the MoE runner does not matter to it)."""
-    verdict = backend_source.kv_scale_verdict()
-    mode = current_mode()
-    if mode is Gemma4Mode.FORCED:
-        return (
-            "SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention applies the triton rule (the "
-            f"root-cause probe says {verdict.handoff.value} here)"
-        )
-    if not verdict.bug_live:
-        return fixed_note()
-    return (
-        f"{backend_source.verdict_phrase(verdict)} ({ROOT_CAUSE_ISSUE}); Gemma 4 NVFP4 MoE with an "
-        "FP8 KV cache on SM10X gets triton unless a backend is given"
-    )
-
-
 def unpatched_report() -> PatchReport:
     """The root-cause probe, read-only, where nothing is installed."""
     verdict = backend_source.kv_scale_verdict()
     if not verdict.bug_live:
-        return _already_upstream()
+        return already_upstream()
     return PatchReport(
         NAME,
         PatchState.NOT_PATCHED,

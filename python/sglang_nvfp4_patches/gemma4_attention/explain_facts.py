@@ -1,0 +1,25 @@
+"""What ``explain`` says on a Gemma 4 row: the root-cause verdict and what it means here."""
+
+from __future__ import annotations
+
+from sglang_nvfp4_patches.gemma4_attention import backend_source
+from sglang_nvfp4_patches.gemma4_attention.rule import ROOT_CAUSE_ISSUE, Gemma4Mode, fixed_note
+from sglang_nvfp4_patches.gemma4_attention.rule_state import current_mode
+
+
+def explain_note(moe_runner: str | None = None) -> str:
+    """One line for ``explain``'s Gemma 4 rows: the root-cause verdict and what it means here
+    (the MoE runner does not matter to it)."""
+    verdict = backend_source.kv_scale_verdict()
+    mode = current_mode()
+    if mode is Gemma4Mode.FORCED:
+        return (
+            "SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention applies the triton rule (the "
+            f"root-cause probe says {verdict.handoff.value} here)"
+        )
+    if not verdict.bug_live:
+        return fixed_note()
+    return (
+        f"{backend_source.verdict_phrase(verdict)} ({ROOT_CAUSE_ISSUE}); Gemma 4 NVFP4 MoE with an "
+        "FP8 KV cache on SM10X gets triton unless a backend is given"
+    )

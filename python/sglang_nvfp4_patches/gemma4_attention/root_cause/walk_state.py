@@ -1,0 +1,107 @@
+"""The walk's state: one invocation's names (:class:`Env`), what a call passes
+(:class:`Arguments`), what a run collects (:class:`Invocation`), and what the whole walk holds
+(:class:`WalkerBase`)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from sglang_nvfp4_patches.gemma4_attention.root_cause.heuristics import (
+    Side,
+)
+from sglang_nvfp4_patches.gemma4_attention.root_cause.values import (
+    BOTTOM,
+    Function,
+    Origin,
+    Value,
+    join,
+)
+
+MAX_DEPTH = 12  # helper calls followed into; deeper is "cannot follow"
+Comprehension = ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+
+
+@dataclass
+class Env:
+    """One function invocation's state on the FP8 path; ``parent`` holds closed-over names."""
+
+    names: dict[str, Value] = field(default_factory=dict)
+    flags: dict[str, tuple[Side, Side]] = field(default_factory=dict)
+    closures: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    parent: Env | None = None
+
+    def copy(self) -> Env:
+        return Env(dict(self.names), dict(self.flags), dict(self.closures), self.parent)
+
+    def lookup(self, name: str) -> Value | None:
+        env: Env | None = self
+        while env is not None:
+            if name in env.names:
+                return env.names[name]
+            env = env.parent
+        return None
+
+    def closure(self, name: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, Env] | None:
+        env: Env | None = self
+        while env is not None:
+            if name in env.closures:
+                return env.closures[name], env
+            env = env.parent
+        return None
+
+
+def join_env(first: Env | None, second: Env | None) -> Env | None:
+    if first is None or second is None:
+        return first or second
+    joined = first.copy()
+    for name, value in second.names.items():
+        joined.names[name] = join(first.names.get(name, BOTTOM), value)
+    for name in set(first.flags) ^ set(second.flags):
+        joined.flags.pop(name, None)
+    joined.closures.update(second.closures)
+    return joined
+
+
+@dataclass
+class Arguments:
+    """What one call passes; ``unpaired`` when ``*args``/``**kwargs`` (or an unseen caller)
+    hide what the parameters get."""
+
+    node: ast.AST
+    positional: list[Value]
+    keywords: dict[str, Value]
+    unpaired: bool
+
+
+@dataclass
+class Invocation:
+    """What one run of a function body collects besides its state."""
+
+    returns: list[tuple[Value, str]] = field(default_factory=list)  # (value, guard())
+    maybe_absent: int = 0  # inside branches of a test on the V scale (either side)
+    absent: int = 0  # inside branches taken when the V scale is missing
+    loop_exits: list[Env] = field(default_factory=list)  # states at break/continue
+
+    def guard(self) -> str:
+        return "absent" if self.absent else "maybe" if self.maybe_absent else ""
+
+
+class WalkerBase:
+    """What every part of the walk reads and writes (:class:`.walker.Walker` sets it up)."""
+
+    functions: dict[str, list[Function]]  # this module's functions by name
+    static: set[Function]  # those that are staticmethods
+    class_names: dict[str, dict[str, ast.expr]]  # class attributes by class
+    sinks: dict[ast.Call, set[Origin]]  # each kernel call, and where its scale comes from
+    memo: dict[tuple[int, tuple[Value, ...]], Value]  # a function's result per argument set
+    stack: list[Function]  # the functions running now
+    module: Env  # names the module body binds
+
+
+def targets(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, ast.Assign):
+        return list(node.targets)
+    if isinstance(node, ast.AnnAssign | ast.AugAssign):
+        return [node.target]
+    return []

@@ -1,0 +1,84 @@
+"""Install ``llama4-router-weight`` (the declaration's ``install``): each part is probed and
+patched on its own when SGLang imports the module that holds it
+(:func:`sglang_nvfp4_patches.post_import.when_imported`).
+
+Three places reject the flag on this path: the runner's fused functions
+(:func:`.runner_registry.runner_patcher`; upstream from 0.5.21), and
+``ModelOptNvFp4FusedMoEMethod`` and ``CompressedTensorsW4A4Nvfp4MoE``
+(:func:`.method_lift.method_patcher`; still rejecting in 0.5.23). Under ``--use-ray`` the
+actors need the Ray job to load plugins (:mod:`.ray_job_check`). Each part's outcome is
+recorded in :mod:`.outcomes`; :func:`summarize` makes one report of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sglang_nvfp4_patches.llama4_router_weight import NAME, outcomes
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import REJECTING_METHODS, method_patcher
+from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE, runner_patcher
+from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
+from sglang_nvfp4_patches.status import PatchReport, PatchState
+
+
+def module_exists(name: str) -> bool:
+    """Look for the module's file without importing its parent packages (seconds of torch
+    and kernel imports in a launcher that never builds a MoE layer)."""
+    import sglang
+
+    relative = Path(*name.split(".")[1:])
+    return any(
+        (Path(root) / relative).with_suffix(".py").is_file() or (Path(root) / relative).is_dir()
+        for root in sglang.__path__
+    )
+
+
+def not_applicable() -> PatchReport:
+    return PatchReport(
+        NAME,
+        PatchState.NOT_APPLICABLE,
+        f"this SGLang has no FlashInfer CUTLASS MoE runner module ({RUNNER_MODULE})",
+    )
+
+
+def install(forced: bool, observe: bool) -> PatchReport:
+    """Arrange for every part to be patched when SGLang imports its module (``observe``:
+    only probed there, read-only, and recorded where the rejection is live). ``forced`` is
+    never true: this patch cannot be forced (its declaration says why)."""
+    from sglang_nvfp4_patches.llama4_router_weight import ray_job_check
+    from sglang_nvfp4_patches.post_import import when_imported
+
+    if not module_exists(RUNNER_MODULE):
+        return not_applicable()
+    when_imported(RUNNER_MODULE, runner_patcher(apply=not observe))
+    for rejecting in REJECTING_METHODS:
+        when_imported(rejecting.module, method_patcher(rejecting, apply=not observe))
+    if not observe:
+        ray_job_check.install()
+    return summarize(observe)
+
+
+def summarize(observe: bool) -> PatchReport:
+    """One report from the parts (``pending`` until SGLang imports the first; ``applied`` if
+    any had to be patched; ``not patched`` if any is live where nothing is patched)."""
+    parts = outcomes.recorded()
+    if not parts:
+        action = "probed" if observe else "patched"
+        return PatchReport(NAME, PatchState.PENDING, f"{action} when SGLang loads a MoE layer")
+    failed = [
+        f"{part}: {report.reason}"
+        for part, report in parts.items()
+        if report.state is PatchState.FAILED
+    ]
+    if failed:
+        return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
+    states = {report.state for report in parts.values()}
+    if PatchState.UNKNOWN in states:
+        reason = "; ".join(r.reason for r in parts.values() if r.state is PatchState.UNKNOWN)
+        return PatchReport(NAME, PatchState.UNKNOWN, f"{reason}; run `{VERIFY_COMMAND}`")
+    reason = "; ".join(report.reason for report in parts.values())
+    if PatchState.NOT_PATCHED in states:
+        return PatchReport(NAME, PatchState.NOT_PATCHED, reason)
+    if states == {PatchState.ALREADY_UPSTREAM} and len(parts) == 1 + len(REJECTING_METHODS):
+        return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, reason)
+    return PatchReport(NAME, PatchState.APPLIED, reason)

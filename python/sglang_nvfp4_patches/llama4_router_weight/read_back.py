@@ -1,0 +1,133 @@
+"""What ``doctor`` reads back of ``llama4-router-weight``: what SGLang holds now (each part
+read off SGLang's objects), and the probes read-only where nothing is patched."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+from sglang_nvfp4_patches.llama4_router_weight import NAME
+from sglang_nvfp4_patches.llama4_router_weight.install import module_exists, not_applicable
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
+    REJECTING_METHODS,
+    RejectingMethod,
+    cannot_tell,
+    is_lifted,
+    reading_of,
+    still_rejects,
+    upstream_reason,
+)
+from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
+    RUNNER_MODULE,
+    no_prescale_of_its_own,
+    runner_problem,
+    upstream_prescale_problem,
+)
+from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
+from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable
+
+NO_REJECTION = "none in this release"
+RUNNER_PATCHED = (
+    "patched (the top-1 pre-scale is ours, and it hands SGLang's fused function a config "
+    "without the flag: the weight is applied once, also where SGLang pre-scales under a name "
+    "this plugin does not know)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodNote:
+    """Doctor's note on one rejecting method, and what is wrong there, if anything: ``problem``
+    with its ``state`` (``failed``: a live rejection not lifted; ``unknown``: cannot tell)."""
+
+    note: str
+    problem: str | None = None
+    state: PatchState | None = None
+
+
+def _method_note(rejecting: RejectingMethod, runner_honours: bool) -> MethodNote:
+    """Doctor's note on one method, read from what its code does (a hook lifts nothing where
+    the runner does not honour the flag)."""
+    reading = reading_of(
+        rejecting, getattr(importlib.import_module(rejecting.module), rejecting.cls)
+    )
+    if reading.upstream:
+        detail = upstream_reason(rejecting, reading)
+        return MethodNote(f"{rejecting.label} rejection: {NO_REJECTION} ({detail})")
+    if not reading.rejects:
+        problem = f"{cannot_tell(rejecting, reading)}; run `{VERIFY_COMMAND}`"
+        return MethodNote(f"{rejecting.label} rejection: cannot tell", problem, PatchState.UNKNOWN)
+    if is_lifted(rejecting) and runner_honours:
+        return MethodNote(f"{rejecting.label} rejection: lifted")
+    problem = still_rejects(rejecting)
+    if is_lifted(rejecting):
+        problem += " (not lifted: the runner does not honour the flag)"
+    return MethodNote(f"{rejecting.label} rejection: not lifted", problem, PatchState.FAILED)
+
+
+# why the runner has no working pre-scale of its own (None: it has), why it does not honour
+# the flag, each method's note
+Parts = tuple[str | None, str | None, list[MethodNote]]
+
+
+def _read_parts() -> Parts:
+    """Why the runner has no working pre-scale of its own (``None``: it has), why it does not
+    honour the flag (``None``: it does), and each method's note."""
+    runner = importlib.import_module(RUNNER_MODULE)
+    problem = runner_problem()
+    notes = [_method_note(rejecting, problem is None) for rejecting in REJECTING_METHODS]
+    return upstream_prescale_problem(runner), problem, notes
+
+
+def _inspected() -> Parts | PatchReport:
+    """:func:`_read_parts`, or the report that says why there is nothing to read."""
+    if not module_exists(RUNNER_MODULE):
+        return not_applicable()
+    try:
+        return _read_parts()
+    except (ImportError, AttributeError, PatchUnavailable) as error:
+        return PatchReport(NAME, PatchState.FAILED, f"cannot inspect: {error}")
+
+
+def current_state() -> PatchReport:
+    """What the installed SGLang holds now: imports the modules and looks at the objects."""
+    from sglang_nvfp4_patches.llama4_router_weight import ray_job_check
+
+    parts = _inspected()
+    if isinstance(parts, PatchReport):
+        return parts
+    no_prescale, runner_trouble, method_notes = parts
+    failed = [m.problem for m in method_notes if m.state is PatchState.FAILED and m.problem]
+    if runner_trouble is not None:
+        failed.insert(0, f"runner: {runner_trouble}")
+    if failed:
+        return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
+    runner_note = "upstream" if no_prescale is None else f"{RUNNER_PATCHED}: {no_prescale}"
+    notes = [f"runner pre-scale: {runner_note}"]
+    notes += [m.note for m in method_notes]
+    unknown = [m.problem for m in method_notes if m.state is PatchState.UNKNOWN and m.problem]
+    if unknown:
+        return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown + notes))
+    nothing_to_patch = no_prescale is None and all(NO_REJECTION in m.note for m in method_notes)
+    ray_note = ray_job_check.doctor_note()
+    if ray_note:
+        notes.append(ray_note)
+    state = PatchState.ALREADY_UPSTREAM if nothing_to_patch else PatchState.APPLIED
+    return PatchReport(NAME, state, "; ".join(notes))
+
+
+def unpatched_report() -> PatchReport:
+    """The probes, read-only, where nothing is patched: which rejections are live here."""
+    parts = _inspected()
+    if isinstance(parts, PatchReport):
+        return parts
+    no_prescale, _, method_notes = parts
+    live = [m.problem for m in method_notes if m.state is PatchState.FAILED and m.problem]
+    unknown = [m.problem for m in method_notes if m.state is PatchState.UNKNOWN and m.problem]
+    if no_prescale is not None:
+        live.insert(0, no_prescale_of_its_own(no_prescale))
+    if live:
+        return PatchReport(NAME, PatchState.NOT_PATCHED, "live here: " + "; ".join(live + unknown))
+    if unknown:
+        return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown))
+    notes = ["runner pre-scale: upstream", *(m.note for m in method_notes)]
+    return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, "; ".join(notes))

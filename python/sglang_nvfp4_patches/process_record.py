@@ -1,0 +1,96 @@
+"""What this process decided when the plugin loaded, and what each patch's install said
+(pure: no SGLang, no torch at import).
+
+The release gate, ``SGLANG_NVFP4_PATCHES_DISABLE`` and ``SGLANG_NVFP4_PATCHES_FORCE`` are read
+once per process, by :func:`decision`: ``plugin.register()`` asks first in every process where
+SGLang loads the plugin, and keeps each patch's report beside it (:func:`keep`). ``doctor``,
+``explain``, ``verify`` and the patches' import callbacks read this record and decide nothing
+again; :func:`read_back` is what ``doctor`` and ``explain`` say of a patch.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from sglang_nvfp4_patches.patch import Patch
+from sglang_nvfp4_patches.release_gate import ReleaseGate, release_gate
+from sglang_nvfp4_patches.settings import (
+    InvalidForceError,
+    UnknownPatchNameError,
+    disabled_patches,
+    forced_patches,
+)
+from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the environment and the release decide for this process, read once."""
+
+    gate: ReleaseGate
+    disabled: frozenset[str]
+    # An invalid SGLANG_NVFP4_PATCHES_DISABLE, explained: then no patch is applied.
+    disable_error: str
+    # What SGLANG_NVFP4_PATCHES_FORCE forces here: nothing where the gate keeps the patches
+    # off, or where the value is invalid.
+    forced: frozenset[str]
+    force_error: str  # an invalid SGLANG_NVFP4_PATCHES_FORCE, explained
+
+
+@functools.cache
+def decision() -> Decision:
+    """The one reading of the release gate, DISABLE and FORCE in this process."""
+    gate = release_gate(sglang_version())
+    try:
+        disabled, disable_error = disabled_patches(), ""
+    except UnknownPatchNameError as error:
+        disabled, disable_error = frozenset(), str(error)
+    try:
+        forced, force_error = forced_patches(), ""
+    except InvalidForceError as error:
+        forced, force_error = frozenset(), str(error)
+    return Decision(
+        gate, disabled, disable_error, forced if gate.applies else frozenset(), force_error
+    )
+
+
+_reports: dict[str, PatchReport] = {}
+
+
+def keep(reports: Mapping[str, PatchReport]) -> None:
+    """What ``register()`` did, kept for the rest of the process."""
+    _reports.update(reports)
+
+
+def reports() -> dict[str, PatchReport]:
+    """What ``register()`` did in this process (empty if it never ran)."""
+    return dict(_reports)
+
+
+def with_the_reason(report: PatchReport, gate: ReleaseGate) -> PatchReport:
+    """A live, unpatched finding, with why it is not patched and how to opt in."""
+    if report.state is not PatchState.NOT_PATCHED:
+        return report
+    return PatchReport(report.name, report.state, f"{report.reason}; {gate.not_patched_because()}")
+
+
+def _read(patch: Patch, read: Callable[[], PatchReport]) -> PatchReport:
+    try:
+        return read()
+    except Exception as error:  # doctor reports, it never crashes on a broken release
+        return PatchReport(patch.name, PatchState.FAILED, f"cannot read state: {error}")
+
+
+def read_back(patch: Patch) -> PatchReport:
+    """What ``doctor`` and ``explain`` say of a patch: its state read back from SGLang, said
+    as this process's release gate makes it true (on an untested release without the opt-in,
+    the probes read-only)."""
+    gate = decision().gate
+    if not gate.applies:  # nothing is patched: the probes, read-only
+        return with_the_reason(_read(patch, patch.unpatched), gate)
+    report = _read(patch, patch.state)
+    if gate.opted_in and report.state is PatchState.APPLIED:
+        return PatchReport(report.name, report.state, f"{report.reason}; {gate.opt_in_note()}")
+    return report
