@@ -17,7 +17,6 @@ from sglang_nvfp4_patches.llama4_router_weight import method_lift
 from sglang_nvfp4_patches.verify.result import Outcome
 
 
-
 @pytest.mark.release_matrix
 def test_every_gemma4_check_holds() -> None:
     results = gemma4.run_checks()

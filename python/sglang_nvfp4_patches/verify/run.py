@@ -85,8 +85,8 @@ def _stop(processes: list[subprocess.Popen[str]]) -> None:
 
 
 def run_all() -> Checked:
-    """Each patch's checks, each in a fresh interpreter, side by side; interrupted (Ctrl-C, SIGTERM),
-    both children are stopped before the temporary directory is removed."""
+    """Each patch's checks, each in a fresh interpreter, side by side; interrupted (Ctrl-C,
+    SIGTERM), every child is stopped before the temporary directory is removed."""
     checked = Checked()
     with tempfile.TemporaryDirectory(prefix="nvfp4-verify-") as scratch:
         started: dict[str, tuple[subprocess.Popen[str], Path]] = {}
