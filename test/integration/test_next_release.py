@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from support import SCRIPTS, edited_sglang, result_of
+from support.doc_blocks import Example, blocks, documents, examples, mismatch
 from support.edited_sglang import (
     CUTLASS_RUNNER,
     MODELOPT,
@@ -42,6 +43,14 @@ OPT_IN = {"SGLANG_NVFP4_PATCHES_UNTESTED": "apply"}
 CLI = str(Path(edited_sglang.__file__))
 PROBE = str(SCRIPTS / "next_release_probe.py")
 STATE_PROBE = str(SCRIPTS / "plugin_state_probe.py")
+# The outputs README.md and docs/*.md quote from the simulated next release.
+QUOTED = [
+    example
+    for path in documents()
+    for block in blocks(path)
+    if block.language == "console" and block.context == "next-release"
+    for example in examples(block)
+]
 BOTH_REJECTIONS = (
     "ModelOptNvFp4FusedMoEMethod.apply still rejects apply_router_weight_on_input",
     "CompressedTensorsW4A4Nvfp4MoE.apply_weights still rejects apply_router_weight_on_input",
@@ -84,6 +93,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             {"SGLANG_NVFP4_PATCHES_DISABLE": "llama4-router-weight"},
         ),
     }
+    for example in QUOTED:
+        assert example.argv[0] == "sglang-nvfp4-patches", example.where
+        plan[example.where] = ([CLI, nxt, *example.argv[1:]], example.env)
     started = {name: fork.start(args, env) for name, (args, env) in plan.items()}
     return {name: child.wait(timeout=300) for name, child in started.items()}
 
@@ -200,3 +212,20 @@ def test_double_weighting_fails_verify_naming_it(runs: dict) -> None:
     top1 = checks["ModelOpt NVFP4 top-1 with the flag"]
     assert top1["outcome"] == "FAILED" and "vllm#43694" in top1["reason"]
     assert checks["ModelOpt NVFP4 top-2 without the flag"]["outcome"] == "held"
+
+
+def test_the_docs_quote_the_next_release_as_it_is() -> None:
+    assert QUOTED, "docs/releases.md quotes doctor on the simulated next release"
+
+
+@pytest.mark.parametrize("example", QUOTED, ids=lambda e: e.where)
+def test_a_quoted_next_release_output_is_what_the_command_prints(
+    runs: dict, example: Example
+) -> None:
+    done = runs[example.where]
+    want = 0 if example.status is None else example.status
+    assert done.returncode == want, (
+        f"{example.where}: exit {done.returncode}\n{done.stderr[-2000:]}"
+    )
+    problem = mismatch(example.expected, done.stdout.splitlines())
+    assert problem is None, f"{example.where}: {problem}\n--- printed:\n{done.stdout}"

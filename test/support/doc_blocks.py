@@ -118,14 +118,22 @@ def mismatch(expected: list[str], actual: list[str]) -> str | None:
     return _match(expected, [line.rstrip() for line in actual], 0, 0)
 
 
+def _first_matches(expected: list[str], line: str) -> bool:
+    return expected[0].strip() == "..." or bool(_line_pattern(expected[0]).fullmatch(line))
+
+
 def _match(expected: list[str], actual: list[str], i: int, j: int) -> str | None:
     while i < len(expected):
         if expected[i].strip() == "...":
             rest = expected[i + 1 :]
             if not rest:
                 return None
-            failures = [_match(rest, actual, 0, k) for k in range(j, len(actual) + 1)]
-            return None if None in failures else failures[0]
+            tried = [(k, _match(rest, actual, 0, k)) for k in range(j, len(actual) + 1)]
+            if any(problem is None for _, problem in tried):
+                return None
+            # Report the try whose first line matched: it is where the quote goes wrong.
+            anchored = [p for k, p in tried if k < len(actual) and _first_matches(rest, actual[k])]
+            return (anchored or [p for _, p in tried])[0]
         if j >= len(actual):
             return f"quoted line {expected[i]!r} is missing at the end of the output"
         if not _line_pattern(expected[i]).fullmatch(actual[j]):
