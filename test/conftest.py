@@ -11,6 +11,7 @@ a run whose overlay did not take effect fails loudly instead of testing the wron
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -31,6 +32,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "release_matrix: runs against every supported SGLang release in CI"
     )
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # A shell without job control starts background commands with SIGINT ignored, and
+        # every child inherits that: the Ctrl-C and SIGTERM tests would fail, misleadingly.
+        raise pytest.UsageError(
+            "SIGINT is ignored in this process (started in the background by a shell without "
+            "job control?), so the interrupt tests cannot run: run pytest in the foreground, "
+            "or start it from a script after `set -m`"
+        )
     expected = config.getoption("--sglang-release")
     if expected and sglang_version() != expected:
         raise pytest.UsageError(
