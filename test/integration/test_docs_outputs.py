@@ -12,21 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from support.doc_blocks import REPO, Example, blocks, documents, examples, mismatch
+from support.doc_blocks import REPO, Example, problem_with, quoted
 from support.forkserver import run_cli
 
 PROGRAM = "sglang-nvfp4-patches"
 DEMO = "scripts/demo_accuracy_ab.py"
-
-
-def quoted(context: str) -> list[Example]:
-    return [
-        example
-        for path in documents()
-        for block in blocks(path)
-        if block.language == "console" and block.context == context
-        for example in examples(block)
-    ]
 
 
 def run(example: Example, workdir: Path) -> subprocess.CompletedProcess[str]:
@@ -47,9 +37,5 @@ def run(example: Example, workdir: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("example", quoted("installed"), ids=lambda e: e.where)
 def test_a_quoted_output_is_what_the_command_prints(example: Example, tmp_path: Path) -> None:
     done = run(example, tmp_path)
-    want = 0 if example.status is None else example.status
-    assert done.returncode == want, (
-        f"{example.where}: exit {done.returncode}\n{done.stderr[-2000:]}"
-    )
-    problem = mismatch(example.expected, done.stdout.splitlines())
-    assert problem is None, f"{example.where}: {problem}\n--- printed:\n{done.stdout}"
+    problem = problem_with(example, done.returncode, done.stdout)
+    assert problem is None, f"{problem}\n--- stderr:\n{done.stderr[-2000:]}"

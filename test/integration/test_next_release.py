@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from support import SCRIPTS, edited_sglang, result_of
-from support.doc_blocks import Example, blocks, documents, examples, mismatch
+from support.doc_blocks import Example, problem_with, quoted
 from support.edited_sglang import (
     CUTLASS_RUNNER,
     MODELOPT,
@@ -44,13 +44,7 @@ CLI = str(Path(edited_sglang.__file__))
 PROBE = str(SCRIPTS / "next_release_probe.py")
 STATE_PROBE = str(SCRIPTS / "plugin_state_probe.py")
 # The outputs README.md and docs/*.md quote from the simulated next release.
-QUOTED = [
-    example
-    for path in documents()
-    for block in blocks(path)
-    if block.language == "console" and block.context == "next-release"
-    for example in examples(block)
-]
+QUOTED = quoted("next-release")
 BOTH_REJECTIONS = (
     "ModelOptNvFp4FusedMoEMethod.apply still rejects apply_router_weight_on_input",
     "CompressedTensorsW4A4Nvfp4MoE.apply_weights still rejects apply_router_weight_on_input",
@@ -223,9 +217,5 @@ def test_a_quoted_next_release_output_is_what_the_command_prints(
     runs: dict, example: Example
 ) -> None:
     done = runs[example.where]
-    want = 0 if example.status is None else example.status
-    assert done.returncode == want, (
-        f"{example.where}: exit {done.returncode}\n{done.stderr[-2000:]}"
-    )
-    problem = mismatch(example.expected, done.stdout.splitlines())
-    assert problem is None, f"{example.where}: {problem}\n--- printed:\n{done.stdout}"
+    problem = problem_with(example, done.returncode, done.stdout)
+    assert problem is None, f"{problem}\n--- stderr:\n{done.stderr[-2000:]}"

@@ -19,7 +19,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from support.repo_scripts import REPO
+
 CONTEXTS = ("installed", "next-release")
 _FENCE = re.compile(r"^```(\S*)\s*$")
 _CONTEXT = re.compile(r"^<!-- output on: ([\w-]+) -->$")
@@ -87,9 +88,9 @@ def examples(block: Block) -> list[Example]:
             status = _EXIT.search(command)
             words = shlex.split(command[: status.start()] if status else command, comments=True)
             env = {}
-            while words and _ENV.match(words[0]):
-                name, value = _ENV.match(words.pop(0)).groups()  # type: ignore[union-attr]
-                env[name] = value
+            while words and (assignment := _ENV.match(words[0])):
+                env[assignment.group(1)] = assignment.group(2)
+                words.pop(0)
             where = f"{block.where}+{offset + 1}"
             found.append(Example(where, env, words, int(status.group(1)) if status else None, []))
         elif found:
@@ -97,6 +98,27 @@ def examples(block: Block) -> list[Example]:
         else:
             raise ValueError(f"{block.where}: a console block starts with a `$ ` command line")
     return found
+
+
+def quoted(context: str) -> list[Example]:
+    """Every console example of README.md and docs/*.md that runs in ``context``."""
+    return [
+        example
+        for path in documents()
+        for block in blocks(path)
+        if block.language == "console" and block.context == context
+        for example in examples(block)
+    ]
+
+
+def problem_with(example: Example, returncode: int, stdout: str) -> str | None:
+    """None when a run of ``example`` ended as quoted (``# exit N``, else 0) and printed what
+    is quoted, else what differs."""
+    want = 0 if example.status is None else example.status
+    if returncode != want:
+        return f"{example.where}: exit {returncode}, quoted {want}"
+    problem = mismatch(example.expected, stdout.splitlines())
+    return None if problem is None else f"{example.where}: {problem}\n--- printed:\n{stdout}"
 
 
 def _line_pattern(quoted: str) -> re.Pattern[str]:

@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from sglang_nvfp4_patches import cli
-from support.doc_blocks import CONTEXTS, REPO, blocks, documents, examples, mismatch
+from support.doc_blocks import (
+    CONTEXTS,
+    REPO,
+    Example,
+    blocks,
+    documents,
+    examples,
+    mismatch,
+    problem_with,
+)
 
 README = REPO / "README.md"
 LANGUAGES = {"bash", "console", "python", "text", "json"}
@@ -135,11 +144,17 @@ def option_tables(path: Path) -> dict[str, set[str]]:
     return tables
 
 
-def help_options(command: str) -> set[str]:
-    parser: argparse.ArgumentParser = cli.build_parser()
+def subcommand(command: str) -> argparse.ArgumentParser:
+    """The parser of ``command`` (``"accuracy run"``), as ``cli.build_parser`` builds it."""
+    parser = cli.build_parser()
     for word in command.split():
         (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         parser = subparsers.choices[word]
+    return parser
+
+
+def help_options(command: str) -> set[str]:
+    parser = subcommand(command)
     return {o for a in parser._actions for o in a.option_strings if o.startswith("--")} - {"--help"}
 
 
@@ -162,9 +177,16 @@ def test_the_readme_names_only_options_its_commands_have_and_every_one_they_have
 
 
 def test_accuracy_help_says_that_ab_starts_its_own_servers() -> None:
-    parser = cli.build_parser()
-    (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    description = " ".join(str(subparsers.choices["accuracy"].description).split())
+    description = " ".join(str(subcommand("accuracy").description).split())
     assert "starts the server once per side" in description
     assert "a server you started yourself" in description
-    assert "against a running" not in " ".join(parser.format_help().split())
+    assert "against a running" not in " ".join(subcommand("").format_help().split())
+
+
+def test_a_run_must_end_with_the_quoted_status_and_print_the_quoted_lines() -> None:
+    quoted_exit_1 = Example("doc.md:1+1", {}, ["sglang-nvfp4-patches", "doctor"], 1, ["ok 3"])
+    assert problem_with(quoted_exit_1, 1, "ok 7\n") is None
+    assert "exit 0, quoted 1" in str(problem_with(quoted_exit_1, 0, "ok 7\n"))
+    assert "printed 'not ok'" in str(problem_with(quoted_exit_1, 1, "not ok\n"))
+    unquoted_exit = Example("doc.md:1+1", {}, ["sglang-nvfp4-patches", "doctor"], None, [])
+    assert "exit 1, quoted 0" in str(problem_with(unquoted_exit, 1, ""))

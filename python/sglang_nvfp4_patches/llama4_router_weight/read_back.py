@@ -64,6 +64,11 @@ def _method_note(rejecting: RejectingMethod, runner_honours: bool) -> MethodNote
     return MethodNote(f"{rejecting.label} rejection: not lifted", problem, PatchState.FAILED)
 
 
+def _problems(notes: list[MethodNote], state: PatchState) -> list[str]:
+    """What is wrong at each method whose note has ``state``."""
+    return [note.problem for note in notes if note.state is state and note.problem]
+
+
 # why the runner has no working pre-scale of its own (None: it has), why it does not honour
 # the flag, each method's note
 Parts = tuple[str | None, str | None, list[MethodNote]]
@@ -96,7 +101,7 @@ def current_state() -> PatchReport:
     if isinstance(parts, PatchReport):
         return parts
     no_prescale, runner_trouble, method_notes = parts
-    failed = [m.problem for m in method_notes if m.state is PatchState.FAILED and m.problem]
+    failed = _problems(method_notes, PatchState.FAILED)
     if runner_trouble is not None:
         failed.insert(0, f"runner: {runner_trouble}")
     if failed:
@@ -104,7 +109,7 @@ def current_state() -> PatchReport:
     runner_note = "upstream" if no_prescale is None else f"{RUNNER_PATCHED}: {no_prescale}"
     notes = [f"runner pre-scale: {runner_note}"]
     notes += [m.note for m in method_notes]
-    unknown = [m.problem for m in method_notes if m.state is PatchState.UNKNOWN and m.problem]
+    unknown = _problems(method_notes, PatchState.UNKNOWN)
     if unknown:
         return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown + notes))
     nothing_to_patch = no_prescale is None and all(NO_REJECTION in m.note for m in method_notes)
@@ -121,8 +126,8 @@ def unpatched_report() -> PatchReport:
     if isinstance(parts, PatchReport):
         return parts
     no_prescale, _, method_notes = parts
-    live = [m.problem for m in method_notes if m.state is PatchState.FAILED and m.problem]
-    unknown = [m.problem for m in method_notes if m.state is PatchState.UNKNOWN and m.problem]
+    live = _problems(method_notes, PatchState.FAILED)
+    unknown = _problems(method_notes, PatchState.UNKNOWN)
     if no_prescale is not None:
         live.insert(0, no_prescale_of_its_own(no_prescale))
     if live:
