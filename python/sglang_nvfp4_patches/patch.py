@@ -16,11 +16,9 @@ declaration field   signature                                              calle
 ``install``         ``(forced: bool, observe: bool) -> PatchReport``       ``plugin``
 ``state``           ``() -> PatchReport``                                  ``doctor``
 ``unpatched``       ``() -> PatchReport``                                  ``doctor``
-``explain_note``    ``(moe_runner: str | None) -> str``                    ``explain``
+``explain_note``    ``(moe_runner: str | None, nvfp4_moe: bool) -> str``   ``explain``
 ``verify_checks``   ``() -> list[CheckResult]``                            ``verify``
 ``suspended``       ``() -> AbstractContextManager[None]`` (optional)      ``explain``
-``explain_layer``   ``(model_dir, gpu, flags) -> LayerOutcome | None``     ``explain``
-                    (optional)
 ==================  =====================================================  =================
 """
 
@@ -28,17 +26,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sglang_nvfp4_patches.status import PatchReport
 
 if TYPE_CHECKING:
-    from sglang_nvfp4_patches.simulation.gpus import GpuProfile
-    from sglang_nvfp4_patches.simulation.moe_layer import LayerOutcome
     from sglang_nvfp4_patches.verify.result import CheckResult
 
 
@@ -61,9 +56,10 @@ class ReadState(Protocol):
 
 class ExplainNote(Protocol):
     """The note on an ``explain`` row of one of the patch's architectures, given the MoE
-    runner the row ends on."""
+    runner the row ends on and whether the row's checkpoint has an NVFP4 MoE layer the
+    simulation ran."""
 
-    def __call__(self, moe_runner: str | None) -> str: ...
+    def __call__(self, moe_runner: str | None, nvfp4_moe: bool) -> str: ...
 
 
 class VerifyChecks(Protocol):
@@ -77,16 +73,6 @@ class Suspended(Protocol):
     """Inside this block the patch acts on nothing (``explain``'s unpatched column)."""
 
     def __call__(self) -> AbstractContextManager[None]: ...
-
-
-class ExplainLayer(Protocol):
-    """What happens to the first MoE layer of the checkpoint in ``model_dir`` (one of the
-    patch's architectures) when it is built on ``gpu`` with the user's server ``flags``
-    (``None``: nothing to say)."""
-
-    def __call__(
-        self, model_dir: Path, gpu: GpuProfile, flags: Mapping[str, Any]
-    ) -> LayerOutcome | None: ...
 
 
 @dataclass(frozen=True)
@@ -113,7 +99,8 @@ class Patch:
     explain_note: ExplainNote
     verify_checks: VerifyChecks
     suspended: Suspended = contextlib.nullcontext
-    explain_layer: ExplainLayer | None = None
+    # The ServerArgs fields it may declare during resolution (explain's "decided by").
+    declares: frozenset[str] = frozenset()
     # Why forcing it is refused; empty for a patch that can be forced.
     not_forceable_because: str = ""
 
@@ -130,7 +117,6 @@ PROTOCOLS: dict[str, type] = {
     "explain_note": ExplainNote,
     "verify_checks": VerifyChecks,
     "suspended": Suspended,
-    "explain_layer": ExplainLayer,
 }
 
 
@@ -145,7 +131,7 @@ def declare(
     explain_note: str,
     verify_checks: str,
     suspended: str | None = None,
-    explain_layer: str | None = None,
+    declares: frozenset[str] = frozenset(),
     not_forceable_because: str = "",
 ) -> Patch:
     """The :class:`Patch` of ``package``; each function is named ``module.function`` inside
@@ -164,6 +150,6 @@ def declare(
         explain_note=seam(explain_note),
         verify_checks=seam(verify_checks),
         suspended=seam(suspended) if suspended else contextlib.nullcontext,
-        explain_layer=seam(explain_layer) if explain_layer else None,
+        declares=declares,
         not_forceable_because=not_forceable_because,
     )

@@ -15,6 +15,7 @@ import logging
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 
 ModuleCallback = Callable[[ModuleType], None]
@@ -91,3 +92,15 @@ def when_imported(module_name: str, callback: ModuleCallback) -> None:
         _pending.setdefault(module_name, []).append(callback)
         if _finder not in sys.meta_path:
             sys.meta_path.insert(0, _finder)
+
+
+def module_exists(name: str) -> bool:
+    """Look for the module's file without importing its parent packages (seconds of torch
+    and kernel imports in a launcher that never builds a MoE layer)."""
+    import sglang
+
+    relative = Path(*name.split(".")[1:])
+    return any(
+        (Path(root) / relative).with_suffix(".py").is_file() or (Path(root) / relative).is_dir()
+        for root in sglang.__path__
+    )

@@ -8,7 +8,7 @@ import pytest
 
 from sglang_nvfp4_patches.status import sglang_version
 from support.forkserver import run_cli as cli
-from support.release import KV_SCALES_APPLIED, RUNNER_PRESCALE, ships
+from support.release import KV_SCALES_APPLIED, MOE_RUNNER_MISMATCH, RUNNER_PRESCALE, ships
 from support.sglang_cpu import runner_module_present
 
 
@@ -20,7 +20,11 @@ def test_doctor_reports_what_sglang_holds() -> None:
     assert result["sglang"] == sglang_version()
     assert result["torch"] and result["flashinfer"]
     assert result["gpu"] == "none"
-    assert set(result["patches"]) == {"gemma4-attention", "llama4-router-weight"}
+    assert set(result["patches"]) == {
+        "gemma4-attention",
+        "llama4-router-weight",
+        "nvfp4-moe-runner",
+    }
     gemma4 = result["patches"]["gemma4-attention"]
     if ships(KV_SCALES_APPLIED):
         assert gemma4["status"] == "already upstream"
@@ -39,6 +43,17 @@ def test_doctor_reports_what_sglang_holds() -> None:
     else:
         assert router["status"] == "not applicable"
         assert "no FlashInfer CUTLASS MoE runner" in router["reason"]
+    runner = result["patches"]["nvfp4-moe-runner"]
+    assert f"evidence: recorded by CI for SGLang {sglang_version()}" in runner["reason"]
+    if ships(MOE_RUNNER_MISMATCH):
+        assert runner["status"] == "applied"
+        assert (
+            "ModelOpt NVFP4 MoE checkpoints get flashinfer_cutlass for Llama 4 on sm100, sm103, "
+            "sm120, sm121; Gemma 4 on sm120, sm121: there SGLang's own layer fails"
+        ) in runner["reason"]
+    else:
+        assert runner["status"] == "not applicable", runner
+        assert "get flashinfer_cutlass" not in runner["reason"]
     for report in result["patches"].values():
         assert report["reason"]
 

@@ -22,9 +22,11 @@ from pathlib import Path
 import pytest
 
 from sglang_nvfp4_patches import cli
+from sglang_nvfp4_patches.explain.run import patches_suspended
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
 from sglang_nvfp4_patches.status import sglang_version
 from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
+from support.release import MOE_RUNNER_MISMATCH, ships
 
 
 def explain_here(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, list[str]]:
@@ -60,14 +62,17 @@ def test_an_unknown_flag_is_refused_by_sglangs_parser(capsys: pytest.CaptureFixt
 
 def _sglang_serve_answer(model: Path, *flags: str) -> tuple[str, ...]:
     """What SGLang resolves for ``sglang serve --model-path MODEL FLAGS`` on a simulated SM100,
-    built by SGLang's own parser and ``from_cli_args`` (no plugin patch is live here for these
-    models: Llama 4 on SM100 resolves without the Gemma 4 rule)."""
+    built by SGLang's own parser and ``from_cli_args``, without the plugin's patches."""
     from sglang.srt.server_args import ServerArgs
 
     parser = argparse.ArgumentParser()
     ServerArgs.add_cli_args(parser)
     words = ["--model-path", str(model), "--skip-tokenizer-init", "--device", "cuda", *flags]
-    with simulated_gpu(GPU_PROFILES["sm100"]), contextlib.redirect_stderr(io.StringIO()):
+    with (
+        patches_suspended(),
+        simulated_gpu(GPU_PROFILES["sm100"]),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
         server_args = ServerArgs.from_cli_args(parser.parse_args(words))
         if hasattr(server_args, "resolve_once"):
             server_args.resolve_once()
@@ -103,9 +108,18 @@ def test_any_server_flag_gives_sglangs_answer_for_that_command_line(
     assert code == 0, err
     (row,) = [json.loads(line) for line in out.splitlines()]
     expected = _sglang_serve_answer(LLAMA4_NVFP4, *flags)
-    assert (row["attention_backend"], row["moe_runner_backend"]) == expected
     assert (row["unpatched_attention_backend"], row["unpatched_moe_runner_backend"]) == expected
-    assert row["decided_by"] == ("user" if "--attention-backend" in flags else "sglang")
+    runner_given = "--moe-runner-backend" in flags or "--quantization" in flags
+    if runner_given or not ships(MOE_RUNNER_MISMATCH):  # SGLang's answer, field for field
+        assert (row["attention_backend"], row["moe_runner_backend"]) == expected
+        assert row["decided_by"] == ("user" if "--attention-backend" in flags else "sglang")
+        return
+    # no runner given: nvfp4-moe-runner publishes the one Llama 4's layer serves on SM100
+    assert (row["attention_backend"], row["moe_runner_backend"]) == (
+        expected[0],
+        "flashinfer_cutlass",
+    )
+    assert row["decided_by"] == "nvfp4-moe-runner"
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,9 @@
-"""``explain`` says what happens to the Llama 4 MoE layer, not only what the server args say:
-the runner the layer builds (ModelOpt too), whether it is refused at build (naming the
-switch), and, without the patches, that SGLang as it ships fails at warm-up. The same facts in
-the text table and in ``--json``; no note claims the pre-scale for a refused layer."""
+"""``explain`` says what happens to the first MoE layer, not only what the server args say:
+the runner the layer builds, whether it is refused at build (naming the switch), whether it
+fails at the first forward, and how SGLang as it ships fails there, each from one forward of
+SGLang's own layer on CPU. The same facts in the text table and in ``--json``; no note claims
+the pre-scale for a refused layer. The plain launch on an RTX PRO 6000 or DGX Spark names the
+first-forward failure of SGLang as it ships and the runner the patched layer builds."""
 
 from __future__ import annotations
 
@@ -9,22 +11,22 @@ from typing import Any
 
 import pytest
 
-from support.configs import LLAMA4_NVFP4, LLAMA4_NVFP4_CT, edited_copy
+from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4, LLAMA4_NVFP4_CT, edited_copy
 from support.forkserver import json_lines, server
+from support.release import MOE_RUNNER_MISMATCH, ships
 
 CUTLASS = ("--gpu", "sm120", "--moe-runner-backend", "flashinfer_cutlass")
 PRESCALE = "pre-scales the top-1 router weight"
-WARM_UP = (
-    "SGLang as it ships fails at warm-up on the flashinfer_cutlass MoE runner: "
-    "ModelOptNvFp4FusedMoEMethod.apply rejects apply_router_weight_on_input (assert at "
-    "modelopt_quant.py:"
-)
+REJECTS = "at the first forward: AssertionError: apply_router_weight_on_input is not supported"
+WARM_UP = f"SGLang as it ships builds the flashinfer_cutlass MoE runner and fails {REJECTS}"
+MISMATCH = ("'g1_scale_c'", "Unsupported moe_runner_backend for NVFP4 MoE")
 
 
-TEXT_TOO = ("top-2", "no patches", "ModelOpt default")  # the issue's three cases, as tables
+TEXT_TOO = ("top-2", "no patches", "ModelOpt default", "Gemma 4 on sm121")
 CASES = {
     "top-2": ("--model", "TOP2", *CUTLASS),
     "ModelOpt default": ("--model", str(LLAMA4_NVFP4), "--gpu", "sm120"),
+    "Gemma 4 on sm121": ("--model", str(GEMMA4_NVFP4_MOE), "--gpu", "dgx-spark"),
     "no patches": ("--no-patches", "--model", str(LLAMA4_NVFP4), *CUTLASS),
     "patched": ("--model", str(LLAMA4_NVFP4), *CUTLASS),
     "compressed-tensors": ("--model", str(LLAMA4_NVFP4_CT), "--gpu", "sm120"),
@@ -70,23 +72,33 @@ def test_a_top2_layer_is_shown_refused_naming_the_switch(explained: dict[str, An
     assert f"note: {top2}: the MoE layer is refused when it is built: " in text
 
 
-def test_the_modelopt_layer_shows_the_runner_its_method_picks(explained: dict[str, Any]) -> None:
-    row, text = explained["ModelOpt default"]
-    assert row["moe_runner_backend"] == "auto"
-    assert row["moe_layer_runner"] == "flashinfer_trtllm"  # create_moe_runner resolves auto
-    assert row["moe_layer_refused"] is None and row["unpatched_fails_at_warmup"] is None
-    assert "auto (layer: flashinfer_trtllm)" in text
-    assert PRESCALE not in row["note"]
+@pytest.mark.parametrize("case", ["ModelOpt default", "Gemma 4 on sm121"])
+def test_a_plain_launch_names_sglangs_first_forward_failure_and_the_patched_runner(
+    explained: dict[str, Any], case: str
+) -> None:
+    row, text = explained[case]
+    assert row["unpatched_moe_runner_backend"] == "auto"
+    if not ships(MOE_RUNNER_MISMATCH):  # SGLang's own layer reaches its own CUTLASS kernel
+        assert row["unpatched_fails_at_warmup"] is None and row["moe_runner_backend"] == "auto"
+        return
+    assert row["unpatched_moe_layer_runner"] == "flashinfer_trtllm"
+    failure = row["unpatched_fails_at_warmup"]
+    assert failure.startswith("at the first forward: ") and any(m in failure for m in MISMATCH)
+    assert row["moe_runner_backend"] == row["moe_layer_runner"] == "flashinfer_cutlass"
+    assert row["decided_by"] == "nvfp4-moe-runner"
+    assert row["moe_layer_fails"] is None and row["moe_layer_refused"] is None
+    expected = "without the patches, SGLang builds the flashinfer_trtllm MoE runner and fails "
+    assert expected + failure in row["note"]
+    assert "auto -> flashinfer_cutlass" in text and "nvfp4-moe-runner" in text
+    assert f"{expected}{failure}" in text
 
 
-def test_without_the_patches_the_row_says_sglang_fails_at_warm_up(
+def test_without_the_patches_the_row_says_sglang_fails_at_the_first_forward(
     explained: dict[str, Any],
 ) -> None:
     row, text = explained["no patches"]
     assert row["patched"] is False and row["moe_layer_runner"] == "flashinfer_cutlass"
-    assert row["unpatched_fails_at_warmup"].startswith(
-        "ModelOptNvFp4FusedMoEMethod.apply rejects apply_router_weight_on_input"
-    )
+    assert row["unpatched_fails_at_warmup"].startswith(REJECTS)
     assert WARM_UP in row["note"] and WARM_UP in text
     assert PRESCALE not in row["note"] and PRESCALE not in text
 
@@ -96,8 +108,12 @@ def test_patched_the_same_row_claims_the_prescale_and_names_the_unpatched_failur
 ) -> None:
     row, _ = explained["patched"]
     assert row["patched"] is True and row["moe_layer_refused"] is None
+    assert row["moe_layer_fails"] is None
     assert PRESCALE in row["note"]
-    assert "without the patches, SGLang fails at warm-up" in row["note"]
+    assert (
+        f"without the patches, SGLang builds the flashinfer_cutlass MoE runner and fails {REJECTS}"
+        in row["note"]
+    )
 
 
 def test_the_compressed_tensors_layer_is_still_shown(explained: dict[str, Any]) -> None:

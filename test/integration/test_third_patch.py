@@ -1,57 +1,96 @@
-"""A third patch is one package and one line in ``patches.py``: a stand-in declared in
-``support/scripts/standin/`` appears in ``doctor``, ``explain`` and ``verify`` beside the two
-real patches, with nothing else changed (``support/scripts/standin_probe.py``).
+"""A third patch is one package and one line in ``patches.py``: ``nvfp4-moe-runner`` is named
+nowhere else in the plugin, yet ``doctor``, ``explain`` and ``verify`` cover it as they cover
+the other two (its state, its note and what it decided on a row, its checks in a fresh
+process of their own).
 
 This is also where ``verify`` runs as the command a user types (fresh check processes, one
-per patch, ``--json``): the real patches' checks must hold there too. It runs on the primary
+per patch, ``--json``): every patch's checks must hold there too. It runs on the primary
 release; ``scripts/test_release.sh`` runs ``verify`` on every other one.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
-from support import SCRIPTS, result_of
-from support.forkserver import run_python
+from sglang_nvfp4_patches.patches import PATCHES
+from support.forkserver import json_lines, server
 
-REAL = {"gemma4-attention", "llama4-router-weight"}
-STANDIN = "standin-patch"
+PACKAGE = Path(__file__).resolve().parents[2] / "python" / "sglang_nvfp4_patches"
+THIRD = "nvfp4-moe-runner"
+ALL = {"gemma4-attention", "llama4-router-weight", THIRD}
+SCOUT = PACKAGE / "example_configs" / "llama-4-scout-17b-16e-nvfp4"
+
+
+def test_the_third_patch_is_named_only_in_its_package_and_in_patches_py() -> None:
+    assert [patch.name for patch in PATCHES][-1] == THIRD
+    naming = re.compile(r"nvfp4_moe_runner|nvfp4-moe-runner")
+    outside = sorted(
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if naming.search(path.read_text(encoding="utf-8"))
+        and path.parent.name != "nvfp4_moe_runner"
+    )
+    assert outside == ["patches.py"]
 
 
 @pytest.fixture(scope="module")
 def commands() -> dict[str, dict]:
-    done = run_python([str(SCRIPTS / "standin_probe.py")], timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return result_of(done)
+    fork = server()
+    started = {
+        "doctor": fork.start(["-m", "sglang_nvfp4_patches", "doctor", "--json"], {}),
+        "explain": fork.start(
+            [
+                "-m",
+                "sglang_nvfp4_patches",
+                "explain",
+                "--json",
+                "--gpu",
+                "sm120",
+                "--model",
+                str(SCOUT),
+            ],
+            {},
+        ),
+        "verify": fork.start(["-m", "sglang_nvfp4_patches", "verify", "--json"], {}),
+    }
+    done = {name: child.wait(timeout=600) for name, child in started.items()}
+    return {
+        name: {"exit": d.returncode, "stdout": d.stdout, "stderr": d.stderr}
+        for name, d in done.items()
+    }
 
 
-def test_doctor_reads_the_standin_back(commands: dict[str, dict]) -> None:
+def test_doctor_reads_the_third_patch_back(commands: dict[str, dict]) -> None:
     doctor = commands["doctor"]
+    assert doctor["exit"] == 0, doctor["stderr"][-3000:]
     patches = json.loads(doctor["stdout"])["patches"]
-    assert set(patches) == REAL | {STANDIN}
-    assert patches[STANDIN] == {"status": "applied", "reason": "stand-in read back"}
-    assert doctor["exit"] == 0
+    assert set(patches) == ALL
+    assert patches[THIRD]["reason"]
 
 
-def test_explain_gives_the_standin_its_rows_note_and_layer(commands: dict[str, dict]) -> None:
+def test_explain_gives_the_third_patch_its_note_and_its_decision(
+    commands: dict[str, dict],
+) -> None:
     explain = commands["explain"]
-    (row,) = [json.loads(line) for line in explain["stdout"].splitlines()]
-    assert row["moe_layer_runner"] == "standin-on-sm100"  # its explain_layer answered
-    assert f"{STANDIN}: stand-in note for the standin-on-sm100 MoE runner" in row["note"]
-    assert explain["exit"] == 0
+    assert explain["exit"] == 0, explain["stderr"][-3000:]
+    (row,) = json_lines(explain["stdout"])
+    assert f"{THIRD}: a ModelOpt NVFP4 MoE checkpoint" in row["note"]
+    if row["moe_runner_backend"] != row["unpatched_moe_runner_backend"]:
+        assert row["decided_by"] == THIRD
 
 
 def test_verify_runs_every_patch_in_its_own_process(commands: dict[str, dict]) -> None:
     verify = commands["verify"]
-    lines = [json.loads(line) for line in verify["stdout"].splitlines()]
-    assert {line["patch"] for line in lines} == REAL | {STANDIN}
+    lines = json_lines(verify["stdout"])
+    assert {line["patch"] for line in lines} == ALL
     import sglang
 
     assert {line["sglang"] for line in lines} == {sglang.__version__}  # the one imported
     assert all(line["outcome"] in ("held", "n/a") for line in lines), lines
-    (standin,) = [line for line in lines if line["patch"] == STANDIN]
-    assert standin["reason"] == "installed once by register() in this fresh process"
-    assert len(lines) >= 5  # Gemma 4's three, at least one for Llama 4, the stand-in's
+    third = [line["check"] for line in lines if line["patch"] == THIRD]
+    assert third[0] == "evidence (no flags, SGLang as it ships)" and len(third) == 8
     assert verify["exit"] == 0

@@ -38,3 +38,16 @@ def edited_copy(source: Path, target: Path, **text_config: Any) -> Path:
 
 
 REMOVE = _MISSING
+
+
+def hf_quant_copy(source: Path, target: Path) -> Path:
+    """Copy ``source``'s ModelOpt checkpoint config with its quantization moved out of
+    config.json into ``hf_quant_config.json`` beside it, as ModelOpt exports it."""
+    config = json.loads((source / "config.json").read_text())
+    quantization = config.pop("quantization_config")
+    quantization.pop("quant_method", None)
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "config.json").write_text(json.dumps(config))
+    exported = {"producer": {"name": "modelopt"}, "quantization": quantization}
+    (target / "hf_quant_config.json").write_text(json.dumps(exported))
+    return target

@@ -339,6 +339,48 @@ def prescale_keeps_router_weights(source: str) -> tuple[str, int]:
     )
 
 
+_NVFP4_AUTO_TO_TRTLLM = re.compile(
+    r"^(?P<indent>[ \t]*)moe_runner_backend = MoeRunnerBackend\.FLASHINFER_TRTLLM[ \t]*$", re.M
+)
+_NVFP4_CUTLASS_FLAG = re.compile(
+    r"^(?P<indent>[ \t]*)return get_moe_runner_backend\(\)\.is_flashinfer_cutlass\(\)[ \t]*$",
+    re.M,
+)
+
+
+def _in_nvfp4_method(source: str, pattern: re.Pattern[str], replacement: str) -> tuple[str, int]:
+    """``pattern`` replaced once, inside ``ModelOptNvFp4FusedMoEMethod`` only."""
+    start = _MODELOPT_CLASS.search(source)
+    if start is None:
+        return source, 0
+    head, body = source[: start.end()], source[start.end() :]
+    body, count = pattern.subn(replacement, body, count=1)
+    return head + body, count
+
+
+def moe_runner_fix_39807(source: str) -> tuple[str, int]:
+    """sglang#39807's two changes to the ModelOpt NVFP4 MoE method: with the published runner
+    left at auto, ``create_moe_runner`` picks FlashInfer CUTLASS on SM110/SM12x (TRT-LLM
+    elsewhere, as before), and ``enable_flashinfer_cutlass_moe`` reads the runner it resolved,
+    so the weights are prepared for the runner the layer runs."""
+    source, picks = _in_nvfp4_method(
+        source,
+        _NVFP4_AUTO_TO_TRTLLM,
+        "\\g<indent>moe_runner_backend = (\n"
+        "\\g<indent>    MoeRunnerBackend.FLASHINFER_CUTLASS\n"
+        "\\g<indent>    if get_platform().is_sm120 or get_platform().is_sm110\n"
+        "\\g<indent>    else MoeRunnerBackend.FLASHINFER_TRTLLM\n"
+        "\\g<indent>)",
+    )
+    source, reads = _in_nvfp4_method(
+        source,
+        _NVFP4_CUTLASS_FLAG,
+        '\\g<indent>return getattr(self, "_moe_runner_backend", get_moe_runner_backend())'
+        ".is_flashinfer_cutlass()",
+    )
+    return source, picks * reads
+
+
 def run_cli_on_copy(copy: str, arguments: list[str]) -> None:
     """``python -m sglang_nvfp4_patches ARGUMENTS`` with the copy's SGLang first."""
     import sglang

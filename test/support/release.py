@@ -14,7 +14,11 @@ from sglang_nvfp4_patches.status import sglang_version
 # release between.
 KV_SCALES_APPLIED = "0.5.14"  # sglang#28144 (cherry-picked, #29245): trtllm_mha applies them
 RUNNER_PRESCALE = "0.5.21"  # the CUTLASS runner's own _prescale_router_weight_on_input (#35504)
-BOUNDARIES = (KV_SCALES_APPLIED, RUNNER_PRESCALE)
+# ModelOptNvFp4FusedMoEMethod.apply stops falling back to SGLang's own CUTLASS FP4 kernel and
+# serves the runner create_moe_runner built (auto: FLASHINFER_TRTLLM), whose weights its
+# processing never prepared: NotImplementedError (0.5.16-0.5.20), AttributeError (0.5.21+).
+MOE_RUNNER_MISMATCH = "0.5.16"
+BOUNDARIES = (KV_SCALES_APPLIED, RUNNER_PRESCALE, MOE_RUNNER_MISMATCH)
 
 
 def ships(first_release: str) -> bool:

@@ -32,7 +32,7 @@ def llama4_runner_config(
 
 
 def runner_module_present() -> bool:
-    from sglang_nvfp4_patches.llama4_router_weight.install import module_exists
+    from sglang_nvfp4_patches.post_import import module_exists
 
     return module_exists(RUNNER_MODULE)
 

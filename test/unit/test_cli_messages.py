@@ -25,6 +25,9 @@ GPU_NAMES = {
     "RTX-PRO-6000": (12, 0),
     "SM100": (10, 0),
     "sm120": (12, 0),
+    "sm121": (12, 1),
+    "gb10": (12, 1),  # the DGX Spark's GB10
+    "DGX-Spark": (12, 1),
 }
 
 
@@ -44,10 +47,10 @@ def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> list[st
 
 
 def test_an_unknown_gpu_names_what_gpu_takes(capsys: pytest.CaptureFixture[str]) -> None:
-    err = _usage_error(["explain", "--gpu", "sm121"], capsys)
+    err = _usage_error(["explain", "--gpu", "sm110"], capsys)
     assert err[-1].endswith(
-        "argument --gpu: unknown GPU 'sm121'; choose from sm90 (h100, h200), sm100 (b200, "
-        "gb200), sm103 (b300, gb300), sm120 (rtx-pro-6000)"
+        "argument --gpu: unknown GPU 'sm110'; choose from sm90 (h100, h200), sm100 (b200, "
+        "gb200), sm103 (b300, gb300), sm120 (rtx-pro-6000), sm121 (gb10, dgx-spark)"
     )
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from sglang_nvfp4_patches.gemma4_attention.rule import (
-    GEMMA4_ARCHITECTURES,
     Gemma4Action,
     Gemma4Facts,
     Gemma4Mode,
@@ -18,6 +17,7 @@ from sglang_nvfp4_patches.gemma4_attention.rule import (
     override_hint,
     why_triton,
 )
+from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
 
 AFFECTED = dict(
     architecture="Gemma4ForConditionalGeneration",

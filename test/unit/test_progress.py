@@ -13,6 +13,7 @@ import pytest
 from sglang_nvfp4_patches import progress
 from sglang_nvfp4_patches.cli import main
 from sglang_nvfp4_patches.explain import run as explain_run
+from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
 
@@ -115,7 +116,8 @@ def test_verify_says_it_started_on_a_terminal_only(
     assert seen == [""] and capsys.readouterr().err == ""
     _terminal(monkeypatch)
     assert main(["verify"]) == 0
-    assert seen[1] == (
-        f"verify: checking 2 patches' contracts on SGLang {importlib.metadata.version('sglang')} "
-        "in 2 fresh processes (about 20-40 s) ...\n"
+    count = len(PATCHES)
+    assert seen[1].startswith(
+        f"verify: checking {count} patches' contracts on SGLang "
+        f"{importlib.metadata.version('sglang')} in {count} fresh processes (about "
     )

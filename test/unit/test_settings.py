@@ -93,7 +93,7 @@ def test_unknown_names_read_in_full() -> None:
         disabled_patches({DISABLE_ENV: raw})
     assert str(disabled.value) == (
         f"{DISABLE_ENV}='{raw}' names unknown patch(es) gemma4-atention, llama-router; known "
-        "patches are gemma4-attention, llama4-router-weight (comma-separated)."
+        f"patches are {', '.join(patch.name for patch in PATCHES)} (comma-separated)."
     )
     with pytest.raises(InvalidForceError) as forced:
         forced_patches({FORCE_ENV: raw})

@@ -14,6 +14,7 @@ from pathlib import Path
 from accuracy_support import PYTHON_DIR
 from accuracy_support.processes import processes_naming
 from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_INTERRUPTED
+from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.verify.run import CHILD_MODULE
 
 
@@ -37,7 +38,8 @@ def test_verify_on_a_broken_sglang_could_not_run_rather_than_failed(tmp_path: Pa
     )
     assert done.returncode == EXIT_ENVIRONMENT, done.stdout + done.stderr
     *checks, last = done.stdout.splitlines()
-    assert len(checks) == 2 and all(line.startswith("NOT RUN  ") for line in checks), checks
+    assert len(checks) == len(PATCHES), checks
+    assert all(line.startswith("NOT RUN  ") for line in checks), checks
     assert all(
         f"checks: SGLang cannot be imported here: importing {broken}/__init__.py failed with "
         "ImportError: half-installed" in line
@@ -65,10 +67,10 @@ def test_sigterm_stops_the_check_processes_and_removes_the_temporary_directory(
     )
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(_children(str(tmp_path))) < 2:
+        while time.monotonic() < deadline and len(_children(str(tmp_path))) < len(PATCHES):
             time.sleep(0.05)
         children = _children(str(tmp_path))
-        assert len(children) == 2 and list(tmp_path.glob("nvfp4-verify-*"))
+        assert len(children) == len(PATCHES) and list(tmp_path.glob("nvfp4-verify-*"))
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)
     finally:

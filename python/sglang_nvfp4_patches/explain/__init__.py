@@ -2,7 +2,8 @@
 
 * :mod:`.input`: the user's ``--model`` and config checked before SGLang is imported (pure);
 * :mod:`.run`: SGLang's own parser for the server flags, then one resolution per model x GPU
-  on the CPU simulation (:mod:`sglang_nvfp4_patches.simulation`), and what the patches of the
-  row's architecture say of it (their declaration's ``explain_layer`` and ``explain_note``);
+  on the CPU simulation (:mod:`sglang_nvfp4_patches.simulation`), unpatched and patched, and
+  what the patches of the row's architecture say of it (their ``explain_note``);
+* :mod:`.layer`: the row's first MoE layer run once patched and once as SGLang ships it;
 * :mod:`.table`: the rows, their notes, the table and the JSON.
 """

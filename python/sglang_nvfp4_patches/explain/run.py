@@ -15,15 +15,14 @@ from typing import Any, NoReturn
 
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, UsageError
 from sglang_nvfp4_patches.explain.input import architecture, config_problem, read_model_config
+from sglang_nvfp4_patches.explain.layer import layer_outcome
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
-from sglang_nvfp4_patches.patch import Patch
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.process_record import decision, read_back
 from sglang_nvfp4_patches.process_record import reports as plugin_reports
 from sglang_nvfp4_patches.progress import tracked
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS, EXAMPLES_DIR
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
-from sglang_nvfp4_patches.simulation.moe_layer import LayerOutcome
 from sglang_nvfp4_patches.simulation.server_args import resolve
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
@@ -55,7 +54,7 @@ def explain_one(
         with patches_suspended():
             unpatched = resolve(model_dir, gpu, **flags)
         patched = resolve(model_dir, gpu, **flags) if with_patches else None
-        layer = _layer(concerned, model_dir, gpu, flags)
+        layer = layer_outcome(model_dir, gpu, flags, patches_suspended, with_patches)
     notes = tuple(
         (name, f"{name} is {_off_word(report)} ({report.reason})")
         for name, report in (disabled or {}).items()
@@ -72,19 +71,6 @@ def explain_one(
         layer,
         patches_asked,
     )
-
-
-def _layer(
-    concerned: Sequence[Patch], model_dir: Path, gpu: GpuProfile, flags: Mapping[str, Any]
-) -> LayerOutcome | None:
-    """What the first patch that asks about this row's MoE layer finds (``None``: no patch of
-    this architecture asks, or none has anything to say)."""
-    for patch in concerned:
-        if patch.explain_layer is not None:
-            outcome = patch.explain_layer(model_dir, gpu, flags)
-            if outcome is not None:
-                return outcome
-    return None
 
 
 def _off_word(report: PatchReport) -> str:

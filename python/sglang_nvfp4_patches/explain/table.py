@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sglang_nvfp4_patches.explain.layer import LayerOutcome
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile
-from sglang_nvfp4_patches.simulation.moe_layer import LayerOutcome
 from sglang_nvfp4_patches.simulation.server_args import ResolvedBackends
 
 
@@ -22,16 +22,21 @@ class ExplainRow:
     # not act in this process (disabled, or not patched on an untested release): its note
     # replaces the patch's own, which would claim what it does where it acts.
     off_notes: tuple[tuple[str, str], ...] = ()
-    # What happens to the checkpoint's first MoE layer when it is built, as the patch of its
-    # architecture finds it (resolution may say auto: the quantization method picks the
-    # runner then), patched and as SGLang ships.
+    # What happens to the checkpoint's first MoE layer, run patched and as SGLang ships
+    # (resolution may say auto: the quantization method picks the runner then).
     layer: LayerOutcome | None = None
     # False under --no-patches: SGLang's own answer, so no patch note says what it would do
     patches_asked: bool = True
 
     @property
     def moe_layer_runner(self) -> str | None:
-        return self.layer.runner if self.layer is not None else None
+        """The runner the layer builds; a layer refused while it is built holds none, and
+        is refused on the runner resolution published."""
+        if self.layer is None:
+            return None
+        if self.layer.runner is None and self.layer.refused:
+            return self.final.moe_runner_backend
+        return self.layer.runner
 
     @property
     def refused(self) -> str | None:
@@ -43,17 +48,26 @@ class ExplainRow:
         return self.layer.fails_unpatched if self.layer is not None else None
 
     @property
+    def fails(self) -> str | None:
+        """With the patches (or as SGLang ships, under --no-patches): the layer still fails."""
+        return self.layer.fails if self.layer is not None else None
+
+    @property
     def final(self) -> ResolvedBackends:
         return self.patched if self.patched is not None else self.unpatched
 
     @property
     def decided_by(self) -> str:
-        """The patch whose declaration changed SGLang's answer (the one that concerns this
-        architecture), ``user`` when the user's ``--attention-backend`` decided, else
-        ``sglang``."""
+        """The patches whose declarations changed SGLang's answer (each declares its fields),
+        ``user`` when the user's ``--attention-backend`` decided, else ``sglang``."""
         if self.patched is not None and self.patched != self.unpatched:
-            concerned = [p.name for p in PATCHES if self.architecture in p.architectures]
-            return concerned[0] if concerned else "sglang-nvfp4-patches"
+            changed = {
+                name
+                for name in vars(self.patched)
+                if getattr(self.patched, name) != getattr(self.unpatched, name)
+            }
+            deciders = [p.name for p in PATCHES if p.declares & changed]
+            return ", ".join(deciders) or "sglang-nvfp4-patches"
         return "user" if self.attention_backend_given else "sglang"
 
     @property
@@ -66,17 +80,33 @@ class ExplainRow:
         notes = [
             off[patch.name]
             if patch.name in off
-            else (patch.explain_note(runner) if self.patches_asked and not self.refused else "")
+            else (
+                patch.explain_note(runner, self.layer is not None)
+                if self.patches_asked and not self.refused
+                else ""
+            )
             for patch in PATCHES
             if self.architecture in patch.architectures
         ]
         if self.refused:
-            notes.append(f"{self.model}: the MoE layer is refused when it is built: {self.refused}")
-        if self.fails_unpatched:
+            notes.append(f"{self.model}: the MoE layer is refused {self.refused}")
+        layer = self.layer
+        as_shipped = layer is not None and (layer.runner, layer.fails) == (
+            layer.unpatched_runner,
+            layer.fails_unpatched,
+        )
+        if layer is not None and layer.fails and self.patches_asked and not as_shipped:
+            notes.append(f"{self.model}: on the {layer.runner} MoE runner it fails {layer.fails}")
+        if layer is not None and layer.fails and self.patches_asked and as_shipped:
+            notes.append(
+                f"{self.model}: with the patches as without, the {layer.runner} MoE runner "
+                f"fails {layer.fails}"
+            )
+        elif layer is not None and layer.fails_unpatched:
             who = "without the patches, SGLang" if self.patches_asked else "SGLang as it ships"
             notes.append(
-                f"{self.model}: {who} fails at warm-up on the {runner} MoE runner: "
-                f"{self.fails_unpatched}"
+                f"{self.model}: {who} builds the {layer.unpatched_runner} MoE runner and fails "
+                f"{layer.fails_unpatched}"
             )
         return "; ".join(note for note in notes if note)
 
@@ -92,6 +122,10 @@ class ExplainRow:
             "patched": self.patched is not None,
             "moe_layer_runner": self.moe_layer_runner,
             "moe_layer_refused": self.refused,
+            "moe_layer_fails": self.fails,
+            "unpatched_moe_layer_runner": (
+                self.layer.unpatched_runner if self.layer is not None else None
+            ),
             "unpatched_fails_at_warmup": self.fails_unpatched,
             "note": self.note,
         }
@@ -110,6 +144,8 @@ def _layer_cell(row: ExplainRow) -> str:
         return ""
     if row.refused:
         return f" (layer: {runner}, refused)"
+    if row.fails:
+        return f" (layer: {runner}, fails)"
     if runner == row.final.moe_runner_backend:
         return ""
     return f" (layer: {runner})"

@@ -18,7 +18,7 @@ What it does, where it is wired, how it is tested:
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.gemma4_attention.rule import GEMMA4_ARCHITECTURES
+from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
 from sglang_nvfp4_patches.patch import declare
 
 NAME = "gemma4-attention"
@@ -32,4 +32,5 @@ PATCH = declare(
     explain_note="explain_facts.explain_note",
     verify_checks="checks.run_checks",
     suspended="rule_state.suspended",  # explain's unpatched column
+    declares=frozenset({"attention_backend"}),
 )

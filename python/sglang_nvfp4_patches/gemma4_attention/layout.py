@@ -1,57 +1,34 @@
-"""Which seam holds this SGLang's Gemma 4 attention default, probed by feature.
-
-In this order: the model-override registry (0.5.20+, :mod:`.registry_layout`), the
-``arg_groups.overrides`` registry (0.5.15.post1-0.5.18, same module), and
-``ServerArgs._handle_model_specific_adjustments`` (0.5.12-0.5.14, :mod:`.method_layout`).
+"""Which seam holds this SGLang's Gemma 4 attention default (:mod:`..override_seam` finds it
+by feature), and the layout of the rule on it: a provider in a model-override registry
+(:mod:`.registry_layout`), or a hook of ``ServerArgs._handle_model_specific_adjustments``
+(:mod:`.method_layout`).
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from sglang_nvfp4_patches.gemma4_attention.method_layout import (
-    ADJUSTMENTS_METHOD,
-    SERVER_ARGS_MODULE,
-    MethodLayout,
-)
+from sglang_nvfp4_patches.gemma4_attention.method_layout import MethodLayout
 from sglang_nvfp4_patches.gemma4_attention.registry_layout import (
-    OVERRIDES_MODULE,
     RegistryLayout,
     overrides_module_provider,
     registry_provider,
 )
+from sglang_nvfp4_patches.override_seam import SeamKind, find_override_seam
 from sglang_nvfp4_patches.status import PatchUnavailable
+
+# The SM10X probe the rule reads where the seam hands it the record (the binding that
+# release's Gemma 4 default reads).
+SM100_PROBE = "is_sm100_supported"
 
 
 def find_layout() -> Any:
     """Probe the installed SGLang for the layout that holds the Gemma 4 default."""
-    try:
-        base = importlib.import_module("sglang.srt.arg_groups.model_override_base")
-    except ImportError:
-        base = None
-    if base is not None:  # 0.5.20+: the registry must be complete, no fallback
-        for name in ("register_model_override", "_MODEL_OVERRIDE_FNS"):
-            if not hasattr(base, name):
-                raise PatchUnavailable(f"{base.__name__} has no {name}")
-        importlib.import_module("sglang.srt.arg_groups.model_overrides")  # SGLang's first
-        return RegistryLayout("model-override registry", base, registry_provider)
-    try:
-        overrides = importlib.import_module(OVERRIDES_MODULE)
-    except ImportError:
-        overrides = None
-    if overrides is not None and hasattr(overrides, "_MODEL_OVERRIDE_FNS"):
-        for name in ("register_model_override", "is_sm100_supported"):
-            if not hasattr(overrides, name):
-                raise PatchUnavailable(f"{OVERRIDES_MODULE} has no {name}")
-        return RegistryLayout("arg_groups.overrides registry", overrides, overrides_module_provider)
-    server_args_module = importlib.import_module(SERVER_ARGS_MODULE)
-    server_args_cls = getattr(server_args_module, "ServerArgs", None)
-    if server_args_cls is not None and ADJUSTMENTS_METHOD in vars(server_args_cls):
-        if not hasattr(server_args_module, "is_sm100_supported"):
-            raise PatchUnavailable(f"{SERVER_ARGS_MODULE} has no is_sm100_supported")
-        return MethodLayout(server_args_cls)
-    raise PatchUnavailable(
-        "found neither a model-override registry (sglang.srt.arg_groups.model_override_base "
-        "or .overrides) nor ServerArgs._handle_model_specific_adjustments"
-    )
+    seam = find_override_seam()
+    if seam.kind is SeamKind.REGISTRY:
+        return RegistryLayout(seam, registry_provider)
+    if not hasattr(seam.module, SM100_PROBE):
+        raise PatchUnavailable(f"{seam.module.__name__} has no {SM100_PROBE}")
+    if seam.kind is SeamKind.OVERRIDES_REGISTRY:
+        return RegistryLayout(seam, overrides_module_provider)
+    return MethodLayout(seam)

@@ -11,10 +11,12 @@ from typing import Any
 from sglang_nvfp4_patches.gemma4_attention import rule_state
 from sglang_nvfp4_patches.gemma4_attention.rule import SAFE_BACKEND
 from sglang_nvfp4_patches.gemma4_attention.server_args_facts import record_facts
+from sglang_nvfp4_patches.override_seam import (
+    ADJUSTMENTS_METHOD,
+    SERVER_ARGS_MODULE,
+    OverrideSeam,
+)
 from sglang_nvfp4_patches.sglang_hooks import hook_count, install_hook
-
-SERVER_ARGS_MODULE = "sglang.srt.server_args"
-ADJUSTMENTS_METHOD = "_handle_model_specific_adjustments"
 
 
 def adjustments_hook(original: Callable[..., Any], server_args: Any, *args: Any, **kw: Any) -> Any:
@@ -29,18 +31,18 @@ def adjustments_hook(original: Callable[..., Any], server_args: Any, *args: Any,
 
 @dataclass(frozen=True)
 class MethodLayout:
-    server_args_cls: type
+    seam: OverrideSeam
 
     name = "ServerArgs._handle_model_specific_adjustments hook"
 
     def method(self) -> Callable[..., Any]:
-        return self.server_args_cls.__dict__[ADJUSTMENTS_METHOD]
+        return self.seam.module.ServerArgs.__dict__[ADJUSTMENTS_METHOD]
 
     def installed(self) -> bool:
         return hook_count(self.method(), adjustments_hook) == 1
 
     def install(self) -> None:
-        install_hook(f"{SERVER_ARGS_MODULE}.ServerArgs.{ADJUSTMENTS_METHOD}", adjustments_hook)
+        install_hook(self.seam.target(), adjustments_hook)
 
     def where(self) -> str:
         return f"{self.name} installed"

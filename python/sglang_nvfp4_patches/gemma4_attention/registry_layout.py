@@ -15,7 +15,6 @@ from typing import Any
 
 from sglang_nvfp4_patches.gemma4_attention import rule_state
 from sglang_nvfp4_patches.gemma4_attention.rule import (
-    GEMMA4_ARCHITECTURES,
     SAFE_BACKEND,
     Gemma4Facts,
 )
@@ -23,21 +22,28 @@ from sglang_nvfp4_patches.gemma4_attention.server_args_facts import (
     pristine_record_facts,
     record_facts,
 )
+from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
+from sglang_nvfp4_patches.override_seam import OVERRIDES_MODULE, OverrideSeam
 from sglang_nvfp4_patches.status import PATCHED_MARK
-
-OVERRIDES_MODULE = "sglang.srt.arg_groups.overrides"
 
 
 @dataclass(frozen=True)
 class RegistryLayout:
-    """``register_model_override`` + ``_MODEL_OVERRIDE_FNS`` in ``module``."""
+    """``register_model_override`` + ``_MODEL_OVERRIDE_FNS`` in the seam's module."""
 
-    name: str
-    module: Any
+    seam: OverrideSeam
     provider: Callable[[Any, Any], dict[str, Any]]
 
+    @property
+    def name(self) -> str:
+        return self.seam.name
+
+    @property
+    def module(self) -> Any:
+        return self.seam.module
+
     def registered(self) -> dict[str, list[Callable[..., Any]]]:
-        return self.module._MODEL_OVERRIDE_FNS
+        return self.seam.providers()
 
     def installed(self) -> bool:
         return all(self.provider in self.registered().get(a, ()) for a in GEMMA4_ARCHITECTURES)

@@ -16,13 +16,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-GEMMA4_ARCHITECTURES: frozenset[str] = frozenset(
-    {
-        "Gemma4ForConditionalGeneration",
-        "Gemma4ForCausalLM",
-        "Gemma4UnifiedForConditionalGeneration",
-    }
-)
+from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
+
 NVFP4_QUANTIZATION = "modelopt_fp4"
 SAFE_BACKEND = "triton"
 AFFECTED_BACKEND = "trtllm_mha"

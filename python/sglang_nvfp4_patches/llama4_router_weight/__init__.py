@@ -12,7 +12,8 @@ What it does, where it is wired, how it is tested:
 * the seams, one module each: :mod:`.runner_registry` (the runner's fused functions),
   :mod:`.method_lift` (the NVFP4 MoE methods' ``create_moe_runner``), :mod:`.layer_facts`
   (what SGLang fixed about a layer when it builds it), :mod:`.flag_free_view` (the config
-  the methods check), :mod:`.ray_job_check` (``--use-ray``: the Ray job's runtime env);
+  the methods check), :mod:`.ray_job_check` (``--use-ray``: the Ray job's runtime env),
+  :mod:`.suspension` (``explain``'s unpatched column: every hook passes the call through);
 * what the commands call (the declaration below): :mod:`.install` (each part's outcome in
   :mod:`.outcomes`), :mod:`.read_back` (``doctor``), :mod:`.explain_facts` (the note and the
   first MoE layer), :mod:`.checks` (``verify``);
@@ -21,7 +22,7 @@ What it does, where it is wired, how it is tested:
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.llama4_router_weight.rule import LLAMA4_ARCHITECTURES
+from sglang_nvfp4_patches.models import LLAMA4_ARCHITECTURES
 from sglang_nvfp4_patches.patch import declare
 
 NAME = "llama4-router-weight"
@@ -33,8 +34,8 @@ PATCH = declare(
     state="read_back.current_state",
     unpatched="read_back.unpatched_report",
     explain_note="explain_facts.explain_note",
-    explain_layer="explain_facts.layer_outcome",
     verify_checks="checks.run_checks",
+    suspended="suspension.suspended",  # explain's unpatched column
     not_forceable_because=(
         "where SGLang pre-scales the router weight itself, a forced pre-scale would apply it twice"
     ),

@@ -25,6 +25,7 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     RouterWeightOnInputError,
 )
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import DOUBLE_WEIGHTING
+from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
 from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4, LLAMA4_NVFP4_CT
 from sglang_nvfp4_patches.simulation.cutlass_kernel import (
     RUNNER_MODULE,
@@ -36,7 +37,6 @@ from sglang_nvfp4_patches.simulation.llama4_layers import (
     Llama4Layer,
     batch,
     compressed_tensors_layer,
-    llama4_expected,
     modelopt_layer,
     runs_on_flashinfer_cutlass,
 )
@@ -98,7 +98,7 @@ def _top1_with_the_flag(kernel: RecordingCutlassKernel, build: LayerBuilder, wha
     kernel.calls.clear()
     out = moe.apply(x, weights, ids)
     call = _only_call(kernel)
-    expected = llama4_expected(x, weights, ids, moe.w13, moe.w2, on_input=True)
+    expected = moe_meaning(x, weights, ids, moe.w13, moe.w2, on_input=True)
     scales = call["token_final_scales"]
     prescaled = torch.equal(call["input"], x * weights.to(x.dtype))
     if prescaled and torch.allclose(scales.float(), weights.float()):
@@ -132,7 +132,7 @@ def _top2_without_the_flag(kernel: RecordingCutlassKernel) -> str:
     scales = call["token_final_scales"]
     if scales.dtype != torch.float32 or not torch.allclose(scales, weights.float()):
         raise CheckFailed("the kernel's final scales are not the router weights in float32")
-    expected = llama4_expected(x, weights, ids, moe.w13, moe.w2, on_input=False)
+    expected = moe_meaning(x, weights, ids, moe.w13, moe.w2, on_input=False)
     error = _relative_error(out, expected)
     if error > TOLERANCE:
         raise CheckFailed(f"output differs from sum_k w_k*expert_k(x) (relative error {error:.3g})")
@@ -181,7 +181,7 @@ def _refused(
 
 def run_checks() -> list[CheckResult]:
     """Every check (call in a process where SGLang loaded the plugin)."""
-    from sglang_nvfp4_patches.llama4_router_weight.install import module_exists
+    from sglang_nvfp4_patches.post_import import module_exists
 
     if not module_exists(RUNNER_MODULE):
         reason = "this SGLang has no FlashInfer CUTLASS MoE runner; the patch is not applicable"

@@ -12,25 +12,12 @@ recorded in :mod:`.outcomes`; :func:`summarize` makes one report of them.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from sglang_nvfp4_patches.llama4_router_weight import NAME, outcomes
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import REJECTING_METHODS, method_patcher
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE, runner_patcher
+from sglang_nvfp4_patches.post_import import module_exists
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState
-
-
-def module_exists(name: str) -> bool:
-    """Look for the module's file without importing its parent packages (seconds of torch
-    and kernel imports in a launcher that never builds a MoE layer)."""
-    import sglang
-
-    relative = Path(*name.split(".")[1:])
-    return any(
-        (Path(root) / relative).with_suffix(".py").is_file() or (Path(root) / relative).is_dir()
-        for root in sglang.__path__
-    )
 
 
 def not_applicable() -> PatchReport:

@@ -32,6 +32,7 @@ from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     runner_backends,
     runner_problem,
 )
+from sglang_nvfp4_patches.llama4_router_weight.suspension import is_suspended
 from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook
 from sglang_nvfp4_patches.status import PatchState, PatchUnavailable
 
@@ -96,6 +97,8 @@ def create_moe_runner_hook(
     """After SGLang builds the runner: refuse this layer, or lift the method's own check
     (only where the runner honours the flag: otherwise SGLang's check stays)."""
     result = original(method, *args, **kwargs)
+    if is_suspended():
+        return result
     config = getattr(method, "moe_runner_config", None)
     if config is not None and config.apply_router_weight_on_input and runs_on_cutlass(method):
         layer = args[0] if args else kwargs.get("layer")

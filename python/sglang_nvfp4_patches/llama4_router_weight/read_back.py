@@ -7,7 +7,7 @@ import dataclasses
 import importlib
 
 from sglang_nvfp4_patches.llama4_router_weight import NAME
-from sglang_nvfp4_patches.llama4_router_weight.install import module_exists, not_applicable
+from sglang_nvfp4_patches.llama4_router_weight.install import not_applicable
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
     REJECTING_METHODS,
     RejectingMethod,
@@ -23,6 +23,7 @@ from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     runner_problem,
     upstream_prescale_problem,
 )
+from sglang_nvfp4_patches.post_import import module_exists
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable
 

@@ -21,9 +21,6 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     wrapper_refusal,
 )
 
-# The models that build their MoE with apply_router_weight_on_input=True.
-LLAMA4_ARCHITECTURES = frozenset({"Llama4ForConditionalGeneration", "Llama4ForCausalLM"})
-
 
 @dataclass(frozen=True)
 class LayerFacts:

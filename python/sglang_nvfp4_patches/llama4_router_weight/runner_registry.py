@@ -40,6 +40,7 @@ from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import (
     Verdict,
     read_runner_function,
 )
+from sglang_nvfp4_patches.llama4_router_weight.suspension import is_suspended
 from sglang_nvfp4_patches.status import PATCHED_MARK, PatchState, PatchUnavailable
 
 RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
@@ -80,6 +81,8 @@ def honour_router_weight_on_input(
     """Wrap one of SGLang's CUTLASS fused functions with the top-1 pre-scale."""
 
     def fused_func(dispatch_output: Any, quant_info: Any, runner_config: Any) -> Any:
+        if is_suspended():
+            return original(dispatch_output, quant_info, runner_config)
         topk_output = dispatch_output.topk_output
         if runner_config.apply_router_weight_on_input:
             hidden_states, unit_scales = prescale_router_weight_on_input(

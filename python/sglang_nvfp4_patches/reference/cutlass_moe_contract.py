@@ -4,11 +4,13 @@ The kernel computes, per token ``t``::
 
     out[t] = sum_k token_final_scales[t, k] * expert_{ids[t, k]}(input[t])
 
-with a gated SwiGLU expert ``w2 @ (silu(gate) * up)``, where ``fc1`` stacks ``[up; gate]``
-along its output rows (FlashInfer's ``w31`` layout). Router weights only ever scale expert
-*outputs*; that is the whole reason the ``llama4-router-weight`` patch exists. Computation is
-float32; the result is cast to ``output_dtype``. An optional ``activation_quantizer``
-stands in for the kernel's internal activation quantization (e.g. NVFP4 quantize+dequantize).
+with a gated expert ``w2 @ (act(gate) * up)``, where ``fc1`` stacks ``[up; gate]`` along its
+output rows (FlashInfer's ``w31`` layout) and ``act`` is SiLU (``ActivationType.Swiglu``, the
+kernel's default; Llama 4) or exact GELU (``ActivationType.Geglu``; Gemma 4 MoE). Router
+weights only ever scale expert *outputs*; that is the whole reason the
+``llama4-router-weight`` patch exists. Computation is float32; the result is cast to
+``output_dtype``. An optional ``activation_quantizer`` stands in for the kernel's internal
+activation quantization (e.g. NVFP4 quantize+dequantize).
 """
 
 from __future__ import annotations
@@ -19,11 +21,20 @@ import torch
 
 ActivationQuantizer = Callable[[torch.Tensor], torch.Tensor]
 
+# The gate activation of each gated expert kind the kernel takes here, by FlashInfer's
+# ``ActivationType`` name.
+GATE_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "Swiglu": torch.nn.functional.silu,
+    "Geglu": torch.nn.functional.gelu,  # exact (erf) GELU; GegluTanh is another type
+}
 
-def swiglu_expert(x: torch.Tensor, fc1: torch.Tensor, fc2: torch.Tensor) -> torch.Tensor:
+
+def gated_expert(
+    x: torch.Tensor, fc1: torch.Tensor, fc2: torch.Tensor, activation: str = "Swiglu"
+) -> torch.Tensor:
     """One gated expert in float32; ``fc1`` ``[2*I, H]`` is ``[up; gate]``, ``fc2`` ``[H, I]``."""
     up, gate = (x.float() @ fc1.float().t()).chunk(2, dim=-1)
-    return (torch.nn.functional.silu(gate) * up) @ fc2.float().t()
+    return (GATE_ACTIVATIONS[activation](gate) * up) @ fc2.float().t()
 
 
 def cutlass_fused_moe_reference(
@@ -34,8 +45,15 @@ def cutlass_fused_moe_reference(
     fc2_expert_weights: torch.Tensor,
     output_dtype: torch.dtype,
     activation_quantizer: ActivationQuantizer | None = None,
+    activation: str = "Swiglu",
 ) -> torch.Tensor:
-    """Reference output ``[tokens, hidden]`` of the kernel for unquantized expert weights."""
+    """Reference output ``[tokens, hidden]`` of the kernel for unquantized expert weights
+    (``activation``: a :data:`GATE_ACTIVATIONS` name)."""
+    if activation not in GATE_ACTIVATIONS:
+        raise ValueError(
+            f"no CPU reference for the {activation} activation; this reference computes "
+            f"{', '.join(GATE_ACTIVATIONS)}"
+        )
     if token_final_scales.dtype != torch.float32:
         raise TypeError(
             "token_final_scales must be float32 (the FlashInfer binding rejects other "
@@ -54,6 +72,7 @@ def cutlass_fused_moe_reference(
         ids = token_selected_experts[:, slot]
         for expert in torch.unique(ids).tolist():
             rows = (ids == expert).nonzero(as_tuple=True)[0]
-            y = swiglu_expert(x[rows], fc1_expert_weights[expert], fc2_expert_weights[expert])
+            fc1, fc2 = fc1_expert_weights[expert], fc2_expert_weights[expert]
+            y = gated_expert(x[rows], fc1, fc2, activation)
             out[rows] += token_final_scales[rows, slot, None] * y
     return out.to(output_dtype)

@@ -4,7 +4,13 @@ it was given (the only GPU kernel the Llama 4 checks replace).
 NVFP4 expert weights are decoded exactly where every scale is one (global scales, alphas,
 and one E4M3 1.0 per block of 16 weights); the kernel's own activation quantization is
 taken as exact (its numerics: ``docs/numerics.md``). Other quantized weights are not
-decoded: the call returns zeros, for checks that only inspect what the kernel was given.
+decoded: the call returns zeros, for checks that only inspect what the kernel was given. The
+gated activation is the call's ``activation_type`` (SwiGLU when it names none, the kernel's
+default); one the reference does not compute is refused, never computed as another.
+
+SGLang reaches the kernel as ``flashinfer.fused_moe.cutlass_fused_moe`` (looked up at call
+time by the CUTLASS MoE runner), or, in releases without that runner, through the name its
+ModelOpt module bound at import (``flashinfer_cutlass_fused_moe``): both are replaced.
 """
 
 from __future__ import annotations
@@ -17,11 +23,17 @@ from typing import Any
 
 import torch
 
-from sglang_nvfp4_patches.reference.cutlass_moe_contract import cutlass_fused_moe_reference
+from sglang_nvfp4_patches.post_import import module_exists
+from sglang_nvfp4_patches.reference.cutlass_moe_contract import (
+    GATE_ACTIVATIONS,
+    cutlass_fused_moe_reference,
+)
 from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
 from sglang_nvfp4_patches.simulation.patching import attribute
 
 RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
+MODELOPT_MODULE = "sglang.srt.layers.quantization.modelopt_quant"
+MODELOPT_KERNEL_NAME = "flashinfer_cutlass_fused_moe"  # bound at import before the runner
 E4M3_ONE = 0x38  # 1.0 as a float8_e4m3fn byte
 
 
@@ -56,6 +68,22 @@ def _unit_scaled(quant_scales: list[torch.Tensor], fc1: torch.Tensor, fc2: torch
     return True
 
 
+def activation_name(activation_type: Any) -> str:
+    """FlashInfer's ``ActivationType`` (enum or int) as a reference activation name; no type
+    given is the kernel's default, SwiGLU."""
+    if activation_type is None:
+        return "Swiglu"
+    from flashinfer.fused_moe.core import ActivationType
+
+    name = ActivationType(int(activation_type)).name
+    if name not in GATE_ACTIVATIONS:
+        raise NotImplementedError(
+            f"the CPU stand-in of FlashInfer's cutlass_fused_moe has no reference for "
+            f"ActivationType.{name}"
+        )
+    return name
+
+
 @dataclass
 class RecordingCutlassKernel:
     """Stands in for ``flashinfer.fused_moe.cutlass_fused_moe`` on CPU."""
@@ -81,6 +109,7 @@ class RecordingCutlassKernel:
             fc1,
             fc2,
             kwargs["output_dtype"],
+            activation=activation_name(kwargs.get("activation_type")),
         )
         return self._returned(result, output)
 
@@ -99,11 +128,14 @@ def cpu_cutlass_kernel() -> Iterator[RecordingCutlassKernel]:
     import flashinfer.fused_moe
 
     kernel = RecordingCutlassKernel()
-    runner = importlib.import_module(RUNNER_MODULE)
-    with (
-        attribute(flashinfer.fused_moe, "cutlass_fused_moe", kernel),
-        attribute(runner, "is_flashinfer_available", lambda: True),
-    ):
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(attribute(flashinfer.fused_moe, "cutlass_fused_moe", kernel))
+        if module_exists(RUNNER_MODULE):
+            runner = importlib.import_module(RUNNER_MODULE)
+            stack.enter_context(attribute(runner, "is_flashinfer_available", lambda: True))
+        modelopt = importlib.import_module(MODELOPT_MODULE)
+        if hasattr(modelopt, MODELOPT_KERNEL_NAME):
+            stack.enter_context(attribute(modelopt, MODELOPT_KERNEL_NAME, kernel))
         yield kernel
 
 

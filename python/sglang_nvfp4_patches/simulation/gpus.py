@@ -5,10 +5,11 @@ serve the CLI's ``--gpu`` choices at once)."""
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from sglang_nvfp4_patches.simulation.patching import rebound_in_sglang
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ GPU_PROFILES: dict[str, GpuProfile] = {
         GpuProfile("sm100", "B200 (SM100)", (10, 0), ("b200", "gb200")),
         GpuProfile("sm103", "GB300 (SM103)", (10, 3), ("b300", "gb300")),
         GpuProfile("sm120", "RTX PRO 6000 (SM120)", (12, 0), ("rtx-pro-6000",)),
+        GpuProfile("sm121", "DGX Spark GB10 (SM121)", (12, 1), ("gb10", "dgx-spark")),
     )
 }
 
@@ -73,6 +75,7 @@ def gpu_choices() -> str:
 # SGLang 0.5.13-0.5.18 ask ``sglang.srt.utils.common`` probes, imported by name into many
 # modules: each binding is replaced for the duration (``is_cuda`` stays false on purpose, so
 # nothing tries to load CUDA libraries; ``device="cuda"`` is passed instead).
+# SGLang's platform facts go by the major alone (``is_sm120`` is SM120 and SM121 alike).
 _LEGACY_PROBES: dict[str, str] = {
     "is_sm90_supported": "is_sm90",
     "is_sm100_supported": "is_sm100",
@@ -85,6 +88,13 @@ _LEGACY_PROBES: dict[str, str] = {
 }
 
 
+COMMON = "sglang.srt.utils.common"
+# Probes of one exact capability, on every release that has them (0.5.23: ``is_sm120`` is 12.0
+# only, ``is_sm121`` 12.1, GB10): SGLang reads them on paths none of the patches touch
+# (Nemotron's non-gated relu2 CUTLASS MoE, Qwen's sparse attention), simulated all the same.
+_EXACT_PROBES: dict[str, tuple[int, int]] = {"is_sm120": (12, 0), "is_sm121": (12, 1)}
+
+
 def _legacy_fakes(profile: GpuProfile) -> dict[str, Callable[..., Any]]:
     facts = profile.platform_facts()
     fakes: dict[str, Callable[..., Any]] = {
@@ -95,32 +105,11 @@ def _legacy_fakes(profile: GpuProfile) -> dict[str, Callable[..., Any]]:
     return fakes
 
 
-@contextlib.contextmanager
-def _rebound_probes(profile: GpuProfile) -> Iterator[None]:
-    import importlib
-
-    common = importlib.import_module("sglang.srt.utils.common")
-    originals = {
-        name: getattr(common, name) for name in _legacy_fakes(profile) if hasattr(common, name)
+def _exact_fakes(profile: GpuProfile) -> dict[str, Callable[..., Any]]:
+    return {
+        name: (lambda value=profile.capability == capability, *_a, **_k: value)
+        for name, capability in _EXACT_PROBES.items()
     }
-    fakes = {name: fake for name, fake in _legacy_fakes(profile).items() if name in originals}
-
-    def sglang_modules() -> list[Any]:
-        return [m for name, m in list(sys.modules.items()) if name.startswith("sglang")]
-
-    for module in sglang_modules():
-        for name, original in originals.items():
-            if getattr(module, name, None) is original:
-                setattr(module, name, fakes[name])
-    try:
-        yield
-    finally:
-        # Modules first imported inside the block copied a fake with `from X import Y`:
-        # every module holding one gets the original back, not only those seen on entry.
-        for module in sglang_modules():
-            for name, fake in fakes.items():
-                if getattr(module, name, None) is fake:
-                    setattr(module, name, originals[name])
 
 
 @contextlib.contextmanager
@@ -128,17 +117,18 @@ def simulated_gpu(profile: GpuProfile) -> Iterator[None]:
     """Make SGLang believe it runs on ``profile``'s GPU.
 
     0.5.20+ has an official seam, ``runtime_context.override_platform``; older releases
-    get their capability probes rebound instead.
+    get their capability probes rebound instead. The probes of one exact capability are
+    rebound on every release.
     """
     try:
         from sglang.srt.runtime_context import _PLATFORM_PROBES, _PLATFORM_VALUES, override_platform
     except ImportError:
-        with _rebound_probes(profile):
+        with rebound_in_sglang(COMMON, {**_legacy_fakes(profile), **_exact_fakes(profile)}):
             yield
         return
     known = set(_PLATFORM_PROBES) | set(_PLATFORM_VALUES)
     facts = {k: v for k, v in profile.platform_facts().items() if k in known}
-    with override_platform(**facts):
+    with override_platform(**facts), rebound_in_sglang(COMMON, _exact_fakes(profile)):
         yield
 
 

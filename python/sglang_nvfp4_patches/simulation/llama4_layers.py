@@ -8,7 +8,8 @@ quantization methods, with weights a CPU can decode exactly (random FP4 codes, e
   fills and post-processes its weights itself.
 
 Both keep the float weights chosen (``w13`` as ``[up; gate]``, ``w2``) so a check can compute
-what Llama 4 means, ``expert(x * w)``, independently of the layer (:func:`llama4_expected`).
+what Llama 4 means, ``expert(x * w)``, independently of the layer
+(:func:`sglang_nvfp4_patches.reference.moe_meaning.moe_meaning`).
 """
 
 from __future__ import annotations
@@ -154,28 +155,3 @@ def batch(
         [torch.randperm(EXPERTS, generator=generator)[:top_k] for _ in range(tokens)]
     ).to(torch.int32)
     return x, weights, ids
-
-
-def llama4_expected(
-    x: torch.Tensor,
-    weights: torch.Tensor,
-    ids: torch.Tensor,
-    w13: torch.Tensor,
-    w2: torch.Tensor,
-    on_input: bool,
-) -> torch.Tensor:
-    """What the layer means, token by token in float32: ``expert(x * w)`` with the router
-    weight on the input, else ``sum_k w_k * expert_k(x)``. Written out here, apart from the
-    kernel stand-in's batched reference."""
-    rows = []
-    for t in range(x.shape[0]):
-        total = torch.zeros(w2.shape[1])
-        for k in range(ids.shape[1]):
-            expert, weight = int(ids[t, k]), weights[t, k]
-            token = x[t] * weight.to(x.dtype) if on_input else x[t]
-            h = w13[expert] @ token.float()
-            up, gate = h[:INTERMEDIATE], h[INTERMEDIATE:]
-            y = w2[expert] @ (gate * torch.sigmoid(gate) * up)
-            total += y if on_input else weight * y
-        rows.append(total)
-    return torch.stack(rows)

@@ -1,8 +1,6 @@
 """A MoE layer built the way a scheduler builds it, on CPU: the published config, SGLang's
-``FusedMoE`` placement and ``MoeRunnerConfig``, and what ``explain`` says happens to a layer
-(:class:`LayerOutcome`, which a patch's ``explain_layer`` answers).
-No weights are created and no kernel runs.
-"""
+``FusedMoE`` placement and ``MoeRunnerConfig``. No weights are created and no kernel runs
+(:mod:`.moe_forward` runs a whole layer)."""
 
 from __future__ import annotations
 
@@ -14,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile, simulated_gpu
+from sglang_nvfp4_patches.simulation.moe_models import LLAMA4_EXPERTS
 from sglang_nvfp4_patches.simulation.server_args import resolved_server_args
 
-# Llama 4's first MoE layer, as SGLang names it when it loads the checkpoint.
-LLAMA4_MOE_PREFIX = "language_model.model.layers.0.feed_forward.experts"
+LLAMA4_MOE_PREFIX = LLAMA4_EXPERTS  # Llama 4's first MoE layer, as SGLang names it
 
 
 def publish_for_scheduler(server_args: Any) -> None:
@@ -100,14 +98,3 @@ def fused_moe_layer(num_experts: int, intermediate_size: int) -> Any:
     layer.num_experts = layer.num_local_experts = num_experts
     layer.intermediate_size_per_partition = intermediate_size
     return layer
-
-
-@dataclasses.dataclass(frozen=True)
-class LayerOutcome:
-    """What happens to a checkpoint's first MoE layer on a simulated GPU, as ``explain`` shows
-    it (a patch's ``explain_layer`` builds it)."""
-
-    runner: str | None  # the MoE runner the layer builds (or ``refused: why`` by SGLang)
-    refused: str | None = None  # why this process refuses the layer when it is built
-    # SGLang as it ships, on that runner: why the layer fails at its first forward (warm-up)
-    fails_unpatched: str | None = None

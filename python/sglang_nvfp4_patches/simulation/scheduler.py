@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from sglang_nvfp4_patches.post_import import module_exists
 from sglang_nvfp4_patches.simulation.cutlass_kernel import RUNNER_MODULE
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, device_capability
 from sglang_nvfp4_patches.simulation.moe_layer import published_scheduler_config
@@ -21,29 +22,23 @@ from sglang_nvfp4_patches.simulation.patching import attribute, environ_restored
 SET_BY_RESOLUTION = ("SGLANG_MOE_NVFP4_DISPATCH",)
 
 
+# Before the CUTLASS MoE runner existed, the ModelOpt method ran the kernel itself.
+MODELOPT_MODULE = "sglang.srt.layers.quantization.modelopt_quant"
+
+
 @contextlib.contextmanager
 def single_rank_tp_group() -> Iterator[None]:
     group = SimpleNamespace(world_size=1)
-    runner = importlib.import_module(RUNNER_MODULE)
-    if hasattr(runner, "get_tp_group"):  # releases that read the group from distributed
-        with attribute(runner, "get_tp_group", lambda: group):
+    holder = RUNNER_MODULE if module_exists(RUNNER_MODULE) else MODELOPT_MODULE
+    module = importlib.import_module(holder)
+    if hasattr(module, "get_tp_group"):  # releases that read the group from distributed
+        with attribute(module, "get_tp_group", lambda: group):
             yield
         return
     from sglang.srt.runtime_context import get_parallel
 
     with get_parallel().override(tp_group=group):
         yield
-
-
-@contextlib.contextmanager
-def scheduler_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]:
-    """A resolved ServerArgs published as this process's scheduler config, on a simulated
-    GPU, with a one-rank tensor-parallel group."""
-    with (
-        published_scheduler_config(GPU_PROFILES[gpu], model_dir, **flags) as server_args,
-        single_rank_tp_group(),
-    ):
-        yield server_args
 
 
 def _dp_attention_started(server_args: Any) -> contextlib.AbstractContextManager[None]:
@@ -63,9 +58,12 @@ def _dp_attention_started(server_args: Any) -> contextlib.AbstractContextManager
 
 def _moe_group_sizes(server_args: Any) -> contextlib.AbstractContextManager[Any]:
     """0.5.15.post1 reads the EP and attention-DP widths off the process groups, which need
-    GPUs; SGLang's own override seam stands in for them there."""
-    from sglang.srt.runtime_context import get_parallel
-
+    GPUs; SGLang's own override seam stands in for them there. Older releases have no such
+    seam: their layers ask placement functions (:func:`.moe_forward.single_gpu_placement`)."""
+    try:
+        from sglang.srt.runtime_context import get_parallel
+    except ImportError:  # before 0.5.15: the layer reads its placement functions
+        return contextlib.nullcontext()
     parallel = get_parallel()
     try:
         parallel.moe_ep_size  # noqa: B018  # later releases read the published config
@@ -87,4 +85,12 @@ def moe_layer_build_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]
         _dp_attention_started(server_args),
         _moe_group_sizes(server_args),
     ):
+        yield server_args
+
+
+@contextlib.contextmanager
+def scheduler_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]:
+    """:func:`moe_layer_build_on` with a one-rank tensor-parallel group: a single-GPU
+    scheduler about to build its MoE layers."""
+    with moe_layer_build_on(gpu, model_dir, **flags) as server_args, single_rank_tp_group():
         yield server_args

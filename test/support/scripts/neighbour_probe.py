@@ -49,9 +49,9 @@ def our_targets(scheduler: bool) -> dict[str, str]:
     """Every target our plugin hooks on this release (as this process is configured), with
     the name of our hook on it; read off SGLang by feature before plugins load."""
     from sglang_nvfp4_patches.gemma4_attention import backend_source as root_cause
-    from sglang_nvfp4_patches.llama4_router_weight.install import module_exists
     from sglang_nvfp4_patches.llama4_router_weight.method_lift import REJECTING_METHODS
     from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE
+    from sglang_nvfp4_patches.post_import import module_exists
 
     targets: dict[str, str] = {}
     if module_exists(RUNNER_MODULE):

@@ -1,7 +1,8 @@
 """Run in a fresh process on an edited copy of SGLang (a simulated release): load plugins the
 way SGLang does, then print one ``RESULT`` line of JSON.
 
-``next_release_probe.py COPY verify-llama4|verify-gemma4``: ``verify``'s checks of that group;
+``next_release_probe.py COPY verify-PATCH``: ``verify``'s checks of that patch, as its check
+process runs them;
 ``next_release_probe.py COPY layer``: build a Llama 4 ModelOpt NVFP4 layer (top-1, the flag
 on) on a simulated SM120 and say whether its method still sees the flag, and doctor's state;
 ``next_release_probe.py COPY hooks``: how many of our hooks each NVFP4 method's
@@ -87,12 +88,11 @@ def main(copy: str, action: str) -> None:
         result = _hooks()
     elif action == "agree":
         result = _agree()
-    else:
-        from sglang_nvfp4_patches.gemma4_attention import checks as gemma4
-        from sglang_nvfp4_patches.llama4_router_weight import checks as llama4
+    else:  # verify-PATCH: that patch's checks, as verify's check process runs them
+        from sglang_nvfp4_patches.patches import PATCHES
 
-        group = llama4 if action == "verify-llama4" else gemma4
-        result = [check.as_dict() for check in group.run_checks()]
+        (patch,) = [patch for patch in PATCHES if action == f"verify-{patch.name}"]
+        result = [check.as_dict() for check in patch.verify_checks()]
     print("RESULT " + json.dumps(result))
 
 

@@ -68,9 +68,9 @@ def main() -> None:
         register()
 
     from sglang_nvfp4_patches.gemma4_attention.layout import find_layout
-    from sglang_nvfp4_patches.gemma4_attention.rule import GEMMA4_ARCHITECTURES
-    from sglang_nvfp4_patches.llama4_router_weight.install import module_exists
     from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE
+    from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
+    from sglang_nvfp4_patches.post_import import module_exists
     from sglang_nvfp4_patches.status import PATCHED_MARK, PatchUnavailable, sglang_version
 
     try:

@@ -1,0 +1,39 @@
+"""Patch ``nvfp4-moe-runner``: a ModelOpt NVFP4 MoE checkpoint of Llama 4 or Gemma 4 launched
+with no ``--moe-runner-backend`` (and no ``--quantization``) gets ``flashinfer_cutlass``
+published where SGLang's own layer would fail at its first forward (sglang#39807).
+
+What it does, where it is wired, how it is tested:
+
+* the decision, pure: :mod:`.rule` (per launch, from the evidence; the evidence's states);
+* the evidence: :mod:`.evidence` runs SGLang's first MoE layer on simulated Blackwell GPUs
+  (:mod:`..simulation.moe_forward`) and is kept as a record (:mod:`..evidence_records`);
+* the seams: :mod:`..override_seam` finds where this SGLang lets a model declare defaults,
+  :mod:`.seam_hooks` holds the hook for each kind, :mod:`.launch_facts` reads a launch there,
+  :mod:`.decision` runs the rule in this process (suspension, record, log lines);
+* what the commands call (the declaration below): :mod:`.install`, :mod:`.read_back`
+  (``doctor``), :mod:`.explain_facts`, :mod:`.checks` (``verify``);
+* tests: ``test/unit/test_nvfp4_moe_runner_*.py``, ``test/integration/test_nvfp4_moe_runner*.py``.
+"""
+
+from __future__ import annotations
+
+from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES, LLAMA4_ARCHITECTURES
+from sglang_nvfp4_patches.patch import declare
+
+NAME = "nvfp4-moe-runner"
+PATCH = declare(
+    __name__,
+    name=NAME,
+    architectures=GEMMA4_ARCHITECTURES | LLAMA4_ARCHITECTURES,
+    install="install.install",
+    state="read_back.current_state",
+    unpatched="read_back.unpatched_report",
+    explain_note="explain_facts.explain_note",
+    verify_checks="checks.run_checks",
+    suspended="decision.suspended",
+    declares=frozenset({"moe_runner_backend"}),
+    not_forceable_because=(
+        "it publishes a runner only where the evidence shows SGLang's own layer failing; pass "
+        "--moe-runner-backend flashinfer_cutlass to choose that runner yourself"
+    ),
+)

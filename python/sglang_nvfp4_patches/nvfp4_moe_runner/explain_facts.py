@@ -1,0 +1,24 @@
+"""What ``explain`` says on a Llama 4 or Gemma 4 row about ``nvfp4-moe-runner``."""
+
+from __future__ import annotations
+
+from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
+from sglang_nvfp4_patches.nvfp4_moe_runner.rule import CUTLASS
+
+
+def explain_note(moe_runner: str | None, nvfp4_moe: bool) -> str:
+    """One line for the NVFP4 MoE rows it concerns: what it does, and on what evidence (no
+    line where the row has no NVFP4 MoE layer)."""
+    if not nvfp4_moe:
+        return ""
+    from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import current_record
+    from sglang_nvfp4_patches.nvfp4_moe_runner.read_back import no_record
+
+    record = current_record()
+    if record is None:
+        return f"{NAME} cannot tell here ({no_record().reason})"
+    return (
+        f"{NAME}: a ModelOpt NVFP4 MoE checkpoint launched with no MoE runner gets {CUTLASS} "
+        f"where SGLang's own layer fails at the first forward (evidence recorded by "
+        f"{record.made_by})"
+    )

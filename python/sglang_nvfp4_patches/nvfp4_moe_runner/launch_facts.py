@@ -1,0 +1,66 @@
+"""One launch's facts, read where each seam's hook stands: the model family (its config), the
+checkpoint's quantization as SGLang detects it, the quantization and MoE runner resolution has
+so far (the user's flags, or a model override's declarations), and the GPU's capability."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from sglang_nvfp4_patches.models import moe_family
+from sglang_nvfp4_patches.nvfp4_moe_runner.rule import LaunchFacts
+
+
+def _family(hf_config: Any) -> str | None:
+    architecture = next(iter(getattr(hf_config, "architectures", None) or ()), None)
+    text = getattr(hf_config, "text_config", None) or hf_config
+    return moe_family(architecture, getattr(text, "enable_moe_block", None))
+
+
+def device_capability(device: str | None) -> tuple[int, int] | None:
+    """The CUDA GPU's compute capability as SGLang probes it (``None`` off CUDA)."""
+    if device not in (None, "cuda") and not str(device).startswith("cuda:"):
+        return None
+    try:  # 0.5.20+: the process's platform facts (overridable)
+        from sglang.srt.runtime_context import get_platform
+
+        platform = get_platform()
+        hip, capability = bool(platform.is_hip), platform.device_capability
+    except (ImportError, AttributeError):
+        common = importlib.import_module("sglang.srt.utils.common")
+        hip, capability = bool(common.is_hip()), common.get_device_capability()
+    if hip or not capability or None in tuple(capability):
+        return None
+    major, minor = capability
+    return int(major), int(minor)
+
+
+def _facts(model_config: Any, quantization: Any, runner: Any, device: Any) -> LaunchFacts:
+    return LaunchFacts(
+        family=_family(model_config.hf_config),
+        checkpoint_quantization=model_config.quantization,
+        quantization=quantization,
+        runner=runner,
+        capability=device_capability(device),
+    )
+
+
+def resolving_facts(server_args: Any) -> LaunchFacts:
+    """0.5.19+ registry: the record keeps the user's input; resolution so far is read through
+    the resolving view, the checkpoint through the record's memoized ModelConfig."""
+    from sglang.srt.arg_groups.model_override_base import model_config_of, resolving_view
+
+    view = resolving_view(server_args)
+    return _facts(
+        model_config_of(server_args), view.quantization, view.moe_runner_backend, view.device
+    )
+
+
+def record_facts(server_args: Any) -> LaunchFacts:
+    """Older seams hand over the record itself, resolved in place so far."""
+    return _facts(
+        server_args.get_model_config(),
+        server_args.quantization,
+        server_args.moe_runner_backend,
+        server_args.device,
+    )

@@ -1,0 +1,76 @@
+"""The patch's hooks, one per kind of seam (:mod:`..override_seam` finds the one this SGLang
+has): a provider in a model-override registry, which declares ``moe_runner_backend``, or an
+AROUND hook of ``ServerArgs._handle_model_specific_adjustments``, which sets it first, as if
+the user had typed ``--moe-runner-backend flashinfer_cutlass``. Each decides per launch
+(:mod:`.decision`) and changes nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES, LLAMA4_ARCHITECTURES
+from sglang_nvfp4_patches.nvfp4_moe_runner import decision
+from sglang_nvfp4_patches.nvfp4_moe_runner.launch_facts import record_facts, resolving_facts
+from sglang_nvfp4_patches.override_seam import OverrideSeam, SeamKind
+from sglang_nvfp4_patches.sglang_hooks import hook_count, install_hook
+from sglang_nvfp4_patches.status import PATCHED_MARK
+
+ARCHITECTURES = GEMMA4_ARCHITECTURES | LLAMA4_ARCHITECTURES
+FIELD = "moe_runner_backend"
+
+
+def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
+    """Model-override registry provider (0.5.19+ reads the resolving view)."""
+    if decision.is_suspended():
+        return {}
+    from sglang.srt.arg_groups.model_override_base import resolving_view
+
+    facts = resolving_facts(server_args)
+    chosen = decision.decide_and_log(facts, resolving_view(server_args).model_path)
+    return {} if chosen.runner is None else {FIELD: chosen.runner}
+
+
+def overrides_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
+    """``arg_groups.overrides`` registry provider: those releases hand providers the record."""
+    if decision.is_suspended():
+        return {}
+    chosen = decision.decide_and_log(record_facts(server_args), server_args.model_path)
+    return {} if chosen.runner is None else {FIELD: chosen.runner}
+
+
+def adjustments_hook(original: Callable[..., Any], server_args: Any, *args: Any, **kw: Any) -> Any:
+    """Set the MoE runner before SGLang's in-place model adjustments read it."""
+    if not decision.is_suspended():
+        chosen = decision.decide_and_log(record_facts(server_args), server_args.model_path)
+        if chosen.runner is not None:
+            server_args.moe_runner_backend = chosen.runner
+    return original(server_args, *args, **kw)
+
+
+for _provider in (registry_provider, overrides_provider):
+    setattr(_provider, PATCHED_MARK, True)
+
+
+def _provider_for(seam: OverrideSeam) -> Callable[..., dict[str, Any]]:
+    return registry_provider if seam.kind is SeamKind.REGISTRY else overrides_provider
+
+
+def installed(seam: OverrideSeam) -> bool:
+    """Whether the hook is on the seam, once (every architecture, for a registry)."""
+    if seam.kind is SeamKind.ADJUSTMENTS_METHOD:
+        method = seam.module.ServerArgs.__dict__[seam.target().rsplit(".", 1)[1]]
+        return hook_count(method, adjustments_hook) == 1
+    provider, registered = _provider_for(seam), seam.providers()
+    return all(list(registered.get(a, ())).count(provider) == 1 for a in ARCHITECTURES)
+
+
+def install(seam: OverrideSeam) -> None:
+    """Put the hook on the seam (idempotent)."""
+    if seam.kind is SeamKind.ADJUSTMENTS_METHOD:
+        install_hook(seam.target(), adjustments_hook)
+        return
+    provider, registered = _provider_for(seam), seam.providers()
+    for architecture in sorted(ARCHITECTURES):
+        if provider not in registered.get(architecture, ()):
+            seam.module.register_model_override(architecture)(provider)

@@ -1,0 +1,84 @@
+"""Where this SGLang lets a model declare its own server-argument defaults, probed by feature:
+the seam a patch uses to change a default before SGLang resolves the rest.
+
+In the order they are looked for:
+
+* the model-override registry of ``sglang.srt.arg_groups.model_override_base``: providers
+  ``(server_args, hf_config) -> {field: value}`` run in registration order, the last writer
+  of a field wins, and they read resolution so far through ``resolving_view``;
+* the same registry in ``sglang.srt.arg_groups.overrides``, whose providers read the record;
+* ``ServerArgs._handle_model_specific_adjustments``, which sets model defaults in place
+  (hooked AROUND, a patch sets a field first as if the user had typed it).
+
+Which releases have which seam: ``docs/releases.md``.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from sglang_nvfp4_patches.status import PatchUnavailable
+
+BASE_MODULE = "sglang.srt.arg_groups.model_override_base"
+OVERRIDES_MODULE = "sglang.srt.arg_groups.overrides"
+SERVER_ARGS_MODULE = "sglang.srt.server_args"
+ADJUSTMENTS_METHOD = "_handle_model_specific_adjustments"
+
+
+class SeamKind(enum.Enum):
+    REGISTRY = "model-override registry"  # providers read the resolving view
+    OVERRIDES_REGISTRY = "arg_groups.overrides registry"  # providers read the record
+    ADJUSTMENTS_METHOD = "ServerArgs._handle_model_specific_adjustments"
+
+
+@dataclass(frozen=True)
+class OverrideSeam:
+    kind: SeamKind
+    module: Any  # the registry's module, or sglang.srt.server_args
+
+    @property
+    def name(self) -> str:
+        return self.kind.value
+
+    def providers(self) -> dict[str, list[Any]]:
+        """Registered providers per architecture (a registry seam only)."""
+        return self.module._MODEL_OVERRIDE_FNS
+
+    def target(self) -> str:
+        """The hook target of an adjustments-method seam."""
+        return f"{SERVER_ARGS_MODULE}.ServerArgs.{ADJUSTMENTS_METHOD}"
+
+
+def _import(name: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def find_override_seam() -> OverrideSeam:
+    """The seam this SGLang has (:class:`PatchUnavailable` where it has none, or an incomplete
+    registry: a registry found is never passed over for an older seam)."""
+    base = _import(BASE_MODULE)
+    if base is not None:
+        for name in ("register_model_override", "_MODEL_OVERRIDE_FNS"):
+            if not hasattr(base, name):
+                raise PatchUnavailable(f"{BASE_MODULE} has no {name}")
+        importlib.import_module("sglang.srt.arg_groups.model_overrides")  # SGLang's first
+        return OverrideSeam(SeamKind.REGISTRY, base)
+    overrides = _import(OVERRIDES_MODULE)
+    if overrides is not None and hasattr(overrides, "_MODEL_OVERRIDE_FNS"):
+        if not hasattr(overrides, "register_model_override"):
+            raise PatchUnavailable(f"{OVERRIDES_MODULE} has no register_model_override")
+        return OverrideSeam(SeamKind.OVERRIDES_REGISTRY, overrides)
+    server_args = importlib.import_module(SERVER_ARGS_MODULE)
+    server_args_cls = getattr(server_args, "ServerArgs", None)
+    if server_args_cls is not None and ADJUSTMENTS_METHOD in vars(server_args_cls):
+        return OverrideSeam(SeamKind.ADJUSTMENTS_METHOD, server_args)
+    raise PatchUnavailable(
+        f"found neither a model-override registry ({BASE_MODULE} or {OVERRIDES_MODULE}) nor "
+        f"ServerArgs.{ADJUSTMENTS_METHOD}"
+    )

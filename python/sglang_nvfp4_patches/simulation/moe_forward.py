@@ -1,0 +1,390 @@
+"""One forward through a checkpoint's first MoE layer on a simulated GPU, the way a server
+runs it, on CPU: the question every MoE patch's evidence and ``explain``'s layer column ask.
+
+Resolution with the user's flags (and whatever hooks this process has) is published as the
+scheduler's config; SGLang's own ``FusedMoE`` is built with what the model passes it
+(:mod:`.moe_models`), at small sizes, on the checkpoint's own quantization config as SGLang's
+loader reads it (``config.json`` or ``hf_quant_config.json``); its weights go in through
+SGLang's weight loader, one shard per expert, as checkpoint tensors; its quantization method
+processes them; and one batch goes through ``apply``. Only kernels are stood in for:
+FlashInfer's CUTLASS MoE by the CPU reference of its contract, and the kernels that reference
+does not compute (:mod:`.uncomputed_kernels`) by stand-ins that say they were reached.
+
+The weights are random FP4 codes with every scale one, so the reference decodes them exactly
+and the output is compared with what the layer means (:mod:`..reference.moe_meaning`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import importlib
+import inspect
+import json
+import os
+import traceback
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sglang_nvfp4_patches.simulation.gpus import GpuProfile
+from sglang_nvfp4_patches.simulation.moe_models import MoeModel, moe_model
+from sglang_nvfp4_patches.simulation.patching import rebound_in_sglang
+
+HIDDEN, INTERMEDIATE, TOKENS = 128, 128, 5
+BLACKWELL_MAJOR = 10
+# The layer is simulated on one GPU: a launch across several is not run.
+PARALLEL_SIZES = ("tp_size", "dp_size", "ep_size", "pp_size")
+TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
+FUSED_MOE_MODULE = "sglang.srt.layers.moe.fused_moe_triton"
+
+
+class LayerVerdict(str, enum.Enum):
+    """What one forward through the layer showed."""
+
+    SERVES = "serves"  # the output is what the layer means
+    WRONG = "wrong"  # computed, but not what the layer means
+    FAILS = "fails"  # SGLang's own code raised: at build, weight loading/processing or forward
+    NO_KERNEL = "no kernel"  # reached a kernel that has none for this GPU
+    REFUSED = "refused"  # this plugin refused the layer when it was built
+    OTHER_KERNEL = "other kernel"  # reached a kernel the simulation does not compute
+    NOT_SIMULATED = "not simulated"  # a GPU-only library call the CPU cannot stand in for
+
+
+# Verdicts that mean the server fails, or serves wrong answers, with this layer.
+BROKEN = frozenset({LayerVerdict.WRONG, LayerVerdict.FAILS, LayerVerdict.NO_KERNEL})
+
+
+@dataclass(frozen=True)
+class LayerRun:
+    """The first MoE layer of one checkpoint on one simulated GPU."""
+
+    family: str
+    runner: str | None  # the MoE runner backend the layer built (None: it built none)
+    verdict: LayerVerdict
+    detail: str  # the error, the refusal, the kernel reached, or the output's error
+
+    @property
+    def broken(self) -> bool:
+        return self.verdict in BROKEN
+
+    def as_json(self) -> dict[str, str | None]:
+        return {
+            "family": self.family,
+            "runner": self.runner,
+            "verdict": self.verdict.value,
+            "detail": self.detail,
+        }
+
+
+class _Stage(str, enum.Enum):
+    BUILD = "when it is built"
+    LOAD = "when its weights load"
+    PROCESS = "when its weights are processed"
+    FORWARD = "at the first forward"
+
+
+# Before SGLang's runtime context (0.5.15), layers asked these process-group functions.
+PLACEMENT_OWNER = "sglang.srt.distributed"
+PLACEMENT = {
+    "get_moe_expert_parallel_world_size": 1,
+    "get_moe_expert_parallel_rank": 0,
+    "get_moe_tensor_parallel_world_size": 1,
+    "get_moe_tensor_parallel_rank": 0,
+}
+
+
+@contextlib.contextmanager
+def single_gpu_placement() -> Iterator[None]:
+    """A one-GPU layer's expert placement (rank 0 of 1 for MoE EP and TP), through SGLang's
+    own override seam where it has one, else its process-group functions wherever bound."""
+    try:
+        from sglang.srt.runtime_context import get_parallel
+
+        override = get_parallel().override(
+            moe_ep_size=1, moe_ep_rank=0, moe_tp_size=1, moe_tp_rank=0
+        )
+    except (ImportError, AttributeError, ValueError):
+        override = None
+    if override is not None:
+        with override:
+            yield
+        return
+    fakes = {name: (lambda *_a, _v=value, **_k: _v) for name, value in PLACEMENT.items()}
+    with rebound_in_sglang(PLACEMENT_OWNER, fakes):
+        yield
+
+
+def _model_config(server_args: Any) -> Any:
+    try:  # 0.5.19+: the record's memoized ModelConfig
+        from sglang.srt.arg_groups.model_override_base import model_config_of
+    except ImportError:
+        from sglang.srt.configs.model_config import ModelConfig
+
+        return ModelConfig.from_server_args(server_args)
+    return model_config_of(server_args)
+
+
+def checkpoint_quant_config(server_args: Any) -> Any:
+    """The checkpoint's quantization config as SGLang's model loader builds it (``None``: not
+    quantized), on a private copy of the HF config (the loader writes into it)."""
+    import copy
+
+    from sglang.srt.configs.load_config import LoadConfig
+    from sglang.srt.model_loader.weight_utils import get_quant_config
+
+    model_config = _model_config(server_args)
+    if not model_config.quantization:
+        return None
+    isolated = copy.copy(model_config)
+    isolated.hf_config = copy.deepcopy(model_config.hf_config)
+    return get_quant_config(isolated, LoadConfig(), {})
+
+
+def _fused_moe_args(model: MoeModel) -> dict[str, Any]:
+    args = dict(model.fused_moe_args)
+    routing = args.pop("routing_method_type", None)
+    if routing is not None:
+        from sglang.srt.layers.moe.utils import RoutingMethodType
+
+        if hasattr(RoutingMethodType, routing):
+            args["routing_method_type"] = getattr(RoutingMethodType, routing)
+    return args
+
+
+def build_layer(model: MoeModel, quant_config: Any, experts: int) -> Any:
+    """SGLang's ``FusedMoE`` as the model builds it (arguments this release's constructor
+    does not take are left out)."""
+    import torch
+
+    fused_moe = importlib.import_module(FUSED_MOE_MODULE).FusedMoE
+    args: dict[str, Any] = {
+        "num_experts": experts,
+        "hidden_size": HIDDEN,
+        "intermediate_size": INTERMEDIATE,
+        "layer_id": 0,
+        "params_dtype": torch.bfloat16,
+        "quant_config": quant_config,
+        "prefix": model.prefix,
+        **_fused_moe_args(model),
+    }
+    accepted = inspect.signature(fused_moe.__init__).parameters
+    return fused_moe(**{name: value for name, value in args.items() if name in accepted})
+
+
+@dataclass(frozen=True)
+class ExpertWeights:
+    """Float expert weights on the FP4 grid, as the reference reads them, and their codes."""
+
+    w13: Any  # [experts, 2*I, H]: [up; gate], FlashInfer's w31 order
+    w2: Any  # [experts, H, I]
+    packed: dict[str, Any]  # shard (w1 gate, w3 up, w2) -> [experts, rows, cols // 2] bytes
+
+
+def expert_weights(experts: int, seed: int = 0) -> ExpertWeights:
+    import torch
+
+    from sglang_nvfp4_patches.simulation.cutlass_kernel import random_fp4
+
+    generator = torch.Generator().manual_seed(seed)
+    gate, gate_packed = random_fp4((experts, INTERMEDIATE, HIDDEN), generator)
+    up, up_packed = random_fp4((experts, INTERMEDIATE, HIDDEN), generator)
+    down, down_packed = random_fp4((experts, HIDDEN, INTERMEDIATE), generator)
+    return ExpertWeights(
+        torch.cat([up, gate], dim=1), down, {"w1": gate_packed, "w3": up_packed, "w2": down_packed}
+    )
+
+
+def _checkpoint_tensor(suffix: str, shard: str, expert: int, weights: ExpertWeights) -> Any:
+    """The checkpoint's tensor of one shard of one expert for a parameter ``w13_<suffix>`` or
+    ``w2_<suffix>`` (ModelOpt and compressed-tensors NVFP4 names)."""
+    import torch
+
+    from sglang_nvfp4_patches.simulation.cutlass_kernel import E4M3_ONE
+
+    packed = weights.packed[shard][expert]
+    if suffix in ("weight", "weight_packed"):
+        return packed.clone()
+    if suffix == "weight_scale":  # one E4M3 1.0 per block of 16 weights
+        rows, half_cols = packed.shape
+        ones = torch.full((rows, half_cols * 2 // 16), E4M3_ONE, dtype=torch.uint8)
+        return ones.view(torch.float8_e4m3fn)
+    return torch.tensor(1.0)  # global, second-level and input scales
+
+
+def load_weights(layer: Any, model: MoeModel, weights: ExpertWeights) -> None:
+    """Every loadable parameter, one shard of one expert at a time, through its own weight
+    loader, as SGLang's model loader calls it."""
+    experts = weights.w13.shape[0]
+    for name, param in list(layer.named_parameters()):
+        loader = getattr(param, "weight_loader", None)
+        projection, _, suffix = name.partition("_")
+        if loader is None or projection not in ("w13", "w2"):
+            continue
+        shards = ("w1", "w3") if projection == "w13" else ("w2",)
+        for expert in range(experts):
+            for shard in shards:
+                tensor = _checkpoint_tensor(suffix, shard, expert, weights)
+                loader(param, tensor, f"{model.prefix}.{name}", shard_id=shard, expert_id=expert)
+
+
+def _holder(layer: Any) -> Any:
+    """The object that holds the runner: the compressed-tensors scheme, else the method."""
+    return getattr(layer, "scheme", None) or layer.quant_method
+
+
+def layer_runner(layer: Any) -> str | None:
+    holder = _holder(layer)
+    backend = getattr(getattr(holder, "runner", None), "runner_backend", None)
+    if backend is None:
+        backend = getattr(holder, "_moe_runner_backend", None)
+    return None if backend is None else str(getattr(backend, "value", backend))
+
+
+def batch(model: MoeModel, experts: int, seed: int = 1) -> tuple[Any, Any, Any]:
+    """Hidden states, router weights in (0.1, 1) and distinct expert ids per token."""
+    import torch
+
+    generator = torch.Generator().manual_seed(100 + seed)
+    x = torch.randn(TOKENS, HIDDEN, generator=generator).to(torch.bfloat16)
+    weights = torch.rand(TOKENS, model.top_k, generator=generator) * 0.9 + 0.1
+    ids = torch.stack(
+        [torch.randperm(experts, generator=generator)[: model.top_k] for _ in range(TOKENS)]
+    ).to(torch.int32)
+    return x, weights, ids
+
+
+def forward(layer: Any, x: Any, weights: Any, ids: Any) -> Any:
+    """``FusedMoE``'s forward through its quantization method, after standard dispatch."""
+    from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
+    from sglang.srt.layers.moe.topk import StandardTopKOutput
+
+    topk = StandardTopKOutput(topk_weights=weights, topk_ids=ids, router_logits=None)
+    dispatch = StandardDispatchOutput(hidden_states=x, hidden_states_scale=None, topk_output=topk)
+    return layer.quant_method.apply(layer, dispatch).hidden_states
+
+
+_PACKAGE = f"{os.sep}sglang_nvfp4_patches{os.sep}"
+# Code that needs a GPU: kernel libraries, torch's CUDA runtime and its custom-op dispatch (an
+# op a kernel library registers only where it is built for CUDA).
+_GPU_ONLY = (
+    f"{os.sep}flashinfer{os.sep}",
+    f"{os.sep}sgl_kernel{os.sep}",
+    f"{os.sep}torch{os.sep}cuda{os.sep}",
+    f"{os.sep}torch{os.sep}_ops.py",
+)
+
+
+def _raised_by(error: BaseException) -> str:
+    """Whose code raised ``error``: ``gpu only`` where it passed through code that needs a
+    GPU (the CPU cannot tell what a GPU would do there), else the innermost frame of ours
+    (``plugin``) or SGLang's (``sglang``), else ``other``."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if any(part in frame.filename for frame in frames for part in _GPU_ONLY):
+        return "gpu only"
+    for frame in reversed(frames):
+        if _PACKAGE in frame.filename:
+            return "plugin"
+        if f"{os.sep}sglang{os.sep}" in frame.filename:
+            return "sglang"
+    return "other"
+
+
+def _verdict_of(error: Exception, stage: _Stage, gpu: GpuProfile) -> tuple[LayerVerdict, str]:
+    from sglang_nvfp4_patches.simulation.uncomputed_kernels import KernelReached
+
+    if isinstance(error, KernelReached):
+        if error.has_kernels is False:
+            return LayerVerdict.NO_KERNEL, f"{error.kernel} has no kernels for {gpu.label}"
+        return LayerVerdict.OTHER_KERNEL, f"it reaches {error.kernel}, not computed on CPU"
+    message = f"{type(error).__name__}: {error}".strip()
+    if type(error).__module__.startswith(__package__.rpartition(".")[0]):
+        return LayerVerdict.REFUSED, f"{stage.value}: {error}"  # one of this plugin's refusals
+    whose = _raised_by(error)
+    if whose == "sglang":
+        return LayerVerdict.FAILS, f"{stage.value}: {message}"
+    if whose == "gpu only":
+        return LayerVerdict.NOT_SIMULATED, f"{stage.value}, a GPU-only call: {message}"
+    raise error  # the simulation's own failure: a bug, never a verdict on SGLang
+
+
+def _relative_error(out: Any, expected: Any) -> float:
+    return float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
+
+
+@contextlib.contextmanager
+def layer_build_site(gpu: GpuProfile, model_dir: Path, flags: Mapping[str, Any]) -> Iterator[Any]:
+    """Where a scheduler builds and runs MoE layers on ``gpu``, on CPU: the published config
+    (yielded), a one-rank TP group, a one-GPU placement, and every kernel stood in for."""
+    from sglang_nvfp4_patches.simulation.cutlass_kernel import (
+        cpu_cutlass_kernel,
+        cuda_moves_stay_on_cpu,
+    )
+    from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on, single_rank_tp_group
+    from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
+    from sglang_nvfp4_patches.simulation.uncomputed_kernels import uncomputed_kernels
+
+    with (
+        quiet_sglang(),
+        moe_layer_build_on(gpu.name, model_dir, **flags) as server_args,
+        single_rank_tp_group(),
+        single_gpu_placement(),
+        cpu_cutlass_kernel(),
+        uncomputed_kernels(gpu),
+        cuda_moves_stay_on_cpu(),
+    ):
+        yield server_args
+
+
+def run_first_moe_layer(
+    model_dir: Path, gpu: GpuProfile, flags: Mapping[str, Any] | None = None
+) -> LayerRun | None:
+    """Build, load, process and run the first MoE layer of the Llama 4 or Gemma 4 checkpoint
+    in ``model_dir`` on ``gpu`` with the user's server ``flags`` (``None``: not such a
+    checkpoint, not quantized, a launch across several GPUs, or not a Blackwell GPU: before
+    SM100, NVFP4 MoE runs SGLang's W4A16 Marlin fallback, which SGLang picks only where CUDA
+    itself answers)."""
+    from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
+
+    model = moe_model(json.loads((model_dir / "config.json").read_text()))
+    flags = dict(flags or {})
+    several = any(int(flags.get(size) or 1) > 1 for size in PARALLEL_SIZES)
+    if model is None or gpu.major < BLACKWELL_MAJOR or several:
+        return None
+    experts = max(4, 2 * model.top_k)
+    with layer_build_site(gpu, model_dir, flags) as server_args:
+        quant_config = checkpoint_quant_config(server_args)
+        if quant_config is None:
+            return None
+        stage, layer = _Stage.BUILD, None
+        try:
+            layer = build_layer(model, quant_config, experts)
+            weights = expert_weights(experts)
+            stage = _Stage.LOAD
+            load_weights(layer, model, weights)
+            stage = _Stage.PROCESS
+            layer.quant_method.process_weights_after_loading(layer)  # as the loader calls it
+            stage = _Stage.FORWARD
+            x, router_weights, ids = batch(model, experts)
+            out = forward(layer, x, router_weights, ids)
+        except Exception as error:  # classified: SGLang's, a kernel's, or re-raised as ours
+            verdict, detail = _verdict_of(error, stage, gpu)
+            runner = layer_runner(layer) if layer is not None else None
+            return LayerRun(model.family, runner, verdict, detail)
+    expected = moe_meaning(
+        x,
+        router_weights,
+        ids,
+        weights.w13,
+        weights.w2,
+        model.router_weight_on_input,
+        model.gate_activation,
+    )
+    error = _relative_error(out, expected)
+    meaning = "expert(x*w)" if model.router_weight_on_input else "sum_k w_k*expert_k(x)"
+    verdict = LayerVerdict.SERVES if error <= TOLERANCE else LayerVerdict.WRONG
+    detail = f"output {'=' if verdict is LayerVerdict.SERVES else '!='} {meaning}"
+    return LayerRun(
+        model.family, layer_runner(layer), verdict, f"{detail} (relative error {error:.1e})"
+    )

@@ -1,0 +1,138 @@
+"""``nvfp4-moe-runner`` on simulated next releases (0.5.23's code under ``0.5.24.dev0``, opted
+in), where no record shipped with the plugin matches:
+
+* before ``verify``, the patch cannot tell: ``doctor`` says ``unknown`` and to run ``verify``,
+  and a plain launch is left as SGLang ships it;
+* with sglang#39807's two changes (``create_moe_runner`` picks CUTLASS on SM12x, and the weights
+  follow the runner it picked): ``verify`` records SGLang's own layer serving on SM120/SM121,
+  the patch stands down there and ``doctor`` and ``explain`` say so, while Llama 4 on SM10X
+  (untouched by the fix) still gets ``flashinfer_cutlass``;
+* 0.5.23's code unchanged: ``verify`` records the failure live, and ``doctor`` reads it back
+  applied, exactly as on 0.5.23.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import SCRIPTS, edited_sglang, result_of
+from support.edited_sglang import MODELOPT, NEXT_RELEASE, make_edited_copy, moe_runner_fix_39807
+from support.forkserver import json_lines, server
+
+CLI = str(Path(edited_sglang.__file__))
+# verify's check process for this patch, on the copy (verify itself starts fresh interpreters,
+# which would import the installed SGLang, not the copy a fork-server child puts first)
+PROBE = str(SCRIPTS / "next_release_probe.py")
+THIRD = "nvfp4-moe-runner"
+OPT_IN = {"SGLANG_NVFP4_PATCHES_UNTESTED": "apply"}
+SCOUT = "Llama-4-Scout-17B-16E-Instruct-FP4"
+GEMMA = "Gemma-4-26B-A4B-NVFP4"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    copies = {
+        "fixed": make_edited_copy(
+            tmp_path_factory.mktemp("fix39807"), {MODELOPT: moe_runner_fix_39807}, NEXT_RELEASE
+        ),
+        "same": make_edited_copy(tmp_path_factory.mktemp("same"), None, NEXT_RELEASE),
+    }
+    fork = server()
+    env = {
+        name: {**OPT_IN, "SGLANG_NVFP4_PATCHES_RECORDS": str(tmp_path_factory.mktemp(name))}
+        for name in copies
+    }
+
+    def start(name: str, *args: str) -> Any:
+        return fork.start([CLI, str(copies[name]), *args], env[name])
+
+    def verify(name: str) -> Any:
+        return fork.start([PROBE, str(copies[name]), f"verify-{THIRD}"], env[name])
+
+    first = {
+        "doctor before": start("fixed", "doctor", "--json"),
+        "verify fixed": verify("fixed"),
+        "verify same": verify("same"),
+    }
+    done = {name: child.wait(timeout=600) for name, child in first.items()}
+    then = {
+        "doctor fixed": start("fixed", "doctor", "--json"),
+        "explain fixed": start("fixed", "explain", "--json", "--gpu", "sm120"),
+        "doctor same": start("same", "doctor", "--json"),
+    }
+    done.update({name: child.wait(timeout=600) for name, child in then.items()})
+    return done
+
+
+def third(done: Any) -> dict[str, str]:
+    return json.loads(done.stdout)["patches"][THIRD]
+
+
+def checks(done: Any) -> dict[str, dict[str, Any]]:
+    return {line["check"]: line for line in result_of(done)}
+
+
+def test_before_verify_the_patch_cannot_tell_and_doctor_says_to_run_verify(runs: dict) -> None:
+    done = runs["doctor before"]
+    assert done.returncode == 1, done.stderr[-3000:]
+    report = third(done)
+    assert report["status"] == "unknown"
+    assert f"no verified record for SGLang {NEXT_RELEASE}" in report["reason"]
+    assert "run `sglang-nvfp4-patches verify`" in report["reason"]
+
+
+def test_verify_records_sglangs_own_layer_serving_on_sm12x(runs: dict) -> None:
+    found = checks(runs["verify fixed"])
+    assert {line["outcome"] for line in found.values()} == {"held"}, found
+    evidence = found["evidence (no flags, SGLang as it ships)"]["reason"]
+    for gpu in ("sm120", "sm121"):
+        assert (
+            f"Llama 4 on {gpu}: upstream" in evidence and f"Gemma 4 on {gpu}: upstream" in evidence
+        )
+    assert "Llama 4 on sm100: live" in evidence  # the fix leaves SM10X's TRT-LLM pick
+    assert "recorded in " in evidence
+    for family in ("Llama 4", "Gemma 4"):
+        launch = found[f"{family} ModelOpt NVFP4 MoE on sm120, no flags"]["reason"]
+        assert launch.startswith("published auto; the layer on flashinfer_cutlass serves")
+
+
+def test_after_verify_the_patch_stands_down_on_sm12x_and_says_so(runs: dict) -> None:
+    done = runs["doctor fixed"]
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = third(done)
+    assert report["status"] == "applied"  # Llama 4 on SM10X, where the fix changes nothing
+    reason = report["reason"]
+    assert "get flashinfer_cutlass for Llama 4 on sm100, sm103: there" in reason
+    assert (
+        "upstream for Llama 4 on sm120, sm121; Gemma 4 on sm120, sm121: SGLang's own layer"
+        in reason
+    )
+    assert "evidence: recorded by verify on this machine" in reason
+
+
+def test_after_verify_explain_shows_sglangs_own_runner_on_sm120(runs: dict) -> None:
+    done = runs["explain fixed"]
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = {row["model"].split("/")[-1]: row for row in json_lines(done.stdout)}
+    for model in (SCOUT, GEMMA):
+        row = rows[model]
+        assert row["moe_runner_backend"] == row["unpatched_moe_runner_backend"] == "auto"
+        assert row["decided_by"] == "sglang" and row["moe_layer_runner"] == "flashinfer_cutlass"
+        assert row["moe_layer_fails"] is None
+    assert rows[GEMMA]["unpatched_fails_at_warmup"] is None  # SGLang's own layer serves
+    # Llama 4 as SGLang ships: its own CUTLASS layer still rejects the router weight
+    assert "apply_router_weight_on_input" in rows[SCOUT]["unpatched_fails_at_warmup"]
+
+
+def test_unchanged_code_under_a_new_version_is_recorded_live_and_applied(runs: dict) -> None:
+    verified = checks(runs["verify same"])
+    assert {line["outcome"] for line in verified.values()} == {"held"}, verified
+    done = runs["doctor same"]
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = third(done)
+    assert report["status"] == "applied"
+    assert "Gemma 4 on sm120, sm121" in report["reason"] and "g1_scale_c" in report["reason"]
