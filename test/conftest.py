@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 
 import pytest
 
 from sglang_nvfp4_patches.status import sglang_version
 
 RELEASE_ENV = "SGLANG_NVFP4_TEST_RELEASE"
+RECORDS_ENV = "SGLANG_NVFP4_PATCHES_RECORDS"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -29,6 +31,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Evidence records verify writes go to a directory of this session's, never the user's
+    # (a record left there from an earlier run would answer for the SGLang under test).
+    os.environ.setdefault(RECORDS_ENV, tempfile.mkdtemp(prefix="nvfp4-records-"))
     config.addinivalue_line(
         "markers", "release_matrix: runs against every supported SGLang release in CI"
     )

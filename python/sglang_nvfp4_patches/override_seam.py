@@ -52,6 +52,19 @@ class OverrideSeam:
         return f"{SERVER_ARGS_MODULE}.ServerArgs.{ADJUSTMENTS_METHOD}"
 
 
+def seam_module() -> str:
+    """The module whose import completes the seam (SGLang's own providers registered), found
+    by its file alone: a patch hooks the seam from an import callback on it, so plugin load
+    imports nothing (:func:`sglang_nvfp4_patches.post_import.when_imported`)."""
+    from sglang_nvfp4_patches.post_import import module_exists
+
+    if module_exists(BASE_MODULE):
+        return "sglang.srt.arg_groups.model_overrides"
+    if module_exists(OVERRIDES_MODULE):
+        return OVERRIDES_MODULE
+    return SERVER_ARGS_MODULE
+
+
 def _import(name: str) -> Any:
     try:
         return importlib.import_module(name)

@@ -16,7 +16,7 @@ declaration field   signature                                              calle
 ``install``         ``(forced: bool, observe: bool) -> PatchReport``       ``plugin``
 ``state``           ``() -> PatchReport``                                  ``doctor``
 ``unpatched``       ``() -> PatchReport``                                  ``doctor``
-``explain_note``    ``(moe_runner: str | None, nvfp4_moe: bool) -> str``   ``explain``
+``explain_note``    ``(moe_runner, moe_quantization) -> str``              ``explain``
 ``verify_checks``   ``() -> list[CheckResult]``                            ``verify``
 ``suspended``       ``() -> AbstractContextManager[None]`` (optional)      ``explain``
 ==================  =====================================================  =================
@@ -56,10 +56,10 @@ class ReadState(Protocol):
 
 class ExplainNote(Protocol):
     """The note on an ``explain`` row of one of the patch's architectures, given the MoE
-    runner the row ends on and whether the row's checkpoint has an NVFP4 MoE layer the
-    simulation ran."""
+    runner the row ends on and the quantization SGLang detects for the row's MoE checkpoint
+    (``None``: not a Llama 4 or Gemma 4 MoE checkpoint, or not quantized)."""
 
-    def __call__(self, moe_runner: str | None, nvfp4_moe: bool) -> str: ...
+    def __call__(self, moe_runner: str | None, moe_quantization: str | None) -> str: ...
 
 
 class VerifyChecks(Protocol):

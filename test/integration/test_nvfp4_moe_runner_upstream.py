@@ -6,9 +6,8 @@ in), where no record shipped with the plugin matches:
 * with sglang#39807's two changes (``create_moe_runner`` picks CUTLASS on SM12x, and the weights
   follow the runner it picked): ``verify`` records SGLang's own layer serving on SM120/SM121,
   the patch stands down there and ``doctor`` and ``explain`` say so, while Llama 4 on SM10X
-  (untouched by the fix) still gets ``flashinfer_cutlass``;
-* 0.5.23's code unchanged: ``verify`` records the failure live, and ``doctor`` reads it back
-  applied, exactly as on 0.5.23.
+  (untouched by the fix) still gets ``flashinfer_cutlass``: the record ``verify`` wrote is
+  what ``doctor`` reads.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "fixed": make_edited_copy(
             tmp_path_factory.mktemp("fix39807"), {MODELOPT: moe_runner_fix_39807}, NEXT_RELEASE
         ),
-        "same": make_edited_copy(tmp_path_factory.mktemp("same"), None, NEXT_RELEASE),
     }
     fork = server()
     env = {
@@ -56,13 +54,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     first = {
         "doctor before": start("fixed", "doctor", "--json"),
         "verify fixed": verify("fixed"),
-        "verify same": verify("same"),
     }
     done = {name: child.wait(timeout=600) for name, child in first.items()}
     then = {
         "doctor fixed": start("fixed", "doctor", "--json"),
         "explain fixed": start("fixed", "explain", "--json", "--gpu", "sm120"),
-        "doctor same": start("same", "doctor", "--json"),
     }
     done.update({name: child.wait(timeout=600) for name, child in then.items()})
     return done
@@ -106,11 +102,9 @@ def test_after_verify_the_patch_stands_down_on_sm12x_and_says_so(runs: dict) -> 
     report = third(done)
     assert report["status"] == "applied"  # Llama 4 on SM10X, where the fix changes nothing
     reason = report["reason"]
-    assert "get flashinfer_cutlass for Llama 4 on sm100, sm103: there" in reason
-    assert (
-        "upstream for Llama 4 on sm120, sm121; Gemma 4 on sm120, sm121: SGLang's own layer"
-        in reason
-    )
+    assert "Llama 4 on sm100, sm103 gets flashinfer_cutlass (" in reason
+    assert "; Llama 4 on sm120, sm121 is upstream (SGLang's own layer serves" in reason
+    assert "; Gemma 4 on sm120, sm121 is upstream (SGLang's own layer serves" in reason
     assert "evidence: recorded by verify on this machine" in reason
 
 
@@ -126,13 +120,3 @@ def test_after_verify_explain_shows_sglangs_own_runner_on_sm120(runs: dict) -> N
     assert rows[GEMMA]["unpatched_fails_at_warmup"] is None  # SGLang's own layer serves
     # Llama 4 as SGLang ships: its own CUTLASS layer still rejects the router weight
     assert "apply_router_weight_on_input" in rows[SCOUT]["unpatched_fails_at_warmup"]
-
-
-def test_unchanged_code_under_a_new_version_is_recorded_live_and_applied(runs: dict) -> None:
-    verified = checks(runs["verify same"])
-    assert {line["outcome"] for line in verified.values()} == {"held"}, verified
-    done = runs["doctor same"]
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = third(done)
-    assert report["status"] == "applied"
-    assert "Gemma 4 on sm120, sm121" in report["reason"] and "g1_scale_c" in report["reason"]

@@ -38,6 +38,7 @@ from typing import IO, Any
 PRELOADED = ("sglang", "flashinfer", "openai", "torch._inductor.compile_fx")
 # Read only when plugins load (SGLang, the plugin), or by pytest: each child sets its own.
 PER_CHILD_VARIABLES = ("SGLANG_PLUGINS", "SGLANG_NVFP4_", "PYTEST_CURRENT_TEST")
+RECORDS_ENV = "SGLANG_NVFP4_PATCHES_RECORDS"
 
 
 # ---------------------------------------------------------------- server side (own process)
@@ -212,7 +213,9 @@ class ForkServer:
                 f"{', '.join(PER_CHILD_VARIABLES)}; SGLang may read others while it is "
                 "imported, so run this test in a plain subprocess"
             )
-        own = {k: v for k, v in os.environ.items() if k == "PYTEST_CURRENT_TEST"}
+        # the test's name, and where this session keeps evidence records (test/conftest.py)
+        kept = ("PYTEST_CURRENT_TEST", RECORDS_ENV)
+        own = {k: v for k, v in os.environ.items() if k in kept}
         folder = Path(tempfile.mkdtemp(prefix="forkserver-"))
         request = {
             "args": list(args),

@@ -115,5 +115,5 @@ def test_a_live_failure_names_sglangs_error_and_the_runner_shown_to_serve() -> N
         run(CUTLASS, "serves", "output = expert(x*w)"),
     )
     assert state is EvidenceState.LIVE
-    assert "on the flashinfer_trtllm runner its layer builds" in detail
+    assert "on the flashinfer_trtllm runner it builds" in detail
     assert "AttributeError: g1_scale_c" in detail and "output = expert(x*w)" in detail

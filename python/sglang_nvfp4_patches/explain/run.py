@@ -17,6 +17,7 @@ from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, UsageError
 from sglang_nvfp4_patches.explain.input import architecture, config_problem, read_model_config
 from sglang_nvfp4_patches.explain.layer import layer_outcome
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
+from sglang_nvfp4_patches.models import moe_family
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.process_record import decision, read_back
 from sglang_nvfp4_patches.process_record import reports as plugin_reports
@@ -60,6 +61,8 @@ def explain_one(
         for name, report in (disabled or {}).items()
         if name in {patch.name for patch in concerned}
     )
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    is_moe = moe_family(arch, text.get("enable_moe_block")) is not None
     return ExplainRow(
         model,
         gpu,
@@ -70,6 +73,7 @@ def explain_one(
         notes,
         layer,
         patches_asked,
+        unpatched.checkpoint_quantization if is_moe else None,
     )
 
 

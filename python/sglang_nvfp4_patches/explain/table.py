@@ -27,6 +27,9 @@ class ExplainRow:
     layer: LayerOutcome | None = None
     # False under --no-patches: SGLang's own answer, so no patch note says what it would do
     patches_asked: bool = True
+    # The quantization SGLang detects for the checkpoint's MoE experts (None: not a Llama 4
+    # or Gemma 4 MoE checkpoint, or not quantized)
+    moe_quantization: str | None = None
 
     @property
     def moe_layer_runner(self) -> str | None:
@@ -81,7 +84,7 @@ class ExplainRow:
             off[patch.name]
             if patch.name in off
             else (
-                patch.explain_note(runner, self.layer is not None)
+                patch.explain_note(runner, self.moe_quantization)
                 if self.patches_asked and not self.refused
                 else ""
             )

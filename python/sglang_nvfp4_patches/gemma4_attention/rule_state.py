@@ -5,9 +5,7 @@ lines. Every layout's hook reads it."""
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 from sglang_nvfp4_patches.gemma4_attention import NAME
@@ -19,15 +17,16 @@ from sglang_nvfp4_patches.gemma4_attention.rule import (
     decide_gemma4_attention,
     override_hint,
 )
+from sglang_nvfp4_patches.suspension import Suspension
 
 logger = logging.getLogger("sglang_nvfp4_patches.gemma4_attention")
 
 # Set by ``install`` once per process; the hooks read it.
 _mode: Gemma4Mode | None = None
 # Lets ``explain`` compute SGLang's unpatched answer in a process where the patch is live.
-_suspended: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "gemma4_attention_suspended", default=False
-)
+_suspension = Suspension("gemma4_attention_suspended")
+suspended = _suspension.suspended  # inside this block the installed patch declares nothing
+is_suspended = _suspension.active
 # Left on every ServerArgs record the rule evaluated. Bookkeeping attributes travel with the
 # record when SGLang pickles it to the scheduler, which therefore knows whether the rule saw
 # it (``launch_paths``); no module-level reference keeps a record alive.
@@ -41,20 +40,6 @@ def set_mode(mode: Gemma4Mode) -> None:
 
 def current_mode() -> Gemma4Mode | None:
     return _mode
-
-
-@contextlib.contextmanager
-def suspended() -> Iterator[None]:
-    """Inside this block the installed patch declares nothing (SGLang's own answer)."""
-    token = _suspended.set(True)
-    try:
-        yield
-    finally:
-        _suspended.reset(token)
-
-
-def is_suspended() -> bool:
-    return _suspended.get()
 
 
 def mark_seen(record: Any) -> None:

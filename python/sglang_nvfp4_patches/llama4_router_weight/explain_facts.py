@@ -8,7 +8,7 @@ from sglang_nvfp4_patches.llama4_router_weight import NAME
 CUTLASS_RUNNER = "flashinfer_cutlass"  # the MoE runner backend this patch acts on
 
 
-def explain_note(moe_runner: str | None, nvfp4_moe: bool) -> str:
+def explain_note(moe_runner: str | None, moe_quantization: str | None) -> str:
     """One line for ``explain``'s Llama 4 rows, given the MoE runner the row ends on."""
     if moe_runner == CUTLASS_RUNNER:
         return (

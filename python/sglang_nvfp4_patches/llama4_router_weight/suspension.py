@@ -1,25 +1,10 @@
-"""``explain``'s unpatched column in a process where the patch is wired: inside
-:func:`suspended` every hook of the patch hands SGLang's own function its call unchanged."""
+"""``llama4-router-weight``'s suspension (:mod:`sglang_nvfp4_patches.suspension`): inside
+:func:`suspended` the methods' hook and the runner's pre-scale pass every call through."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Iterator
+from sglang_nvfp4_patches.suspension import Suspension
 
-_suspended: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "llama4_router_weight_suspended", default=False
-)
-
-
-@contextlib.contextmanager
-def suspended() -> Iterator[None]:
-    token = _suspended.set(True)
-    try:
-        yield
-    finally:
-        _suspended.reset(token)
-
-
-def is_suspended() -> bool:
-    return _suspended.get()
+_suspension = Suspension("llama4_router_weight_suspended")
+suspended = _suspension.suspended
+is_suspended = _suspension.active

@@ -109,7 +109,8 @@ def _server_launch(family: str, gpu: str) -> str:
     layer = run_first_moe_layer(model_dir, profile)
     if layer is None:
         raise CheckFailed("no MoE layer was built for the bundled config")
-    if state is EvidenceState.NOT_AFFECTED and layer.verdict is not LayerVerdict.SERVES:
+    nothing_to_publish = (EvidenceState.NOT_AFFECTED, EvidenceState.NO_REMEDY)
+    if state in nothing_to_publish and layer.verdict is not LayerVerdict.SERVES:
         raise NotApplicable(f"{fact['detail']}; published {published}, layer: {layer.detail}")
     if layer.verdict is not LayerVerdict.SERVES:
         raise CheckFailed(

@@ -4,11 +4,8 @@ GPU per process)."""
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import logging
 import threading
-from collections.abc import Iterator
 
 from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
@@ -20,28 +17,15 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
 )
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.suspension import Suspension
 
 logger = logging.getLogger("sglang_nvfp4_patches.nvfp4_moe_runner")
 
-_suspended: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "nvfp4_moe_runner_suspended", default=False
-)
+_suspension = Suspension("nvfp4_moe_runner_suspended")
+suspended = _suspension.suspended  # inside this block the patch declares nothing
+is_suspended = _suspension.active
 _logged: set[tuple[str, str, str]] = set()
 _lock = threading.Lock()
-
-
-@contextlib.contextmanager
-def suspended() -> Iterator[None]:
-    """Inside this block the patch declares nothing (SGLang's own answer)."""
-    token = _suspended.set(True)
-    try:
-        yield
-    finally:
-        _suspended.reset(token)
-
-
-def is_suspended() -> bool:
-    return _suspended.get()
 
 
 def _once(model_path: str, decision: Decision) -> bool:

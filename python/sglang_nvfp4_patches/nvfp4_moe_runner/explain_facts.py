@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
-from sglang_nvfp4_patches.nvfp4_moe_runner.rule import CUTLASS
+from sglang_nvfp4_patches.nvfp4_moe_runner.rule import CUTLASS, NVFP4
 
 
-def explain_note(moe_runner: str | None, nvfp4_moe: bool) -> str:
-    """One line for the NVFP4 MoE rows it concerns: what it does, and on what evidence (no
-    line where the row has no NVFP4 MoE layer)."""
-    if not nvfp4_moe:
+def explain_note(moe_runner: str | None, moe_quantization: str | None) -> str:
+    """One line for the ModelOpt NVFP4 MoE rows it concerns: what it does, and on what
+    evidence (no line for any other checkpoint)."""
+    if moe_quantization != NVFP4:
         return ""
     from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import current_record
     from sglang_nvfp4_patches.nvfp4_moe_runner.read_back import no_record

@@ -12,30 +12,33 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import CUTLASS, EVIDENCE_GPUS, E
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
+# What each state means for one family on the GPUs it was found on.
+PHRASES = {
+    EvidenceState.UPSTREAM: "is upstream",
+    EvidenceState.NOT_AFFECTED: "is not affected",
+    EvidenceState.NO_REMEDY: "has no runner to publish",
+    EvidenceState.UNKNOWN: "is unknown",
+}
 
-def _where(keys: list[str]) -> str:
-    """``Llama 4 on sm100, sm120; Gemma 4 on sm120`` from evidence keys (families and GPUs
-    in a fixed order)."""
+
+def _clauses(facts: Mapping[str, Any], live_verb: str) -> list[tuple[EvidenceState, str]]:
+    """One clause per family and state, families and GPUs in a fixed order: ``Llama 4 on
+    sm100, sm120 gets flashinfer_cutlass (why)``."""
     gpus = list(EVIDENCE_GPUS.values())
-    by_family: dict[str, list[str]] = {}
-    for key in keys:
-        family, _, gpu = key.partition(" on ")
-        by_family.setdefault(family, []).append(gpu)
-    return "; ".join(
-        f"{family} on {', '.join(sorted(by_family[family], key=gpus.index))}"
-        for family in sorted(by_family, key=lambda name: (name != LLAMA4, name))
-    )
-
-
-def _by_state(facts: Mapping[str, Any]) -> dict[EvidenceState, list[str]]:
-    grouped: dict[EvidenceState, list[str]] = {}
+    groups: dict[tuple[str, EvidenceState], list[str]] = {}
     for key, fact in facts.items():
-        grouped.setdefault(EvidenceState(fact["state"]), []).append(key)
-    return grouped
-
-
-def _first_detail(facts: Mapping[str, Any], keys: list[str]) -> str:
-    return facts[min(keys, key=lambda key: (LLAMA4 not in key, key))]["detail"]
+        family, _, gpu = key.partition(" on ")
+        groups.setdefault((family, EvidenceState(fact["state"])), []).append(gpu)
+    clauses = []
+    for family, state in sorted(
+        groups,
+        key=lambda g: (g[0] != LLAMA4, g[0], list(PHRASES).index(g[1]) if g[1] in PHRASES else -1),
+    ):
+        found = sorted(groups[family, state], key=gpus.index)
+        detail = facts[f"{family} on {found[0]}"]["detail"]
+        what = live_verb if state is EvidenceState.LIVE else PHRASES[state]
+        clauses.append((state, f"{family} on {', '.join(found)} {what} ({detail})"))
+    return clauses
 
 
 def no_record() -> PatchReport:
@@ -50,30 +53,19 @@ def no_record() -> PatchReport:
 def summary(facts: Mapping[str, Any], origin: str, live_state: PatchState) -> PatchReport:
     """One report from the record's facts; ``live_state`` is what a live failure means here
     (``applied`` where the hook acts, ``not patched`` where nothing is wired)."""
-    grouped = _by_state(facts)
-    notes = []
-    live = grouped.get(EvidenceState.LIVE, [])
-    if live:
-        verb = "get" if live_state is PatchState.APPLIED else "would get"
-        notes.append(
-            f"with no MoE runner given, ModelOpt NVFP4 MoE checkpoints {verb} {CUTLASS} for "
-            f"{_where(live)}: there {_first_detail(facts, live)}"
-        )
-    for state, label in (
-        (EvidenceState.UPSTREAM, "upstream"),
-        (EvidenceState.NOT_AFFECTED, "not affected"),
-        (EvidenceState.NO_REMEDY, "no runner to publish"),
-        (EvidenceState.UNKNOWN, "cannot tell"),
-    ):
-        keys = grouped.get(state, [])
-        if keys:
-            notes.append(f"{label} for {_where(keys)}: {_first_detail(facts, keys)}")
-    reason = "; ".join(notes) + f" (evidence: {origin})"
-    if EvidenceState.UNKNOWN in grouped:
+    verb = "gets" if live_state is PatchState.APPLIED else "would get"
+    clauses = _clauses(facts, f"{verb} {CUTLASS}")
+    states = {state for state, _ in clauses}
+    reason = (
+        "with no MoE runner given, "
+        + "; ".join(text for _, text in clauses)
+        + f" (evidence: {origin})"
+    )
+    if EvidenceState.UNKNOWN in states:
         return PatchReport(NAME, PatchState.UNKNOWN, f"{reason}; run `{VERIFY_COMMAND}`")
-    if live:
+    if EvidenceState.LIVE in states:
         return PatchReport(NAME, live_state, reason)
-    if EvidenceState.UPSTREAM in grouped:
+    if EvidenceState.UPSTREAM in states:
         return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, reason)
     return PatchReport(NAME, PatchState.NOT_APPLICABLE, reason)
 

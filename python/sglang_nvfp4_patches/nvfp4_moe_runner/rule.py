@@ -63,7 +63,7 @@ def evidence_of(
     if unpatched is None:
         return EvidenceState.UNKNOWN, "the simulation built no layer"
     runner, verdict, detail = unpatched["runner"], unpatched["verdict"], unpatched["detail"]
-    on_runner = f"on the {runner} runner its layer builds" if runner else "with no runner"
+    on_runner = f"on the {runner} runner it builds" if runner else "with no runner"
     if verdict == SERVES:
         return EvidenceState.UPSTREAM, f"SGLang's own layer serves {on_runner}: {detail}"
     if verdict == OTHER_KERNEL:
@@ -72,18 +72,18 @@ def evidence_of(
             f"with the runner left at auto the layer's weights and kernel agree ({detail})",
         )
     if verdict not in BROKEN_VERDICTS:
-        return EvidenceState.UNKNOWN, f"SGLang's own layer {on_runner}: {verdict}: {detail}"
-    failure = f"SGLang's own layer fails {on_runner}: {detail}"
+        return EvidenceState.UNKNOWN, f"SGLang's own layer {on_runner}: {verdict}, {detail}"
+    failure = f"SGLang's own layer fails {on_runner} {detail}"
     if cutlass is None:
-        return EvidenceState.UNKNOWN, f"{failure}; with {CUTLASS} no layer was built"
+        return EvidenceState.UNKNOWN, f"{failure}, and with {CUTLASS} no layer was built"
     if cutlass["verdict"] in BROKEN_VERDICTS:
         return (
             EvidenceState.NO_REMEDY,
-            f"{failure}; with {CUTLASS} it fails too ({cutlass['detail']})",
+            f"{failure}, and with {CUTLASS} it fails too, {cutlass['detail']}",
         )
     if cutlass["verdict"] != SERVES:
-        return EvidenceState.UNKNOWN, f"{failure}; with {CUTLASS}: {cutlass['detail']}"
-    return EvidenceState.LIVE, f"{failure}; with {CUTLASS} it serves ({cutlass['detail']})"
+        return EvidenceState.UNKNOWN, f"{failure}, and with {CUTLASS}: {cutlass['detail']}"
+    return EvidenceState.LIVE, f"{failure}, and with {CUTLASS} it serves: {cutlass['detail']}"
 
 
 @dataclass(frozen=True)

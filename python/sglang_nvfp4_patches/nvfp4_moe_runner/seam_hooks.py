@@ -6,13 +6,16 @@ the user had typed ``--moe-runner-backend flashinfer_cutlass``. Each decides per
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES, LLAMA4_ARCHITECTURES
 from sglang_nvfp4_patches.nvfp4_moe_runner import decision
 from sglang_nvfp4_patches.nvfp4_moe_runner.launch_facts import record_facts, resolving_facts
-from sglang_nvfp4_patches.override_seam import OverrideSeam, SeamKind
+from sglang_nvfp4_patches.nvfp4_moe_runner.rule import LaunchFacts
+from sglang_nvfp4_patches.override_seam import OVERRIDES_MODULE, OverrideSeam, SeamKind
 from sglang_nvfp4_patches.sglang_hooks import hook_count, install_hook
 from sglang_nvfp4_patches.status import PATCHED_MARK
 
@@ -20,26 +23,67 @@ ARCHITECTURES = GEMMA4_ARCHITECTURES | LLAMA4_ARCHITECTURES
 FIELD = "moe_runner_backend"
 
 
+def declared_before(
+    registry: dict[str, list[Callable[..., Any]]], server_args: Any, hf_config: Any, ours: Any
+) -> dict[str, Any]:
+    """What the providers registered before ours for this architecture declare (SGLang's own
+    model defaults: providers of one resolution do not see each other's declarations), asked
+    with SGLang's log lines held back, as SGLang calls them; one that raises declares nothing
+    here (SGLang's own call of it raises)."""
+    architecture = next(iter(getattr(hf_config, "architectures", None) or ()), None)
+    declared: dict[str, Any] = {}
+    sglang_logger = logging.getLogger("sglang")
+    level = sglang_logger.level
+    sglang_logger.setLevel(logging.ERROR)  # their INFO lines come once, from SGLang's own call
+    try:
+        for provider in registry.get(architecture, ()):
+            if provider is ours:
+                break
+            try:
+                found = provider(server_args, hf_config)
+            except Exception:
+                continue
+            declared.update(found if isinstance(found, dict) else {})
+    finally:
+        sglang_logger.setLevel(level)
+    return declared
+
+
+def _declaration(facts: LaunchFacts, declared: dict[str, Any], model_path: str) -> dict[str, Any]:
+    facts = dataclasses.replace(
+        facts,
+        quantization=declared.get("quantization", facts.quantization),
+        runner=declared.get(FIELD, facts.runner),
+    )
+    chosen = decision.decide_and_log(facts, model_path)
+    return {} if chosen.runner is None else {FIELD: chosen.runner}
+
+
 def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
     """Model-override registry provider (0.5.19+ reads the resolving view)."""
     if decision.is_suspended():
         return {}
-    from sglang.srt.arg_groups.model_override_base import resolving_view
+    from sglang.srt.arg_groups import model_override_base as base
 
-    facts = resolving_facts(server_args)
-    chosen = decision.decide_and_log(facts, resolving_view(server_args).model_path)
-    return {} if chosen.runner is None else {FIELD: chosen.runner}
+    declared = declared_before(base._MODEL_OVERRIDE_FNS, server_args, hf_config, registry_provider)
+    model_path = base.resolving_view(server_args).model_path
+    return _declaration(resolving_facts(server_args), declared, model_path)
 
 
 def overrides_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
     """``arg_groups.overrides`` registry provider: those releases hand providers the record."""
     if decision.is_suspended():
         return {}
-    chosen = decision.decide_and_log(record_facts(server_args), server_args.model_path)
-    return {} if chosen.runner is None else {FIELD: chosen.runner}
+    import importlib
+
+    registry = importlib.import_module(OVERRIDES_MODULE)._MODEL_OVERRIDE_FNS
+    declared = declared_before(registry, server_args, hf_config, overrides_provider)
+    return _declaration(record_facts(server_args), declared, server_args.model_path)
 
 
-def adjustments_hook(original: Callable[..., Any], server_args: Any, *args: Any, **kw: Any) -> Any:
+def runner_adjustments_hook(
+    original: Callable[..., Any], server_args: Any, *args: Any, **kw: Any
+) -> Any:
     """Set the MoE runner before SGLang's in-place model adjustments read it."""
     if not decision.is_suspended():
         chosen = decision.decide_and_log(record_facts(server_args), server_args.model_path)
@@ -60,7 +104,7 @@ def installed(seam: OverrideSeam) -> bool:
     """Whether the hook is on the seam, once (every architecture, for a registry)."""
     if seam.kind is SeamKind.ADJUSTMENTS_METHOD:
         method = seam.module.ServerArgs.__dict__[seam.target().rsplit(".", 1)[1]]
-        return hook_count(method, adjustments_hook) == 1
+        return hook_count(method, runner_adjustments_hook) == 1
     provider, registered = _provider_for(seam), seam.providers()
     return all(list(registered.get(a, ())).count(provider) == 1 for a in ARCHITECTURES)
 
@@ -68,7 +112,7 @@ def installed(seam: OverrideSeam) -> bool:
 def install(seam: OverrideSeam) -> None:
     """Put the hook on the seam (idempotent)."""
     if seam.kind is SeamKind.ADJUSTMENTS_METHOD:
-        install_hook(seam.target(), adjustments_hook)
+        install_hook(seam.target(), runner_adjustments_hook)
         return
     provider, registered = _provider_for(seam), seam.providers()
     for architecture in sorted(ARCHITECTURES):

@@ -36,6 +36,9 @@ class ResolvedBackends:
     decode_attention_backend: str | None
     moe_runner_backend: str | None
     quantization: str | None
+    # What SGLang detects from the checkpoint itself (config.json or hf_quant_config.json),
+    # whatever --quantization says.
+    checkpoint_quantization: str | None = None
 
 
 class ServerArgsRejected(UsageError):
@@ -97,6 +100,7 @@ def resolve(
                 resolved = server_args.resolved_dict()
             else:
                 resolved = {field: getattr(server_args, field, None) for field in _FIELDS}
+            checkpoint = checkpoint_quantization(server_args)
     # SGLang validates server arguments with ValueError and assert; either is its refusal.
     except (ValueError, AssertionError) as error:
         raise ServerArgsRejected(
@@ -109,7 +113,17 @@ def resolve(
         decode_attention_backend=resolved.get("decode_attention_backend"),
         moe_runner_backend=resolved.get("moe_runner_backend"),
         quantization=resolved.get("quantization"),
+        checkpoint_quantization=checkpoint,
     )
+
+
+def checkpoint_quantization(server_args: Any) -> str | None:
+    """The quantization SGLang's ModelConfig detects from the checkpoint."""
+    try:  # 0.5.19+: the record's memoized ModelConfig
+        from sglang.srt.arg_groups.model_override_base import model_config_of
+    except ImportError:
+        return server_args.get_model_config().quantization
+    return model_config_of(server_args).quantization
 
 
 def _reason(error: BaseException) -> str:

@@ -45,35 +45,41 @@ def still_rejects(module: str) -> bool:
     return REJECTION.search(path.read_text(encoding="utf-8")) is not None
 
 
-def our_targets(scheduler: bool) -> dict[str, str]:
+def our_targets(scheduler: bool) -> dict[str, list[str]]:
     """Every target our plugin hooks on this release (as this process is configured), with
-    the name of our hook on it; read off SGLang by feature before plugins load."""
+    the names of our hooks on it; read off SGLang by feature before plugins load."""
     from sglang_nvfp4_patches.gemma4_attention import backend_source as root_cause
     from sglang_nvfp4_patches.llama4_router_weight.method_lift import REJECTING_METHODS
     from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE
     from sglang_nvfp4_patches.post_import import module_exists
 
-    targets: dict[str, str] = {}
+    targets: dict[str, list[str]] = {}
     if module_exists(RUNNER_MODULE):
         for rejecting in REJECTING_METHODS:
             if still_rejects(rejecting.module):
-                targets[rejecting.target] = "create_moe_runner_hook"
+                targets[rejecting.target] = ["create_moe_runner_hook"]
+    # Before 0.5.15 model defaults live in this method; later in a registry.
+    registries = ("model_override_base", "overrides")
+    no_registry = not any(
+        importlib.util.find_spec(f"sglang.srt.arg_groups.{n}") for n in registries
+    )
+    if no_registry:  # nvfp4-moe-runner's seam there
+        targets[ADJUSTMENTS] = ["runner_adjustments_hook"]
     forced = "gemma4-attention" in os.environ.get("SGLANG_NVFP4_PATCHES_FORCE", "")
     if forced or root_cause.kv_scale_verdict().bug_live:
         if scheduler:
-            targets[SCHEDULER_INIT] = "scheduler_init_hook"
-        # Before 0.5.15 the Gemma 4 default lives in this method; later in a registry.
-        registries = ("model_override_base", "overrides")
-        if not any(importlib.util.find_spec(f"sglang.srt.arg_groups.{n}") for n in registries):
-            targets[ADJUSTMENTS] = "adjustments_hook"
+            targets[SCHEDULER_INIT] = ["scheduler_init_hook"]
+        if no_registry:
+            targets[ADJUSTMENTS].append("adjustments_hook")
     return targets
 
 
 def our_hook(name: str) -> object:
     from sglang_nvfp4_patches.gemma4_attention import launch_paths, method_layout
     from sglang_nvfp4_patches.llama4_router_weight import method_lift
+    from sglang_nvfp4_patches.nvfp4_moe_runner import seam_hooks
 
-    for module in (method_lift, launch_paths, method_layout):
+    for module in (method_lift, launch_paths, method_layout, seam_hooks):
         if hasattr(module, name):
             return getattr(module, name)
     raise LookupError(name)
@@ -124,10 +130,11 @@ def main() -> None:
     from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count
 
     state = {}
-    for target, hook_name in targets.items():
+    for target, hook_names in targets.items():
         bound = bound_at(target)
+        ours = {hook_count(bound, our_hook(name)) for name in hook_names}
         wired = {
-            "ours": hook_count(bound, our_hook(hook_name)),
+            "ours": ours.pop() if len(ours) == 1 else sorted(ours),  # each of ours: once
             "neighbour": hook_count(bound, neighbour.HOOKS[target]),
         }
         call_once(target)
