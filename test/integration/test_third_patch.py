@@ -4,8 +4,9 @@ the other two (its state, its note and what it decided on a row, its checks in a
 process of their own).
 
 This is also where ``verify`` runs as the command a user types (fresh check processes, one
-per patch, ``--json``): every patch's checks must hold there too. It runs on the primary
-release; ``scripts/test_release.sh`` runs ``verify`` on every other one.
+per patch: the README's run of it, shared with ``test_docs_outputs.py``): every patch's checks
+must hold there too. It runs on the primary release; ``scripts/test_release.sh`` runs
+``verify`` on every other one.
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from pathlib import Path
 import pytest
 
 from sglang_nvfp4_patches.patches import PATCHES
-from support.forkserver import json_lines, server
+from support.configs import LLAMA4_NVFP4
+from support.forkserver import json_lines, run_cli_once
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "sglang_nvfp4_patches"
 THIRD = "nvfp4-moe-runner"
 ALL = {"gemma4-attention", "llama4-router-weight", THIRD}
-SCOUT = PACKAGE / "example_configs" / "llama-4-scout-17b-16e-nvfp4"
 
 
 def test_the_third_patch_is_named_only_in_its_package_and_in_patches_py() -> None:
@@ -39,25 +40,14 @@ def test_the_third_patch_is_named_only_in_its_package_and_in_patches_py() -> Non
 
 @pytest.fixture(scope="module")
 def commands() -> dict[str, dict]:
-    fork = server()
-    started = {
-        "doctor": fork.start(["-m", "sglang_nvfp4_patches", "doctor", "--json"], {}),
-        "explain": fork.start(
-            [
-                "-m",
-                "sglang_nvfp4_patches",
-                "explain",
-                "--json",
-                "--gpu",
-                "sm120",
-                "--model",
-                str(SCOUT),
-            ],
-            {},
+    # the runs test_doctor.py, test_explain_layer.py and the README (verify) make too
+    done = {
+        "doctor": run_cli_once("doctor", "--json"),
+        "explain": run_cli_once(
+            "explain", "--json", "--model", str(LLAMA4_NVFP4), "--gpu", "sm120"
         ),
-        "verify": fork.start(["-m", "sglang_nvfp4_patches", "verify", "--json"], {}),
+        "verify": run_cli_once("verify"),
     }
-    done = {name: child.wait(timeout=600) for name, child in started.items()}
     return {
         name: {"exit": d.returncode, "stdout": d.stdout, "stderr": d.stderr}
         for name, d in done.items()
@@ -85,12 +75,13 @@ def test_explain_gives_the_third_patch_its_note_and_its_decision(
 
 def test_verify_runs_every_patch_in_its_own_process(commands: dict[str, dict]) -> None:
     verify = commands["verify"]
-    lines = json_lines(verify["stdout"])
-    assert {line["patch"] for line in lines} == ALL
+    *lines, summary = verify["stdout"].splitlines()
+    outcomes = [line.split(None, 1) for line in lines]  # "held    patch: check: reason"
+    assert {rest.split(":", 1)[0] for _, rest in outcomes} == ALL
     import sglang
 
-    assert {line["sglang"] for line in lines} == {sglang.__version__}  # the one imported
-    assert all(line["outcome"] in ("held", "n/a") for line in lines), lines
-    third = [line["check"] for line in lines if line["patch"] == THIRD]
+    assert f" on SGLang {sglang.__version__} (" in summary  # the SGLang it imported
+    assert {outcome for outcome, _ in outcomes} <= {"held", "n/a"}, lines
+    third = [rest.split(": ", 2)[1] for _, rest in outcomes if rest.startswith(THIRD)]
     assert third[0] == "evidence (no flags, SGLang as it ships)" and len(third) == 8
     assert verify["exit"] == 0

@@ -290,6 +290,18 @@ def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     return run_python(["-m", "sglang_nvfp4_patches", *args], env, timeout=300)
 
 
+_once: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], Any] = {}
+
+
+def run_cli_once(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """:func:`run_cli`, run once per session for the same arguments and environment: for a
+    command that only reads (``verify`` takes half a minute) and that several tests read."""
+    key = (args, tuple(sorted(env.items())))
+    if key not in _once:
+        _once[key] = run_cli(*args, **env)
+    return _once[key]
+
+
 def json_lines(stdout: str) -> list[dict[str, Any]]:
     """The JSON objects a command printed, one per line (``explain --json``)."""
     return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]

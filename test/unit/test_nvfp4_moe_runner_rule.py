@@ -19,7 +19,19 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
 )
 
 SM120, SM121, SM100, SM110, SM90 = (12, 0), (12, 1), (10, 0), (11, 0), (9, 0)
-PLAIN = LaunchFacts("Llama 4", "modelopt_fp4", None, "auto", SM120)
+
+
+def launch(
+    family: str | None,
+    checkpoint: str | None,
+    quantization: str | None,
+    runner: str | None,
+    capability: tuple[int, int] | None,
+) -> LaunchFacts:
+    return LaunchFacts(family, quantization, runner, capability, lambda: checkpoint)
+
+
+PLAIN = launch("Llama 4", "modelopt_fp4", None, "auto", SM120)
 
 
 def record(state: EvidenceState, family: str = "Llama 4", gpu: str = "sm120") -> Any:
@@ -33,15 +45,15 @@ def never() -> Mapping[str, Any]:
 @pytest.mark.parametrize(
     "facts",
     [
-        LaunchFacts(None, "modelopt_fp4", None, "auto", SM120),  # not Llama 4 / Gemma 4 MoE
-        LaunchFacts("Gemma 4", "compressed-tensors", None, "auto", SM120),
-        LaunchFacts("Gemma 4", None, None, "auto", SM120),  # BF16
-        LaunchFacts("Llama 4", "modelopt_fp4", "modelopt_fp4", "auto", SM120),  # --quantization
-        LaunchFacts("Llama 4", "modelopt_fp4", None, "triton", SM120),  # --moe-runner-backend
-        LaunchFacts("Gemma 4", "modelopt_fp4", None, "flashinfer_trtllm", SM100),  # SGLang's
-        LaunchFacts("Llama 4", "modelopt_fp4", None, "auto", None),  # not a CUDA GPU
-        LaunchFacts("Llama 4", "modelopt_fp4", None, "auto", SM90),
-        LaunchFacts("Llama 4", "modelopt_fp4", None, "auto", SM110),  # not simulated here
+        launch(None, "modelopt_fp4", None, "auto", SM120),  # not Llama 4 / Gemma 4 MoE
+        launch("Gemma 4", "compressed-tensors", None, "auto", SM120),
+        launch("Gemma 4", None, None, "auto", SM120),  # BF16
+        launch("Llama 4", "modelopt_fp4", "modelopt_fp4", "auto", SM120),  # --quantization
+        launch("Llama 4", "modelopt_fp4", None, "triton", SM120),  # --moe-runner-backend
+        launch("Gemma 4", "modelopt_fp4", None, "flashinfer_trtllm", SM100),  # SGLang's
+        launch("Llama 4", "modelopt_fp4", None, "auto", None),  # not a CUDA GPU
+        launch("Llama 4", "modelopt_fp4", None, "auto", SM90),
+        launch("Llama 4", "modelopt_fp4", None, "auto", SM110),  # not simulated here
     ],
 )
 def test_a_launch_the_patch_does_not_concern_is_left_without_reading_evidence(
@@ -72,7 +84,7 @@ def test_anything_but_a_live_failure_leaves_sglangs_runner(state: EvidenceState)
 
 
 def test_evidence_is_per_family_and_exact_gpu() -> None:
-    gemma_sm121 = LaunchFacts("Gemma 4", "modelopt_fp4", None, None, SM121)
+    gemma_sm121 = launch("Gemma 4", "modelopt_fp4", None, None, SM121)
     assert decide(gemma_sm121, record(EvidenceState.LIVE, "Gemma 4", "sm121")).runner == CUTLASS
     missing = decide(gemma_sm121, record(EvidenceState.LIVE, "Gemma 4", "sm120"))
     assert missing.runner is None and missing.state is EvidenceState.UNKNOWN

@@ -35,32 +35,30 @@ def device_capability(device: str | None) -> tuple[int, int] | None:
     return int(major), int(minor)
 
 
-def _facts(model_config: Any, quantization: Any, runner: Any, device: Any) -> LaunchFacts:
-    return LaunchFacts(
-        family=_family(model_config.hf_config),
-        checkpoint_quantization=model_config.quantization,
-        quantization=quantization,
-        runner=runner,
-        capability=device_capability(device),
-    )
-
-
-def resolving_facts(server_args: Any) -> LaunchFacts:
+def resolving_facts(server_args: Any, hf_config: Any) -> LaunchFacts:
     """0.5.19+ registry: the record keeps the user's input; resolution so far is read through
     the resolving view, the checkpoint through the record's memoized ModelConfig."""
     from sglang.srt.arg_groups.model_override_base import model_config_of, resolving_view
 
     view = resolving_view(server_args)
-    return _facts(
-        model_config_of(server_args), view.quantization, view.moe_runner_backend, view.device
+    return LaunchFacts(
+        family=_family(hf_config),
+        quantization=view.quantization,
+        runner=view.moe_runner_backend,
+        capability=device_capability(view.device),
+        checkpoint_quantization=lambda: model_config_of(server_args).quantization,
     )
 
 
-def record_facts(server_args: Any) -> LaunchFacts:
-    """Older seams hand over the record itself, resolved in place so far."""
-    return _facts(
-        server_args.get_model_config(),
-        server_args.quantization,
-        server_args.moe_runner_backend,
-        server_args.device,
+def record_facts(server_args: Any, hf_config: Any = None) -> LaunchFacts:
+    """Older seams hand over the record itself, resolved in place so far (the adjustments
+    method no HF config: the record's model config holds it)."""
+    if hf_config is None:
+        hf_config = server_args.get_model_config().hf_config
+    return LaunchFacts(
+        family=_family(hf_config),
+        quantization=server_args.quantization,
+        runner=server_args.moe_runner_backend,
+        capability=device_capability(server_args.device),
+        checkpoint_quantization=lambda: server_args.get_model_config().quantization,
     )

@@ -91,10 +91,11 @@ class LaunchFacts:
     """One launch, as resolution sees it when model overrides run."""
 
     family: str | None  # "Llama 4" / "Gemma 4" MoE, else None
-    checkpoint_quantization: str | None  # what SGLang detects from the checkpoint
     quantization: str | None  # the quantization resolution has so far (--quantization)
     runner: str | None  # the MoE runner backend resolution has so far
     capability: tuple[int, int] | None  # the GPU's, None off CUDA
+    # What SGLang detects from the checkpoint (it builds the model config: asked last)
+    checkpoint_quantization: Callable[[], str | None]
 
 
 @dataclass(frozen=True)
@@ -115,8 +116,8 @@ def decide(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Decis
     """Publish ``flashinfer_cutlass`` for this launch, or leave SGLang's runner. ``evidence()``
     (asked only when the launch needs it) maps :func:`evidence_key` to ``{"state": ...,
     "detail": ...}``, or is ``None`` where this SGLang has no record."""
-    if facts.family is None or facts.checkpoint_quantization != NVFP4:
-        return Decision(None, "not a ModelOpt NVFP4 MoE checkpoint of Llama 4 or Gemma 4")
+    if facts.family is None:
+        return Decision(None, "not a Llama 4 or Gemma 4 MoE checkpoint")
     if facts.quantization is not None:
         return Decision(None, f"--quantization {facts.quantization} is given: SGLang decides")
     if facts.runner not in (None, AUTO):
@@ -126,6 +127,8 @@ def decide(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Decis
     gpu = EVIDENCE_GPUS.get(facts.capability)
     if gpu is None:
         return Decision(None, f"{_gpu_name(facts.capability)} is not a GPU this patch simulates")
+    if facts.checkpoint_quantization() != NVFP4:
+        return Decision(None, "not a ModelOpt NVFP4 checkpoint")
     record = evidence()
     if record is None:
         return Decision(None, "no verified record for this SGLang", EvidenceState.UNKNOWN)

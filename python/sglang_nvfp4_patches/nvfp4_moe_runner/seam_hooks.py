@@ -29,7 +29,7 @@ def declared_before(
     """What the providers registered before ours for this architecture declare (SGLang's own
     model defaults: providers of one resolution do not see each other's declarations), asked
     with SGLang's log lines held back, as SGLang calls them; one that raises declares nothing
-    here (SGLang's own call of it raises)."""
+    here (SGLang's own call of it raises). This plugin's other providers are not asked."""
     architecture = next(iter(getattr(hf_config, "architectures", None) or ()), None)
     declared: dict[str, Any] = {}
     sglang_logger = logging.getLogger("sglang")
@@ -39,6 +39,8 @@ def declared_before(
         for provider in registry.get(architecture, ()):
             if provider is ours:
                 break
+            if getattr(provider, PATCHED_MARK, False):  # another patch's: not a model default
+                continue
             try:
                 found = provider(server_args, hf_config)
             except Exception:
@@ -67,7 +69,7 @@ def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
 
     declared = declared_before(base._MODEL_OVERRIDE_FNS, server_args, hf_config, registry_provider)
     model_path = base.resolving_view(server_args).model_path
-    return _declaration(resolving_facts(server_args), declared, model_path)
+    return _declaration(resolving_facts(server_args, hf_config), declared, model_path)
 
 
 def overrides_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
@@ -78,7 +80,7 @@ def overrides_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
 
     registry = importlib.import_module(OVERRIDES_MODULE)._MODEL_OVERRIDE_FNS
     declared = declared_before(registry, server_args, hf_config, overrides_provider)
-    return _declaration(record_facts(server_args), declared, server_args.model_path)
+    return _declaration(record_facts(server_args, hf_config), declared, server_args.model_path)
 
 
 def runner_adjustments_hook(

@@ -47,8 +47,32 @@ def environ_restored(names: Iterable[str], unset: bool = False) -> Iterator[None
                 os.environ[name] = value
 
 
-def _sglang_modules() -> list[Any]:
-    return [module for name, module in list(sys.modules.items()) if name.startswith("sglang")]
+# Per owner module: the SGLang modules already looked at, and those that bind one of its
+# functions (by function name). SGLang imports such functions by name into many of its
+# thousands of modules; each new module is looked at once per process.
+_scanned: dict[str, set[str]] = {}
+_holders: dict[tuple[str, str], list[Any]] = {}
+_modules_seen: dict[str, int] = {}  # per owner: how many modules Python had at its last look
+
+
+def _holders_of(owner: str, originals: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """Every SGLang module that binds each of ``originals`` (by name) under that name."""
+    scanned = _scanned.setdefault(owner, set())
+    if _modules_seen.get(owner) != len(sys.modules):  # modules come, they are not dropped
+        _modules_seen[owner] = len(sys.modules)
+        _scan(owner, originals, scanned)
+    return {function: _holders.get((owner, function), []) for function in originals}
+
+
+def _scan(owner: str, originals: Mapping[str, Any], scanned: set[str]) -> None:
+    for name, module in list(sys.modules.items()):
+        if name in scanned or not name.startswith("sglang"):
+            continue
+        scanned.add(name)
+        namespace = getattr(module, "__dict__", {})
+        for function, original in originals.items():
+            if namespace.get(function) is original:
+                _holders.setdefault((owner, function), []).append(module)
 
 
 @contextlib.contextmanager
@@ -61,16 +85,16 @@ def rebound_in_sglang(
     source = importlib.import_module(owner)
     originals = {name: getattr(source, name) for name in fakes_for_all if hasattr(source, name)}
     fakes = {name: fake for name, fake in fakes_for_all.items() if name in originals}
-    for module in _sglang_modules():
-        for name, original in originals.items():
-            if getattr(module, name, None) is original:
-                setattr(module, name, fakes[name])
+    for function, modules in _holders_of(owner, originals).items():
+        for module in modules:
+            if vars(module).get(function) is originals[function]:
+                setattr(module, function, fakes[function])
     try:
         yield
     finally:
-        # Modules first imported inside the block copied a fake with `from X import Y`:
-        # every module holding one gets the original back, not only those seen on entry.
-        for module in _sglang_modules():
-            for name, fake in fakes.items():
-                if getattr(module, name, None) is fake:
-                    setattr(module, name, originals[name])
+        # Modules first imported inside the block may have copied a fake with
+        # `from X import Y`: once looked at, they are among the holders too.
+        for function, modules in _holders_of(owner, fakes).items():
+            for module in modules:
+                if vars(module).get(function) is fakes[function]:
+                    setattr(module, function, originals[function])
