@@ -11,6 +11,7 @@ a run whose overlay did not take effect fails loudly instead of testing the wron
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import tempfile
 
@@ -20,6 +21,7 @@ from sglang_nvfp4_patches.status import sglang_version
 
 RELEASE_ENV = "SGLANG_NVFP4_TEST_RELEASE"
 RECORDS_ENV = "SGLANG_NVFP4_PATCHES_RECORDS"
+_OWN_RECORDS = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,7 +35,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     # Evidence records verify writes go to a directory of this session's, never the user's
     # (a record left there from an earlier run would answer for the SGLang under test).
-    os.environ.setdefault(RECORDS_ENV, tempfile.mkdtemp(prefix="nvfp4-records-"))
+    if RECORDS_ENV not in os.environ:
+        records = tempfile.mkdtemp(prefix="nvfp4-records-")
+        os.environ[RECORDS_ENV] = records
+        config.stash[_OWN_RECORDS] = records
     config.addinivalue_line(
         "markers", "release_matrix: runs against every supported SGLang release in CI"
     )
@@ -51,6 +56,13 @@ def pytest_configure(config: pytest.Config) -> None:
             f"--sglang-release {expected} requested but SGLang {sglang_version()} is "
             f"imported; run `scripts/test_release.sh {expected}` to overlay that release"
         )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    records = config.stash.get(_OWN_RECORDS, None)
+    if records is not None:
+        shutil.rmtree(records, ignore_errors=True)
+        os.environ.pop(RECORDS_ENV, None)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
