@@ -1,5 +1,5 @@
 import sys
 
-from sglang_nvfp4_patches.cli import main
+from sglang_nvfp4_patches.console import main
 
 sys.exit(main())

@@ -33,6 +33,7 @@ from sglang_nvfp4_patches.errors import (
     UsageError,
     environment_cause,
 )
+from sglang_nvfp4_patches.interrupts import INTERRUPTED, stop_requests_as_interrupt
 from sglang_nvfp4_patches.progress import announce
 from sglang_nvfp4_patches.simulation.gpus import gpu_choices, gpu_profile
 from sglang_nvfp4_patches.status import sglang_version
@@ -210,11 +211,12 @@ def _environment_error(problem: EnvironmentProblem) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     try:
         try:
-            return _run(argv)
+            with stop_requests_as_interrupt():
+                return _run(argv)
         finally:
             sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # Nothing more can reach the reader; point stdout at devnull so the interpreter's

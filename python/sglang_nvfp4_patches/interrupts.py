@@ -1,44 +1,82 @@
-"""SIGTERM handled as Ctrl-C is (pure).
+"""Stop requests: SIGTERM and SIGHUP handled as Ctrl-C is (pure).
 
-``kill``, a job timeout or a container stop sends SIGTERM to this process only; its default
-action ends the process at once, leaving what it started (``ab``'s servers, ``verify``'s
-check processes) running under PID 1 and its temporary files behind, and printing nothing.
-Handled as SIGINT is at that moment instead (KeyboardInterrupt, or asyncio's own clean
-cancellation while an event loop runs), it takes the path Ctrl-C takes: the same clean-up and
-the same one line saying what was kept.
+``kill``, ``timeout``, a job timeout, a service manager or a container stop sends SIGTERM to
+this process only; a closed terminal sends SIGHUP. Their default action ends the process at
+once, leaving what it started (``ab``'s servers, ``verify``'s check processes) running under
+PID 1 and its temporary files behind, and printing nothing. Handled as a KeyboardInterrupt
+instead, they take the path Ctrl-C takes: the same clean-up and the same one line saying what
+was kept (exit 130).
+
+A stop request is honoured whatever SIGINT's disposition: a background job of a script (a
+shell without job control) starts with SIGINT ignored, and ``kill $pid`` must still stop it.
+Ctrl-C keeps following SIGINT's disposition. SIGHUP ignored when the process starts
+(``nohup``) stays ignored. Inside :func:`stop_requests_held` (a clean-up that must finish)
+neither Ctrl-C nor a stop request interrupts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
-import threading
 from collections.abc import Iterator
 from types import FrameType
 
+INTERRUPTED = "interrupted"  # the line a stopped command prints when it has nothing to add
+
+_held = 0  # how many stop_requests_held blocks are running
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    if _held:
+        return  # a clean-up that must finish is running; it ends the command anyway
+    # Whatever Ctrl-C does right now where it stops the command: asyncio's runner cancels
+    # its main task (so the KeyboardInterrupt comes out of ``run``, not out of one of its
+    # tasks); elsewhere, SIGINT ignored included, it is KeyboardInterrupt.
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+        return
+    raise KeyboardInterrupt
+
+
+def _in_main_thread() -> bool:
+    """Without importing threading (the console script installs this first, at once)."""
+    try:
+        signal.signal(signal.SIGTERM, signal.getsignal(signal.SIGTERM))
+    except ValueError:  # signal's rule: handlers are set in the main thread only
+        return False
+    return True
+
 
 @contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt while the block runs (main thread only: signal's
-    rule; elsewhere the block runs unchanged)."""
-    if threading.current_thread() is not threading.main_thread():
+def stop_requests_as_interrupt() -> Iterator[None]:
+    """SIGTERM (and SIGHUP unless it is ignored) raise KeyboardInterrupt while the block runs
+    (main thread only: signal's rule; elsewhere the block runs unchanged)."""
+    if not _in_main_thread():
         yield
         return
-
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        # Whatever Ctrl-C does right now: asyncio's runner cancels its main task (so the
-        # KeyboardInterrupt comes out of ``run``, not out of one of its tasks), a block that
-        # ignores SIGINT ignores this too, and elsewhere it is KeyboardInterrupt.
-        handler = signal.getsignal(signal.SIGINT)
-        if handler is signal.SIG_IGN:
-            return
-        if callable(handler):
-            handler(signal.SIGINT, frame)
-            return
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    stops = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # nohup's choice stays
+        stops.append(signal.SIGHUP)
+    previous = {stop: signal.signal(stop, _stop) for stop in stops}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
+
+
+@contextlib.contextmanager
+def stop_requests_held() -> Iterator[None]:
+    """Neither Ctrl-C nor a stop request interrupts the block (main thread only)."""
+    global _held
+    if not _in_main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _held += 1
+    try:
+        yield
+    finally:
+        _held -= 1
+        signal.signal(signal.SIGINT, previous)

@@ -19,6 +19,7 @@ from accuracy_support import PYTHON_DIR
 from accuracy_support.dataset_writer import WrittenQuestion, write_dataset
 from accuracy_support.fake_server import fake_model_is_right
 from accuracy_support.processes import processes_naming
+from accuracy_support.script_job import ScriptJob
 from sglang_nvfp4_patches.cli import main
 
 SIZES = {"anatomy": 30, "virology": 30}
@@ -211,11 +212,13 @@ def test_sigterm_while_waiting_for_health_stops_the_server_group(
     data, key, _ = setup
     out = tmp_path / "ab"
     command = _command(data, key, out, launcher="--never-healthy --stuck-child")
-    proc = subprocess.Popen(command, env=ENV, stderr=subprocess.PIPE, text=True)
+    # A script's `ab ... & ...; kill $pid`: SIGINT is ignored there, SIGTERM must still stop.
+    proc = ScriptJob(command, env=ENV, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and len(_survivors(key)) < 3:
+    while time.monotonic() < deadline and len(_survivors(key)) < 4:  # the script's bash too
         time.sleep(0.01)
-    proc.terminate()
+    assert proc.sigint_ignored()
+    proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
     assert stderr.splitlines()[-1].startswith("interrupted; servers stopped")

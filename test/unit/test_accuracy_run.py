@@ -22,6 +22,7 @@ from accuracy_support.dataset_writer import (
     wrong_letter,
 )
 from accuracy_support.fake_server import FakeServer, Script
+from accuracy_support.script_job import ScriptJob
 from sglang_nvfp4_patches.cli import main
 from sglang_nvfp4_patches.errors import EXIT_SERVER
 
@@ -310,18 +311,20 @@ def test_resume_refuses_answers_from_other_settings(
 
 
 def _start_run(
-    argv: list[str], partial: Path, lines: int, started: list[subprocess.Popen[bytes]]
+    argv: list[str],
+    partial: Path,
+    lines: int,
+    started: list[subprocess.Popen[bytes]],
+    script_job: bool = False,
 ) -> subprocess.Popen[bytes]:
-    """``accuracy ARGV`` in a fresh process, returned once its partial file has more than
-    ``lines`` lines (or the process ended, or 30 s passed)."""
+    """``accuracy ARGV`` in a fresh process (``script_job``: as a script's background job,
+    SIGINT ignored), returned once its partial file has more than ``lines`` lines (or the
+    process ended, or 30 s passed)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *sys.path])}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sglang_nvfp4_patches", *argv],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    started.append(proc)
+    command = [sys.executable, "-m", "sglang_nvfp4_patches", *argv]
+    start = ScriptJob if script_job else subprocess.Popen
+    proc = start(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    started.append(proc)  # type: ignore[arg-type]
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and proc.poll() is None:
         if partial.exists() and partial.read_bytes().count(b"\n") > lines:
@@ -331,16 +334,27 @@ def _start_run(
 
 
 @pytest.mark.parametrize(
-    "sig", [signal.SIGKILL, signal.SIGINT, signal.SIGTERM], ids=["SIGKILL", "SIGINT", "SIGTERM"]
+    ("sig", "script_job"),
+    [
+        (signal.SIGKILL, False),
+        (signal.SIGINT, False),
+        (signal.SIGTERM, False),
+        (signal.SIGTERM, True),
+        (signal.SIGHUP, False),
+    ],
+    ids=["SIGKILL", "SIGINT", "SIGTERM", "SIGTERM-script-job", "SIGHUP"],
 )
 def test_resume_after_kill_loses_and_repeats_nothing(
     sig: signal.Signals,
+    script_job: bool,
     dataset: tuple[Path, dict[str, WrittenQuestion]],
     tmp_path: Path,
     started: list[subprocess.Popen[bytes]],
 ) -> None:
     """SIGKILL: nothing can run on the way out; SIGINT: Ctrl-C, the clean path; SIGTERM (a
-    job timeout): as Ctrl-C, once exit 143 without a word."""
+    job timeout): as Ctrl-C, once exit 143 without a word, and once ignored for 60 s in a
+    script's background job (SIGINT ignored there); SIGHUP (a closed terminal): as Ctrl-C,
+    once exit 129 without a word."""
     root = dataset[0].parent / "resume"
     questions = write_dataset(root, {"a": 40, "b": 40, "c": 40}, seed=3)
     replies = {qid: f" {q.answer}" for qid, q in questions.items()}
@@ -351,7 +365,8 @@ def test_resume_after_kill_loses_and_repeats_nothing(
             *("accuracy", "run", "--base-url", srv.url, "--data", str(root), "--out", str(out)),
             *("--parallel", "2", "--no-progress"),
         ]
-        proc = _start_run(argv, partial, 20, started)
+        proc = _start_run(argv, partial, 20, started, script_job)
+        assert not script_job or proc.sigint_ignored()  # type: ignore[attr-defined]
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=10)
         if sig == signal.SIGKILL:

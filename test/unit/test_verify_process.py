@@ -1,6 +1,6 @@
 """``verify`` as a process: a broken SGLang means its checks could not run (no verdict, the
-environment's status), and SIGTERM stops its check processes and removes its temporary
-directory as Ctrl-C does (fresh processes, stopped long before SGLang is imported)."""
+environment's status), and a script's ``kill`` stops its check processes and removes every
+temporary file, its children's too, as Ctrl-C does."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from accuracy_support import PYTHON_DIR
 from accuracy_support.processes import processes_naming
+from accuracy_support.script_job import ScriptJob
 from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_INTERRUPTED
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.verify.run import CHILD_MODULE
@@ -56,11 +57,13 @@ def _children(marker: str) -> list[int]:
     return [pid for pid, _ in processes_naming(CHILD_MODULE, marker)]
 
 
-def test_sigterm_stops_the_check_processes_and_removes_the_temporary_directory(
+def test_a_stop_request_stops_the_check_processes_and_leaves_no_temporary_file(
     tmp_path: Path,
 ) -> None:
-    """Once both children (1.6 GB each) ran on under PID 1 and nvfp4-verify-* stayed."""
-    proc = subprocess.Popen(
+    """Once both children (1.6 GB each) ran on under PID 1 and nvfp4-verify-* stayed; once a
+    script's ``verify & ... kill $pid`` ran on to the end (SIGINT is ignored there); once the
+    empty ``$TMPDIR/$USER/cutlass_python_cache`` the children's CuTe DSL import makes stayed."""
+    proc = ScriptJob(
         [sys.executable, "-m", "sglang_nvfp4_patches", "verify"],
         env=_env(TMPDIR=str(tmp_path)),
         stdout=subprocess.PIPE,
@@ -68,11 +71,11 @@ def test_sigterm_stops_the_check_processes_and_removes_the_temporary_directory(
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(_children(str(tmp_path))) < len(PATCHES):
-            time.sleep(0.05)
-        children = _children(str(tmp_path))
-        assert len(children) == len(PATCHES) and list(tmp_path.glob("nvfp4-verify-*"))
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(tmp_path.rglob("cutlass_python_cache")):
+            time.sleep(0.1)
+        assert _children(str(tmp_path)) and list(tmp_path.glob("nvfp4-verify-*"))
+        assert proc.sigint_ignored()
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)
     finally:
@@ -81,5 +84,5 @@ def test_sigterm_stops_the_check_processes_and_removes_the_temporary_directory(
         for pid in _children(str(tmp_path)):
             os.kill(pid, signal.SIGKILL)
     assert proc.returncode == EXIT_INTERRUPTED, stderr
-    assert stderr.splitlines()[-1] == "interrupted"
-    assert _children(str(tmp_path)) == [] and list(tmp_path.glob("nvfp4-verify-*")) == []
+    assert stderr.splitlines() == ["interrupted"]
+    assert _children(str(tmp_path)) == [] and list(tmp_path.iterdir()) == []

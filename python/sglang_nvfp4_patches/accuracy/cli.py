@@ -25,7 +25,6 @@ from sglang_nvfp4_patches.errors import (
     EXIT_SERVER,
     UsageError,
 )
-from sglang_nvfp4_patches.interrupts import sigterm_as_interrupt
 
 if TYPE_CHECKING:
     from sglang_nvfp4_patches.accuracy.compare import Comparison
@@ -373,7 +372,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config = _run_config(args, args.base_url, args.out, api=Api(args.api), model=args.model)
         ensure_output_file(args.out, "--out")  # before the data is read or a question asked
         items = config.load_items()
-        with sigterm_as_interrupt(), run_file_lock(args.out, "--out"):
+        with run_file_lock(args.out, "--out"):
             outcome = run_accuracy(config, items, _stderr_line)
     except KeyboardInterrupt:  # before or after the questions: nothing stored was changed
         print(
@@ -414,8 +413,7 @@ def _cmd_ab(args: argparse.Namespace) -> int:
             alpha=args.alpha,
             questions=_run_config(args, "http://127.0.0.1", args.out_dir / "A.json"),
         )
-        with sigterm_as_interrupt():
-            comparison = run_ab(config, status.say, status.tick)
+        comparison = run_ab(config, status.say, status.tick)
     except UsageError:
         status.end_line()  # the top-level CLI prints the error line; it starts a clean line
         raise

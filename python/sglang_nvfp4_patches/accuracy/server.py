@@ -16,15 +16,15 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
 from sglang_nvfp4_patches.accuracy.errors import ConfigError, ServerError
+from sglang_nvfp4_patches.interrupts import stop_requests_held
 
 DEFAULT_LAUNCHER: tuple[str, ...] = (sys.executable, "-m", "sglang.launch_server")
 # ab sets these itself; a side's own copy would start a server the tool cannot reach.
@@ -97,6 +97,9 @@ class ServerProcess:
                     stdout=handle,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
+                    # ab started as a script's background job ignores SIGINT; the server, in
+                    # a session of its own, must still take the SIGINT that stops it cleanly.
+                    preexec_fn=_sigint_default if _sigint_ignored() else None,
                 )
             except OSError as exc:
                 raise ConfigError(
@@ -159,7 +162,7 @@ class ServerProcess:
                     time.sleep(0.05)
         except KeyboardInterrupt:
             interrupted = True
-        with _sigint_ignored():
+        with stop_requests_held():
             if self._group_alive():
                 _signal_group(pgid, signal.SIGKILL)
                 deadline = time.monotonic() + _KILL_WAIT_S
@@ -191,6 +194,14 @@ def _healthy(opener: urllib.request.OpenerDirector, url: str) -> bool:
         return False
 
 
+def _sigint_ignored() -> bool:
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, sig)
@@ -218,16 +229,3 @@ def _group_has_live_members(pgid: int) -> bool:
         if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
             return True
     return False
-
-
-@contextlib.contextmanager
-def _sigint_ignored() -> Iterator[None]:
-    """Ignore Ctrl-C while the group is being killed (main thread only: signal's rule)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)

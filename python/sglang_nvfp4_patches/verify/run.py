@@ -5,9 +5,10 @@ Each child runs with every patch switched on: ``SGLANG_NVFP4_PATCHES_UNTESTED=ap
 an untested release is checked as it would be served with the opt-in), and neither
 ``SGLANG_NVFP4_PATCHES_DISABLE`` nor ``SGLANG_NVFP4_PATCHES_FORCE``.
 
-Ctrl-C or SIGTERM stops both children and removes the temporary directory. A child that
-could not run its checks (SGLang cannot be imported, the process died) is ``NOT RUN``, not
-a failed contract: exit :data:`~sglang_nvfp4_patches.errors.EXIT_ENVIRONMENT`, not 1.
+Ctrl-C, SIGTERM or SIGHUP stops the children and removes the temporary directory (theirs
+too). A child that could not run its checks (SGLang cannot be imported, the process died) is
+``NOT RUN``, not a failed contract: exit
+:data:`~sglang_nvfp4_patches.errors.EXIT_ENVIRONMENT`, not 1.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK
-from sglang_nvfp4_patches.interrupts import sigterm_as_interrupt
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.progress import announce
 from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_APPLY, UNTESTED_ENV
@@ -86,9 +86,15 @@ def _stop(processes: list[subprocess.Popen[str]]) -> None:
 
 def run_all() -> Checked:
     """Each patch's checks, each in a fresh interpreter, side by side; interrupted (Ctrl-C,
-    SIGTERM), every child is stopped before the temporary directory is removed."""
+    SIGTERM, SIGHUP), every child is stopped before the temporary directory, theirs inside it,
+    is removed."""
     checked = Checked()
     with tempfile.TemporaryDirectory(prefix="nvfp4-verify-") as scratch:
+        # What the children leave in the temporary directory (CuTe DSL's cache directory,
+        # made as it is imported) goes with ours.
+        children_tmp = Path(scratch, "tmp")
+        children_tmp.mkdir()
+        env = {**child_environment(), "TMPDIR": str(children_tmp)}
         started: dict[str, tuple[subprocess.Popen[str], Path]] = {}
         try:
             for group in (patch.name for patch in PATCHES):
@@ -102,7 +108,7 @@ def run_all() -> Checked:
                             group,
                             str(out),
                         ],
-                        env=child_environment(),
+                        env=env,
                         stdin=subprocess.DEVNULL,
                         stdout=subprocess.DEVNULL,
                         stderr=subprocess.PIPE,
@@ -162,8 +168,7 @@ def run_verify(args: argparse.Namespace) -> int:
         f"verify: checking {len(PATCHES)} patches' contracts on SGLang {metadata} in "
         f"{len(PATCHES)} fresh processes (about 20-40 s) ..."
     )
-    with sigterm_as_interrupt():
-        checked = run_all()
+    checked = run_all()
     results = checked.results
     version = checked.imported.get("version", metadata)
     if args.json:

@@ -1,0 +1,131 @@
+"""Stop requests at any moment, in processes started as a user's shell starts them: Ctrl-C
+(SIGINT) in the foreground, a script's ``kill $pid`` (SIGTERM) on its background job, whose
+SIGINT is ignored. Each ends the command with one line on stderr and exit 130, from the
+first instruction of the console script on; and the test suite itself runs as such a job."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from accuracy_support import PYTHON_DIR
+from accuracy_support.dataset_writer import write_dataset
+from accuracy_support.script_job import ScriptJob
+from sglang_nvfp4_patches.errors import EXIT_INTERRUPTED
+
+REPO = PYTHON_DIR.parent
+DELAYS_S = (0.03, 0.05, 0.1, 0.15, 0.3)  # after Python's own start
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *sys.path])}
+
+
+def console_script(directory: Path) -> Path:
+    """The console script as pip writes it from pyproject's ``[project.scripts]`` entry."""
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    module, function = scripts["sglang-nvfp4-patches"].split(":")
+    script = directory / "sglang-nvfp4-patches"
+    script.write_text(
+        f"#!{sys.executable}\nimport sys\nfrom {module} import {function}\n"
+        f"if __name__ == '__main__':\n    sys.exit({function}())\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+# Python's own start (site, .pth files, runpy for -m: 10-60 ms under load) is not this
+# project's to handle. The delays below count from its first instruction: the moment the
+# process first imports this package (a finder put first by ``sitecustomize`` says when).
+SITECUSTOMIZE = """import os, sys
+class Started:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "sglang_nvfp4_patches":
+            sys.meta_path.remove(Started)
+            os.write(int(os.environ["NVFP4_TEST_STARTED_FD"]), b"s")
+sys.meta_path.insert(0, Started)
+"""
+
+
+def started_python(directory: Path) -> tuple[dict[str, str], int]:
+    """The environment of a process that writes one byte to the returned pipe as it first
+    imports this package; the pipe's reading end."""
+    (directory / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    read, write = os.pipe()
+    path = os.pathsep.join([str(directory), ENV["PYTHONPATH"]])
+    return {**ENV, "PYTHONPATH": path, "NVFP4_TEST_STARTED_FD": str(write)}, read
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """A base URL whose server accepts connections and never answers."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("command", ["doctor", "verify", "accuracy run", "explain"])
+def test_a_stop_request_at_any_early_moment_is_one_line_and_130(
+    command: str, tmp_path: Path, silent_server: str
+) -> None:
+    """Once a KeyboardInterrupt traceback within the first 0.05-0.15 s (the command line
+    was being imported) and, for SIGTERM in those first moments, exit -15 without a word."""
+    argv = command.split()
+    if command == "accuracy run":
+        data = tmp_path / "mmlu"
+        write_dataset(data, {"anatomy": 2})
+        argv += ["--base-url", silent_server, "--data", str(data), "--out", str(tmp_path / "r")]
+    script = console_script(tmp_path)
+    seen = []
+    for delay in DELAYS_S:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            env, started = started_python(tmp_path)
+            fd = int(env["NVFP4_TEST_STARTED_FD"])
+            if sig == signal.SIGINT:  # Ctrl-C on the console script in the foreground
+                proc = subprocess.Popen(
+                    [str(script), *argv], env=env, stderr=subprocess.PIPE, pass_fds=(fd,)
+                )
+            else:  # `python -m ... &` in a script, then `kill $pid`
+                module = [sys.executable, "-m", "sglang_nvfp4_patches", *argv]
+                proc = ScriptJob(module, env=env, stderr=subprocess.PIPE, pass_fds=(fd,))  # type: ignore[assignment]
+            os.close(fd)
+            with os.fdopen(started, "rb") as pipe:
+                assert pipe.read(1) == b"s"
+            time.sleep(delay)
+            proc.send_signal(sig)
+            _, stderr = proc.communicate(timeout=60)
+            lines = stderr.decode().splitlines()
+            seen.append((delay, sig.name, proc.returncode, lines))
+    wrong = [
+        s
+        for s in seen
+        if s[2] != EXIT_INTERRUPTED or len(s[3]) != 1 or "interrupted" not in s[3][0]
+    ]
+    assert wrong == [], wrong
+
+
+def test_the_suite_runs_as_a_script_background_job() -> None:
+    """Once ``pytest &`` in a script (``nohup .ci/run &``) refused to run: SIGINT ignored.
+    Here the suite's Ctrl-C test runs that way, and its process must still stop on SIGINT."""
+    test = "test/unit/test_accuracy_run.py::test_resume_after_kill_loses_and_repeats_nothing"
+    pytest_command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    proc = ScriptJob(
+        [*pytest_command, f"{test}[SIGINT]"],
+        cwd=REPO,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.sigint_ignored()
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, output
+    assert "1 passed" in output
