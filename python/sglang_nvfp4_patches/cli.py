@@ -32,6 +32,7 @@ from sglang_nvfp4_patches.errors import (
     EnvironmentProblem,
     UsageError,
     environment_cause,
+    storage_cause,
 )
 from sglang_nvfp4_patches.interrupts import INTERRUPTED, stop_requests_as_interrupt
 from sglang_nvfp4_patches.progress import announce
@@ -226,6 +227,14 @@ def _main(argv: Sequence[str] | None) -> int:
     except EnvironmentProblem as problem:
         return _environment_error(problem)
     except Exception as error:  # not a UsageError: a bug, never a verdict or bad input
+        refused = storage_cause(error)
+        if refused is not None:
+            return _environment_error(
+                EnvironmentProblem(
+                    f"{refused}; what was written before is kept: make room there (or write "
+                    "elsewhere) and rerun the same command"
+                )
+            )
         cause = environment_cause(error)
         if cause is not None:
             return _environment_error(

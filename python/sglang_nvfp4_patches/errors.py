@@ -9,6 +9,7 @@ exits :data:`EXIT_INTERNAL`, so no bug is ever read as a verdict.
 
 from __future__ import annotations
 
+import errno
 import json
 import traceback
 from pathlib import Path
@@ -61,15 +62,21 @@ def environment_cause(error: BaseException) -> str | None:
 
     It is when a module that is not ours is missing, or when importing one failed inside
     that module's own code (a broken SGLang first on PYTHONPATH, torch unable to create its
-    cache under HOME): an ImportError or OSError raised while a module that is not ours runs
-    its import-time code, whose innermost frame lies outside this package too.
+    cache under HOME, a driver check that raises RuntimeError): any exception raised while a
+    module that is not ours runs its import-time code, whose innermost frame lies outside this
+    package too, or a SyntaxError in a file that is not ours.
     """
     if isinstance(error, ModuleNotFoundError) and not (error.name or "").startswith(
         "sglang_nvfp4_patches"
     ):
         return f"a module it needs is missing ({error})"
-    if not isinstance(error, (ImportError, OSError)):
-        return None
+    if isinstance(error, SyntaxError) and error.filename:
+        if error.filename.startswith(("<", _OURS)):
+            return None
+        return (
+            f"importing {error.filename} failed with SyntaxError: {error.msg} (at "
+            f"{error.filename}:{error.lineno})"
+        )
     frames = traceback.extract_tb(error.__traceback__)
     innermost = next((f for f in reversed(frames) if not f.filename.startswith("<")), None)
     if innermost is None or innermost.filename.startswith(_OURS):
@@ -83,6 +90,19 @@ def environment_cause(error: BaseException) -> str | None:
         f"importing {imported.filename} failed with {summary} (at {innermost.filename}:"
         f"{innermost.lineno})"
     )
+
+
+# A write the storage refused: full, over quota, a file size limit, read-only, failing.
+_STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+
+
+def storage_cause(error: BaseException) -> str | None:
+    """What the storage refused, when ``error`` is a write it refused (whatever wrote:
+    ``accuracy``'s answer files, ``verify``'s records), or None."""
+    if not isinstance(error, OSError) or error.errno not in _STORAGE_ERRNOS:
+        return None
+    where = f" {error.filename}" if error.filename else ""
+    return f"cannot write{where}: {error.strerror} ({errno.errorcode[error.errno]})"
 
 
 def loads_json(text: str | bytes) -> Any:

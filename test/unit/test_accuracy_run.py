@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from accuracy_support.dataset_writer import (
 from accuracy_support.fake_server import FakeServer, Script
 from accuracy_support.script_job import ScriptJob
 from sglang_nvfp4_patches.cli import main
-from sglang_nvfp4_patches.errors import EXIT_SERVER
+from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_SERVER
 
 SIZES = {"abstract_algebra": 12, "anatomy": 9, "world_religions": 7}
 
@@ -730,3 +731,44 @@ def test_an_ascii_locale_stores_resumes_and_compares_answers_that_are_not_ascii(
     copy.write_bytes(out.read_bytes().replace(b'"started_at": "', b'"started_at": "0'))
     compared = command("compare", str(out), str(copy))
     assert compared.returncode == 0, compared.stderr
+
+
+def _file_size_limit(limit: int) -> Callable[[], None]:
+    """In the child: writes past ``limit`` bytes fail (EFBIG) instead of killing it."""
+
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+def test_a_disk_that_fills_mid_run_is_the_environment_and_keeps_the_answers(case: Case) -> None:
+    """Once exit 70, "internal error ... this is a bug in sglang-nvfp4-patches", for ENOSPC on
+    --out (a file size limit refuses the write as a full disk does)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *sys.path])}
+    argv = ["accuracy", "run", "--base-url", case.server.url, "--data", str(case.data)]
+    argv += ["--out", str(case.out), "--parallel", "2", "--no-progress"]
+    full = subprocess.run(
+        [sys.executable, "-m", "sglang_nvfp4_patches", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=_file_size_limit(3000),
+        restore_signals=False,
+    )
+    assert full.returncode == EXIT_ENVIRONMENT, full.stderr
+    assert full.stderr.splitlines() == [
+        f"error: cannot write {case.partial}: File too large (EFBIG); what was written before "
+        "is kept: make room there (or write elsewhere) and rerun the same command"
+    ]
+    lines = case.partial.read_text(encoding="utf-8").split("\n")  # the last one torn
+    saved = {json.loads(line)["id"] for line in lines[1:-1]}
+    assert 0 < len(saved) < len(case.questions) and not case.out.exists()
+    before = case.server.snapshot_calls()
+    assert case.run() == 0
+    assert case.server.snapshot_calls() == {
+        qid: before.get(qid, 0) + (qid not in saved) for qid in case.questions
+    }
+    assert _load(case.out)["resumed"] == len(saved)

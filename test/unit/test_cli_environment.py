@@ -79,16 +79,29 @@ def test_an_error_line_that_cannot_be_written_keeps_exit_2(argv: list[str]) -> N
     assert code == EXIT_USAGE
 
 
-def test_a_broken_sglang_first_on_the_path_is_the_environments_problem(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("body", "failure"),
+    [
+        ("raise ImportError('half-installed')\n", "ImportError: half-installed"),
+        ("raise RuntimeError('no CUDA driver')\n", "RuntimeError: no CUDA driver"),
+        ("def broken(:\n", "SyntaxError: "),
+    ],
+    ids=["ImportError", "RuntimeError", "SyntaxError"],
+)
+def test_a_broken_sglang_first_on_the_path_is_the_environments_problem(
+    body: str, failure: str, tmp_path: Path
+) -> None:
+    """Once 70, "internal error ... a bug", for an SGLang whose import raised RuntimeError or
+    SyntaxError (an ImportError was already the environment's)."""
     broken = tmp_path / "sglang"
     broken.mkdir()
-    (broken / "__init__.py").write_text("raise ImportError('half-installed')\n")
+    (broken / "__init__.py").write_text(body)
     path = os.pathsep.join([str(tmp_path), str(PYTHON_DIR), *sys.path])
     code, err = _cli("doctor", env={"PYTHONPATH": path})
     assert code == EXIT_ENVIRONMENT, err
     assert err.startswith(
         f"error: this Python environment cannot run the command: importing {broken}/__init__.py "
-        "failed with ImportError: half-installed"
+        f"failed with {failure}"
     )
     assert len(err.splitlines()) == 1 and "internal error" not in err
 

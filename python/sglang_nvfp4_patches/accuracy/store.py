@@ -222,13 +222,24 @@ def _replace_atomically(path: Path, data: bytes) -> None:
     """Write to a temporary sibling, fsync, then rename: readers see old or new, never half."""
     tmp = _temporary(path, os.getpid())
     try:
-        with tmp.open("wb") as handle:
+        with _naming(path), tmp.open("wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OSError of a write (which names no file: a full disk) names ``path``."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is not None:
+            raise
+        raise OSError(error.errno, error.strerror, str(path)) from error
 
 
 def run_file_text(data: Mapping[str, Any]) -> str:
@@ -444,13 +455,15 @@ class PartialWriter:
         """One line per answer, handed to the OS immediately."""
         if self._handle is None:
             raise ValueError(f"{self.path}: writer already closed")
-        self._handle.write(_line(record))
-        self._handle.flush()
+        with _naming(self.path):
+            self._handle.write(_line(record))
+            self._handle.flush()
 
     def close(self) -> None:
         if self._handle is not None:
-            self._handle.close()
-            self._handle = None
+            handle, self._handle = self._handle, None
+            with _naming(self.path):
+                handle.close()
 
 
 def _line(obj: Mapping[str, Any]) -> bytes:
