@@ -5,15 +5,13 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import json
-import os
 
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK
 from sglang_nvfp4_patches.patches import PATCHES
-from sglang_nvfp4_patches.process_record import decision, read_back, reports
+from sglang_nvfp4_patches.process_record import decision, not_loaded, read_back, reports
 from sglang_nvfp4_patches.release_gate import ReleaseGate
 from sglang_nvfp4_patches.report_text import patch_lines
 from sglang_nvfp4_patches.settings import DISABLE_ENV
-from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 from sglang_nvfp4_patches.supported_releases import untested_phrase
 
@@ -61,12 +59,7 @@ def collect() -> dict[str, object]:
         elif name in decided.disabled:
             report = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
         elif not loaded:
-            report = PatchReport(
-                name,
-                PatchState.DISABLED,
-                "SGLang did not load the plugin (SGLANG_PLUGINS="
-                f"{os.environ.get('SGLANG_PLUGINS', '')!r} does not name {PLUGIN_ENTRY_POINT})",
-            )
+            report = not_loaded(patch)
         else:
             report = read_back(patch)
         patches[name] = report.as_dict()

@@ -11,6 +11,7 @@ again; :func:`read_back` is what ``doctor`` and ``explain`` say of a patch.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from sglang_nvfp4_patches.settings import (
     disabled_patches,
     forced_patches,
 )
+from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
 
@@ -67,6 +69,36 @@ def keep(reports: Mapping[str, PatchReport]) -> None:
 def reports() -> dict[str, PatchReport]:
     """What ``register()`` did in this process (empty if it never ran)."""
     return dict(_reports)
+
+
+# SGLang's own whitelist of general plugins (``load_plugins_by_group``): when set, an entry
+# point it does not name is skipped.
+PLUGINS_ENV = "SGLANG_PLUGINS"
+
+
+def not_loaded_reason() -> str:
+    """Why SGLang did not load the plugin in this process (no report was kept)."""
+    value = os.environ.get(PLUGINS_ENV)
+    if value is None:
+        return "SGLang did not load the plugin (is it installed in this Python environment?)"
+    return (
+        f"SGLang did not load the plugin: {PLUGINS_ENV}={value!r} does not name "
+        f"{PLUGIN_ENTRY_POINT} (add it there)"
+    )
+
+
+def not_loaded(patch: Patch) -> PatchReport:
+    """What ``doctor`` says of a patch SGLang did not load: its probes, read-only (as on an
+    untested release), with why nothing is patched where they find the bug live (or cannot
+    tell); ``disabled`` where nothing it fixes is live here."""
+    found = _read(patch, patch.unpatched)
+    if found.state in (PatchState.NOT_PATCHED, PatchState.UNKNOWN):
+        return PatchReport(patch.name, found.state, f"{found.reason}; {not_loaded_reason()}")
+    return PatchReport(
+        patch.name,
+        PatchState.DISABLED,
+        f"{not_loaded_reason()}; nothing it fixes is live here ({found.state.value})",
+    )
 
 
 def with_the_reason(report: PatchReport, gate: ReleaseGate) -> PatchReport:

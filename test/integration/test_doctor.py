@@ -87,3 +87,19 @@ def test_doctor_shows_disabled_and_fails_on_a_bad_setting() -> None:
     broken = cli("doctor", SGLANG_NVFP4_PATCHES_DISABLE="gemma-attention")
     assert broken.returncode == 1
     assert "failed" in broken.stdout and "gemma-attention" in broken.stdout
+
+
+def test_a_whitelist_that_leaves_the_plugin_out_fails_where_a_bug_is_live() -> None:
+    """Once exit 0 with every patch "disabled: SGLang did not load the plugin" while the bugs
+    were live; explain's note said only "SGLang did not load the plugin; see doctor"."""
+    done = cli("doctor", "--json", SGLANG_PLUGINS="nvfp4_patchs")  # misspelt
+    patches = json.loads(done.stdout)["patches"]
+    why = "SGLang did not load the plugin: SGLANG_PLUGINS='nvfp4_patchs' does not name"
+    assert all(why in report["reason"] for report in patches.values()), patches
+    live = [name for name, r in patches.items() if r["status"] in ("not patched", "unknown")]
+    assert done.returncode == (1 if live else 0), done.stderr[-3000:]
+    # What doctor says with the plugin loaded: a patch applied is a bug live here.
+    loaded = json.loads(run_cli_once("doctor", "--json").stdout)["patches"]
+    assert live == [name for name, r in loaded.items() if r["status"] == "applied"], patches
+    explained = cli("explain", "--gpu", "sm120", SGLANG_PLUGINS="nvfp4_patchs")
+    assert f"note: no patch is applied ({why} nvfp4_patches (add it there));" in explained.stderr

@@ -19,7 +19,7 @@ from sglang_nvfp4_patches.explain.layer import layer_outcome
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
 from sglang_nvfp4_patches.models import moe_family
 from sglang_nvfp4_patches.patches import PATCHES
-from sglang_nvfp4_patches.process_record import decision, read_back
+from sglang_nvfp4_patches.process_record import decision, not_loaded_reason, read_back
 from sglang_nvfp4_patches.process_record import reports as plugin_reports
 from sglang_nvfp4_patches.progress import tracked
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS, EXAMPLES_DIR
@@ -149,8 +149,7 @@ def patch_outcome(reports: Mapping[str, PatchReport]) -> tuple[bool, list[str]]:
     why = "; ".join(f"{r.name} {r.state.value}: {r.reason}" for r in reports.values())
     label = "error" if failed else "note"
     return False, [
-        f"{label}: no patch is applied ({why or 'SGLang did not load the plugin; see doctor'});"
-        " showing SGLang's own answer"
+        f"{label}: no patch is applied ({why or not_loaded_reason()}); showing SGLang's own answer"
     ]
 
 
