@@ -11,6 +11,9 @@ that answers from the key, and answers a fixed share of questions wrong when sta
 stopped, answers stored, the McNemar verdict) in a few seconds. The numbers measure nothing:
 every line this script prints, the model path and each server log say DEMO. It exits with
 ab's status: 1 ("B is significantly worse"), by design, since the stand-in's B answers worse.
+Its own failures are one ``error:`` line and never 1: 2 for a bad option (an --out-dir it
+cannot write, a stand-in port or answer key it cannot use), 130 when stopped. Ctrl-C, SIGTERM
+or SIGHUP is handed on to ab, once, which stops its servers and says what it kept.
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import re
 import shlex
+import signal
+import stat
 import subprocess
 import sys
 import zlib
@@ -29,6 +35,10 @@ from pathlib import Path
 BANNER = "DEMO: scripted stand-in server, not SGLang, no GPU; these numbers measure nothing"
 SUBJECTS = {"demo_algebra": 40, "demo_anatomy": 40, "demo_physics": 40}
 LETTERS = "ABCD"
+KEY_LIMIT = 16 * 2**20  # bytes: the demo's key is a few KiB
+EXIT_USAGE = 2  # as the tool's: bad input
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
 MARKER = re.compile(r"\[(demo_\w+/\d+)\]")
 
 
@@ -73,15 +83,60 @@ def _reply(key: dict[str, str], prompt: str, backend: str) -> str:
     return f" {right}"
 
 
+class DemoError(Exception):
+    """Bad input to the demo: one ``error:`` line, exit 2."""
+
+
+def _port(text: str) -> int:
+    """argparse type: a TCP port, 1-65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a TCP port (1-65535)")
+    return port
+
+
+def read_key(path: Path) -> dict[str, str]:
+    """The answer key ``write_demo_data`` wrote: a JSON object, question id to letter, read
+    from a regular file of at most KEY_LIMIT bytes (never a device that never ends)."""
+    where = f"--model-path {path}"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise DemoError(f"{where}: cannot open ({exc.strerror}); {_KEY_HINT}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise DemoError(f"{where}: not a regular file; {_KEY_HINT}")
+        raw = handle.read(KEY_LIMIT + 1)
+    if len(raw) > KEY_LIMIT:
+        raise DemoError(f"{where}: larger than {KEY_LIMIT >> 20} MiB; {_KEY_HINT}")
+    try:
+        key = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise DemoError(f"{where}: not a JSON answer key; {_KEY_HINT}") from None
+    if not isinstance(key, dict) or not all(
+        isinstance(qid, str) and answer in LETTERS for qid, answer in key.items()
+    ):
+        raise DemoError(
+            f"{where}: not an answer key (a JSON object of question id to A-D); {_KEY_HINT}"
+        )
+    return key
+
+
+_KEY_HINT = "give the DEMO-answer-key.json the demo wrote in its --out-dir"
+
+
 def serve(argv: list[str]) -> None:
     """The stand-in: SGLang's launcher flags in, ``/health`` and ``/generate`` out."""
     parser = argparse.ArgumentParser(prog="demo stand-in server")
-    parser.add_argument("--model-path", required=True)
+    parser.add_argument("--model-path", type=Path, required=True)
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=_port, required=True)
     parser.add_argument("--attention-backend", default="auto")
     args, ignored = parser.parse_known_args(argv)
-    key = json.loads(Path(args.model_path).read_text())
+    key = read_key(args.model_path)
     print(BANNER, flush=True)
     print(f"attention backend {args.attention_backend}; ignored flags {ignored}", flush=True)
 
@@ -114,19 +169,51 @@ def serve(argv: list[str]) -> None:
         daemon_threads = True
 
     try:
-        Server((args.host, args.port), Handler).serve_forever()
+        server = Server((args.host, args.port), Handler)
+    except OSError as exc:
+        raise DemoError(f"cannot listen on {args.host}:{args.port} ({exc.strerror})") from None
+    try:
+        server.serve_forever()
     except KeyboardInterrupt:  # ab stops its servers with SIGINT, as SGLang expects
         print("DEMO stand-in server stopped", flush=True)
 
 
-def main() -> int:
-    if sys.argv[1:2] == ["serve"]:
-        serve(sys.argv[2:])
+def run_ab(command: list[str]) -> int:
+    """ab's exit status. ab runs in a process group of its own, so a Ctrl-C in the terminal
+    reaches it once, from here; each stop request this process gets is handed on, and ab,
+    never killed, stops its servers itself."""
+    proc = subprocess.Popen(command, start_new_session=True)
+
+    def hand_on(signum: int, frame: object) -> None:
+        proc.send_signal(signum)
+
+    stops = [signal.SIGTERM, signal.SIGHUP]
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a script's background job
+        stops.append(signal.SIGINT)
+    previous = {stop: signal.signal(stop, hand_on) for stop in stops}
+    try:
+        code = proc.wait()
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
+    return 128 - code if code < 0 else code
+
+
+def demo(argv: list[str]) -> int:
+    if argv[:1] == ["serve"]:
+        serve(argv[1:])
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out-dir", type=Path, default=Path("demo-accuracy-ab"))
-    args = parser.parse_args()
-    data, model = write_demo_data(args.out_dir)
+    args = parser.parse_args(argv)
+    try:
+        data, model = write_demo_data(args.out_dir)
+    except OSError as exc:
+        where = exc.filename or args.out_dir
+        raise DemoError(
+            f"--out-dir {args.out_dir}: cannot write {where} ({exc.strerror}); choose a "
+            "directory that can be written"
+        ) from None
     command = [
         *(sys.executable, "-m", "sglang_nvfp4_patches", "accuracy", "ab"),
         *("--model-path", str(model), "--data", str(data), "--out-dir", str(args.out_dir)),
@@ -137,9 +224,30 @@ def main() -> int:
     ]
     print(BANNER, file=sys.stderr)
     print(f"running: {shlex.join(command)}", file=sys.stderr)
-    code = subprocess.call(command)
+    code = run_ab(command)
     print(BANNER, file=sys.stderr)
     return code
+
+
+def main() -> int:
+    """One ``error:`` line (exit 2) for bad input, one line (exit 130) when stopped before ab
+    runs; never a traceback."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # nohup's choice stays
+        signal.signal(signal.SIGHUP, signal.default_int_handler)
+    try:
+        return demo(sys.argv[1:])
+    except DemoError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as error:  # never 1 ("B is worse"), never a traceback
+        print(
+            f"internal error: {type(error).__name__}: {error}; a bug of the demo", file=sys.stderr
+        )
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":
