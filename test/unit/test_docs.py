@@ -190,3 +190,45 @@ def test_a_run_must_end_with_the_quoted_status_and_print_the_quoted_lines() -> N
     assert "printed 'not ok'" in str(problem_with(quoted_exit_1, 1, "not ok\n"))
     unquoted_exit = Example("doc.md:1+1", {}, ["sglang-nvfp4-patches", "doctor"], None, [])
     assert "exit 1, quoted 0" in str(problem_with(unquoted_exit, 1, ""))
+
+
+def test_the_readme_says_how_long_verify_takes_as_verify_does() -> None:
+    """Once "~20 s" in the docs where a newcomer measured 35-49 s under load."""
+    from sglang_nvfp4_patches.verify.run import DURATION
+
+    (line,) = [line for line in README.read_text().splitlines() if "patches verify  " in line]
+    assert f"({DURATION})" in line or f", {DURATION})" in line
+
+
+def test_a_block_typed_after_setup_calls_the_tool_from_the_setup_venv() -> None:
+    """Once the README's `accuracy run` beside `.venv/bin/python scripts/demo...` was typed
+    bare: `command not found` after `scripts/setup.sh`."""
+    bare = re.compile(r"\s*(sglang-nvfp4-patches|python) ")
+    wrong = [
+        f"{block.where}: {line}"
+        for path in documents()
+        for block in blocks(path)
+        if block.language == "bash" and any(".venv/bin/" in line for line in block.body)
+        for line in block.body
+        if bare.match(line)
+    ]
+    assert wrong == []
+
+
+def test_no_paragraph_ends_on_a_colon_that_introduces_nothing() -> None:
+    """Once docs/commands.md's "Its output (...):" was followed by "The README quotes the
+    end of it.": a quote announced and never given."""
+    introduces = re.compile(r"(```|- |\* |\||#|<!--|\d+\. )")
+    dangling = []
+    for path in documents():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        fenced = False
+        for number, line in enumerate(lines):
+            fenced ^= line.startswith("```")
+            if fenced or line.startswith("```") or not line.rstrip().endswith(":"):
+                continue
+            rest = [later for later in lines[number + 1 :] if later.strip()]
+            ends_paragraph = number + 1 < len(lines) and not lines[number + 1].strip()
+            if ends_paragraph and rest and not introduces.match(rest[0]):
+                dangling.append(f"{path.name}:{number + 1}: {line.strip()[-60:]}")
+    assert dangling == []

@@ -33,6 +33,8 @@ from sglang_nvfp4_patches.verify.result import CheckResult, Outcome
 
 CHILD_MODULE = "sglang_nvfp4_patches.verify.child"
 CHILD_TIMEOUT_S = 600
+# Measured on 2 cores (docs/commands.md#verify): 30 s idle; 35-72 s with other work on them.
+DURATION = "about 30 s on 2 idle cores, up to 75 s on busy ones"
 _STOP_WAIT_S = 10.0  # between SIGTERM and SIGKILL for a child when verify is interrupted
 
 
@@ -166,7 +168,7 @@ def run_verify(args: argparse.Namespace) -> int:
     metadata = sglang_version()
     announce(
         f"verify: checking {len(PATCHES)} patches' contracts on SGLang {metadata} in "
-        f"{len(PATCHES)} fresh processes (about 20-40 s) ..."
+        f"{len(PATCHES)} fresh processes ({DURATION}) ..."
     )
     checked = run_all()
     results = checked.results
