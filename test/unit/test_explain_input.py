@@ -123,12 +123,13 @@ def test_nothing_applied_is_said_as_a_note(states: tuple[PatchState, PatchState]
     assert len(lines) == 1 and lines[0].startswith("note: no patch is applied (gemma4-attention")
 
 
-def test_a_plugin_sglang_did_not_load_is_said() -> None:
+def test_a_plugin_sglang_did_not_load_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SGLANG_PLUGINS", "other_plugin")
     live, lines = patch_outcome({})
     assert live is False
     assert lines == [
-        "note: no patch is applied (SGLang did not load the plugin; see doctor); "
-        "showing SGLang's own answer"
+        "note: no patch is applied (SGLang did not load the plugin: SGLANG_PLUGINS="
+        "'other_plugin' does not name nvfp4_patches (add it there)); showing SGLang's own answer"
     ]
 
 
