@@ -43,14 +43,18 @@ def console_script(directory: Path) -> Path:
 # Python's own start (site, .pth files, runpy for -m: 10-60 ms under load) is not this
 # project's to handle. The delays below count from its first instruction: the moment the
 # process first imports this package (a finder put first by ``sitecustomize`` says when).
+# The processes it starts (verify's) inherit neither the variable nor the pipe.
 SITECUSTOMIZE = """import os, sys
+FD = os.environ.pop("NVFP4_TEST_STARTED_FD", None)
 class Started:
     @staticmethod
     def find_spec(name, path=None, target=None):
         if name == "sglang_nvfp4_patches":
             sys.meta_path.remove(Started)
-            os.write(int(os.environ["NVFP4_TEST_STARTED_FD"]), b"s")
-sys.meta_path.insert(0, Started)
+            os.write(int(FD), b"s")
+            os.close(int(FD))
+if FD is not None:
+    sys.meta_path.insert(0, Started)
 """
 
 
