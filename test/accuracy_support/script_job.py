@@ -6,6 +6,7 @@ import os
 import shlex
 import signal
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,16 @@ class ScriptJob:
         with os.fdopen(read) as pids:
             self.pid = int(pids.readline())
 
-    def sigint_ignored(self) -> bool:
-        """The job really ignores SIGINT (bit 2 of SigIgn in /proc/PID/status)."""
-        status = Path(f"/proc/{self.pid}/status").read_text()
-        (ignored,) = (line.split()[1] for line in status.splitlines() if line[:7] == "SigIgn:")
-        return bool(int(ignored, 16) & (1 << (signal.SIGINT - 1)))
+    def sigint_ignored(self, within_s: float = 5.0) -> bool:
+        """The job ignores SIGINT (bit 2 of SigIgn in /proc/PID/status), as bash sets it
+        between its fork and the job's exec: polled for up to ``within_s``."""
+        deadline = time.monotonic() + within_s
+        while True:
+            status = Path(f"/proc/{self.pid}/status").read_text()
+            (mask,) = (line.split()[1] for line in status.splitlines() if line[:7] == "SigIgn:")
+            if int(mask, 16) & (1 << (signal.SIGINT - 1)) or time.monotonic() > deadline:
+                return bool(int(mask, 16) & (1 << (signal.SIGINT - 1)))
+            time.sleep(0.01)
 
     def send_signal(self, sig: signal.Signals) -> None:
         """What the script's ``kill -SIG $pid`` does."""
