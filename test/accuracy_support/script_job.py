@@ -12,6 +12,13 @@ from pathlib import Path
 from typing import Any
 
 
+def ignores_sigint(pid: int) -> bool:
+    """Process ``pid`` ignores SIGINT (bit 2 of SigIgn in /proc/PID/status)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    (mask,) = (line.split()[1] for line in status.splitlines() if line[:7] == "SigIgn:")
+    return bool(int(mask, 16) & (1 << (signal.SIGINT - 1)))
+
+
 class ScriptJob:
     """``COMMAND`` started as a script starts a background job: ``bash -c 'COMMAND & ...
     wait $!'``. Without job control, bash starts it with SIGINT ignored (as ``nohup``,
@@ -29,15 +36,12 @@ class ScriptJob:
             self.pid = int(pids.readline())
 
     def sigint_ignored(self, within_s: float = 5.0) -> bool:
-        """The job ignores SIGINT (bit 2 of SigIgn in /proc/PID/status), as bash sets it
-        between its fork and the job's exec: polled for up to ``within_s``."""
+        """The job ignores SIGINT, as bash sets it between its fork and the job's exec:
+        polled for up to ``within_s``."""
         deadline = time.monotonic() + within_s
-        while True:
-            status = Path(f"/proc/{self.pid}/status").read_text()
-            (mask,) = (line.split()[1] for line in status.splitlines() if line[:7] == "SigIgn:")
-            if int(mask, 16) & (1 << (signal.SIGINT - 1)) or time.monotonic() > deadline:
-                return bool(int(mask, 16) & (1 << (signal.SIGINT - 1)))
+        while not ignores_sigint(self.pid) and time.monotonic() < deadline:
             time.sleep(0.01)
+        return ignores_sigint(self.pid)
 
     def send_signal(self, sig: signal.Signals) -> None:
         """What the script's ``kill -SIG $pid`` does."""

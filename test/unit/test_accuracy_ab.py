@@ -19,7 +19,7 @@ from accuracy_support import PYTHON_DIR
 from accuracy_support.dataset_writer import WrittenQuestion, write_dataset
 from accuracy_support.fake_server import fake_model_is_right
 from accuracy_support.processes import processes_naming
-from accuracy_support.script_job import ScriptJob
+from accuracy_support.script_job import ScriptJob, ignores_sigint
 from sglang_nvfp4_patches.cli import main
 
 SIZES = {"anatomy": 30, "virology": 30}
@@ -218,6 +218,13 @@ def test_sigterm_while_waiting_for_health_stops_the_server_group(
     while time.monotonic() < deadline and len(_survivors(key)) < 4:  # the script's bash too
         time.sleep(0.01)
     assert proc.sigint_ignored()
+    # ... while the server, in a session of its own, still takes the SIGINT that stops it.
+    (server,) = [
+        pid
+        for pid, command in processes_naming(str(key), "accuracy_support.fake_server")
+        if "sglang_nvfp4_patches" not in command
+    ]
+    assert not ignores_sigint(server)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
