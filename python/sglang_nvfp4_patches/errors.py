@@ -29,15 +29,17 @@ EXIT_USAGE = 2
 # started did not come up.
 EXIT_SERVER = 3
 # The machine, not the input nor this project, kept the command from running or from writing
-# its answer: stdout closed or full, SGLang or torch failing while they are imported (a broken
-# install first on PYTHONPATH, a HOME where torch cannot make its cache), ``verify``'s checks
-# unable to run. 71 is EX_OSERR of BSD's sysexits.h ("operating system error").
+# its answer: stdout closed or full, a disk full (storage_cause), SGLang or torch failing while
+# they are imported (a broken install first on PYTHONPATH, a HOME where torch cannot make its
+# cache), ``verify``'s checks unable to run. 71 is EX_OSERR of BSD's sysexits.h ("operating
+# system error").
 EXIT_ENVIRONMENT = 71
 # A bug of this project (an exception that is not a UsageError): the traceback is saved to a
 # file whose path is printed. 70 is EX_SOFTWARE of BSD's sysexits.h ("internal software
 # error"); it is none of the statuses above.
 EXIT_INTERNAL = 70
-# Ctrl-C (or SIGTERM during ``accuracy ab``): 128 + SIGINT, as a shell reports it.
+# Ctrl-C, SIGTERM or SIGHUP (interrupts.py), at any moment: 128 + SIGINT, as a shell reports
+# Ctrl-C.
 EXIT_INTERRUPTED = 130
 # The reader of stdout (``| head``) left early: 128 + SIGPIPE, as a shell reports it.
 EXIT_BROKEN_PIPE = 141
