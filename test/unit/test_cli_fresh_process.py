@@ -120,7 +120,7 @@ def _config_dir(root: Path, name: str, text: str | None) -> Path:
         ("array", "[]", "JSON list, not an object"),
         ("no-model-type", '{"architectures": ["LlamaForCausalLM"]}', '"model_type"'),
         ("empty-model-type", '{"model_type": ""}', '"model_type"'),
-        ("not-json", "{oops", "cannot read a JSON config"),
+        ("not-json", "{oops", "is not valid JSON"),
         ("deep", '{"model_type": "x", "a": ' + "[" * 3000 + "]" * 3000 + "}", "nested too deeply"),
         ("no-config", None, "config.json"),
     ],
