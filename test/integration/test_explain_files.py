@@ -20,7 +20,7 @@ import pytest
 
 from sglang_nvfp4_patches import cli
 from sglang_nvfp4_patches.explain.input import CONFIG_NAME, SIDECAR_NAMES
-from support.configs import LLAMA4_NVFP4, LLAMA4_NVFP4_CT, hf_quant_copy
+from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4, LLAMA4_NVFP4_CT, hf_quant_copy
 
 # ModelSlim's description file, present, makes SGLang read the checkpoint as ModelSlim's: the
 # run that builds the ModelOpt layer leaves it out.
@@ -83,3 +83,45 @@ def test_sglang_opens_no_file_beside_the_config_that_explain_did_not_check(
     assert opened <= {CONFIG_NAME, *SIDECAR_NAMES}, sorted(opened - {CONFIG_NAME, *SIDECAR_NAMES})
     if case != "ModelSlim's file":  # the layer was built: the loader read its quant config
         assert row["moe_layer_runner"] is not None, row
+
+
+def _quantization_beside(source: Path, target: Path, form: str) -> Path:
+    """``source``'s config with its ModelOpt quantization moved into hf_quant_config.json in
+    one of the forms SGLang reads there (nested under "quantization", with or without the
+    producer, or flat as in config.json)."""
+    if form == "nested, producer":
+        return hf_quant_copy(source, target)
+    config = json.loads((source / CONFIG_NAME).read_text())
+    quantization = config.pop("quantization_config")
+    target.mkdir(parents=True)
+    (target / CONFIG_NAME).write_text(json.dumps(config))
+    exported = {"quantization": quantization} if form == "nested" else quantization
+    (target / "hf_quant_config.json").write_text(json.dumps(exported))
+    return target
+
+
+def _explained(model: Path) -> dict:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(["explain", "--model", str(model), "--gpu", "sm120", "--json"])
+    assert code == 0
+    row = json.loads(out.getvalue())
+    row["note"] = row["note"].replace(str(model), "MODEL")
+    return {key: value for key, value in row.items() if key != "model"}
+
+
+@pytest.mark.release_matrix
+@pytest.mark.parametrize("source", [LLAMA4_NVFP4, GEMMA4_NVFP4_MOE], ids=["llama4", "gemma4"])
+def test_a_quantization_given_only_in_hf_quant_config_gets_the_same_layer_outcome(
+    tmp_path: Path, source: Path
+) -> None:
+    """The layer's runner, SGLang's own failure at warm-up and every note are those of the
+    same quantization inside config.json, in each form SGLang reads hf_quant_config.json."""
+    model = tmp_path / "in-config"
+    model.mkdir()
+    (model / CONFIG_NAME).write_bytes((source / CONFIG_NAME).read_bytes())
+    expected = _explained(model)
+    assert expected["moe_layer_runner"] is not None, expected
+    for form in ("nested, producer", "nested", "flat"):
+        beside = _quantization_beside(source, tmp_path / form.replace(", ", "-"), form)
+        assert _explained(beside) == expected, form
