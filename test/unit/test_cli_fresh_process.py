@@ -136,6 +136,22 @@ def test_explain_rejects_a_bad_model_dir_before_importing_sglang(
     assert done.heavy == []
 
 
+@pytest.mark.parametrize("name", ["hf_quant_config.json", "generation_config.json"])
+def test_explain_rejects_a_file_beside_the_config_before_importing_sglang(
+    tmp_path: Path, name: str
+) -> None:
+    """A FIFO SGLang would open beside config.json: refused unread, naming it, no import."""
+    directory = _config_dir(tmp_path, "model", '{"model_type": "llama4"}')
+    os.mkfifo(directory / name)
+    done = run_cli("explain", "--model", str(directory), "--json")
+    assert done.returncode == 2
+    assert done.stderr_lines == [
+        f"error: {directory / name}: is a FIFO (named pipe), not a regular file; SGLang reads "
+        f"it beside config.json: put the checkpoint's own {name} there, or remove it"
+    ]
+    assert done.heavy == []
+
+
 def test_explain_rejects_a_hub_id_before_importing_sglang() -> None:
     done = run_cli("explain", "--model", "nvidia/Gemma-4-26B-A4B-NVFP4")
     assert done.returncode == 2

@@ -72,6 +72,12 @@ def test_the_field_comes_from_the_failing_line_and_the_file(
     assert says in text and "(transformers/configuration_utils.py:7)" in text
 
 
+def test_a_line_of_another_library_is_named_from_its_package() -> None:
+    frames = [_frame(f"{SITE}/pydantic/main.py", "return cls.validate(obj)")]
+    text = config_problem({Path("c.json"): {"obj": 1}}, ValueError("v"), frames, "9.9")
+    assert "(pydantic/main.py:7)" in text and SITE not in text
+
+
 def test_the_innermost_line_naming_a_field_wins() -> None:
     frames = [
         _frame(f"{SITE}/sglang/a.py", "q = hf_config.quantization_config"),

@@ -200,7 +200,7 @@ def config_problem(
             break
     else:  # the line names no field; SGLang's message may ("'text_config' expected ...")
         field = next((key for key in re.findall(r"\w+", str(error)) if key in keys), None)
-    source = re.sub(r"^.*/(?=(sglang|transformers)/)", "", where.filename)
+    source = re.sub(r"^.*/(?=(sglang|transformers)/)|^.*/site-packages/", "", where.filename)
     reads = f"`{(where.line or '').strip()}` ({source}:{where.lineno})"
     failure = f"{type(error).__name__}: {' '.join(str(error).split())}"
     holder = next(
