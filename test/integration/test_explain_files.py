@@ -87,8 +87,8 @@ def test_sglang_opens_no_file_beside_the_config_that_explain_did_not_check(
 
 def _quantization_beside(source: Path, target: Path, form: str) -> Path:
     """``source``'s config with its ModelOpt quantization moved into hf_quant_config.json,
-    nested under "quantization" as ModelOpt exports it, with or without the producer (the flat
-    form of config.json is read there only from 0.5.17 or so: 0.5.16 fails with KeyError)."""
+    nested under "quantization" as ModelOpt exports it, with or without the producer (0.5.16
+    does not read the flat form of config.json there: KeyError 'quantization')."""
     if form == "nested, producer":
         return hf_quant_copy(source, target)
     config = json.loads((source / CONFIG_NAME).read_text())
