@@ -194,3 +194,17 @@ def test_ctrl_c_during_imports_is_one_line_and_exit_130(importing: str) -> None:
     assert process.returncode == 130, ours
     assert ours == ["interrupted"]
     assert out == ""
+
+
+@pytest.mark.parametrize("source", [GEMMA4_NVFP4_MOE, LLAMA4_NVFP4], ids=["gemma4", "llama4"])
+def test_a_null_text_config_is_read_as_transformers_reads_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, source: Path
+) -> None:
+    """``"text_config": null`` is the model's default text config to transformers: explain
+    answers for it (it was exit 70, an AttributeError in the plugin's own code)."""
+    config = {**json.loads((source / "config.json").read_text()), "text_config": None}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    code, out, err = explain_here(capsys, "--model", str(tmp_path), "--json")
+    assert code == 0, err
+    (row,) = [json.loads(line) for line in out.splitlines()]
+    assert row["gpu"] == "sm100" and row["attention_backend"], row

@@ -7,6 +7,7 @@ first-forward failure of SGLang as it ships and the runner the patched layer bui
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -72,6 +73,32 @@ def test_a_top2_layer_is_shown_refused_naming_the_switch(explained: dict[str, An
     assert "the MoE layer is refused when it is built: " in row["note"]
     assert "flashinfer_cutlass (layer: flashinfer_cutlass, refused)" in text
     assert f"note: {top2}: the MoE layer is refused when it is built: " in text
+
+
+def test_a_top2_refusal_names_a_runner_shown_to_serve_it_or_says_none_is(
+    explained: dict[str, Any],
+) -> None:
+    """The runners tried are this SGLang's own ``--moe-runner-backend`` choices; one named as
+    serving serves one forward here too, and none is claimed where the search found none."""
+    from sglang_nvfp4_patches.explain.runner_search import runner_choices
+    from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
+    from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
+
+    row, text = explained["top-2"]
+    served = re.search(
+        r"; --moe-runner-backend (\w+) serves it \(one forward on CPU\)", row["note"]
+    )
+    if served is None:
+        tried = len(runner_choices()) - 1  # every choice but auto
+        none = (
+            f"; no --moe-runner-backend choice of this SGLang is shown to serve it ({tried} tried"
+        )
+        assert none in row["note"] and none in text, row["note"]
+        return
+    run = run_first_moe_layer(
+        explained["top2"], GPU_PROFILES["sm120"], {"moe_runner_backend": served[1]}
+    )
+    assert run is not None and run.verdict is LayerVerdict.SERVES, run
 
 
 @pytest.mark.parametrize("case", ["ModelOpt default", "Gemma 4 on sm121"])

@@ -120,7 +120,7 @@ def _config_dir(root: Path, name: str, text: str | None) -> Path:
         ("array", "[]", "JSON list, not an object"),
         ("no-model-type", '{"architectures": ["LlamaForCausalLM"]}', '"model_type"'),
         ("empty-model-type", '{"model_type": ""}', '"model_type"'),
-        ("not-json", "{oops", "cannot read a JSON config"),
+        ("not-json", "{oops", "is not valid JSON"),
         ("deep", '{"model_type": "x", "a": ' + "[" * 3000 + "]" * 3000 + "}", "nested too deeply"),
         ("no-config", None, "config.json"),
     ],
@@ -133,6 +133,22 @@ def test_explain_rejects_a_bad_model_dir_before_importing_sglang(
     assert len(done.stderr_lines) == 1, done.stderr_lines
     assert done.stderr_lines[0].startswith("error: ") and says in done.stderr_lines[0]
     assert done.stdout == ""
+    assert done.heavy == []
+
+
+@pytest.mark.parametrize("name", ["hf_quant_config.json", "generation_config.json"])
+def test_explain_rejects_a_file_beside_the_config_before_importing_sglang(
+    tmp_path: Path, name: str
+) -> None:
+    """A FIFO SGLang would open beside config.json: refused unread, naming it, no import."""
+    directory = _config_dir(tmp_path, "model", '{"model_type": "llama4"}')
+    os.mkfifo(directory / name)
+    done = run_cli("explain", "--model", str(directory), "--json")
+    assert done.returncode == 2
+    assert done.stderr_lines == [
+        f"error: {directory / name}: is a FIFO (named pipe), not a regular file; SGLang reads "
+        f"it beside config.json: put the checkpoint's own {name} there, or remove it"
+    ]
     assert done.heavy == []
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import json
 import traceback
 from pathlib import Path
 
@@ -9,9 +11,17 @@ import pytest
 
 from accuracy_support.special_files import fifo, sparse, within
 from sglang_nvfp4_patches.cli import main
-from sglang_nvfp4_patches.errors import EXIT_USAGE
-from sglang_nvfp4_patches.explain.input import MAX_CONFIG_BYTES, architecture, config_problem
+from sglang_nvfp4_patches.errors import EXIT_USAGE, UsageError
+from sglang_nvfp4_patches.explain.input import (
+    CONFIG_NAME,
+    MAX_CONFIG_BYTES,
+    SIDECAR_NAMES,
+    architecture,
+    config_problem,
+    read_model_config,
+)
 from sglang_nvfp4_patches.explain.run import patch_outcome
+from sglang_nvfp4_patches.simulation.bundled import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
 from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 
@@ -28,7 +38,7 @@ def test_a_missing_field_is_named_with_the_line_that_reads_it() -> None:
         _frame(f"{SITE}/sglang/srt/configs/model_config.py", "x = self.hf_config.architectures[0]"),
     ]
     error = TypeError("'NoneType' object is not subscriptable")
-    text = config_problem(Path("m/config.json"), {"model_type": "gemma4"}, error, frames, "9.9")
+    text = config_problem({Path("m/config.json"): {"model_type": "gemma4"}}, error, frames, "9.9")
     assert text == (
         'SGLang 9.9 cannot read m/config.json: field "architectures" (missing here); SGLang '
         "reads it as `x = self.hf_config.architectures[0]` "
@@ -58,8 +68,14 @@ def test_the_field_comes_from_the_failing_line_and_the_file(
     config: dict, line: str, says: str
 ) -> None:
     frames = [_frame(f"{SITE}/transformers/configuration_utils.py", line)]
-    text = config_problem(Path("c.json"), config, ValueError("v"), frames, "9.9")
+    text = config_problem({Path("c.json"): config}, ValueError("v"), frames, "9.9")
     assert says in text and "(transformers/configuration_utils.py:7)" in text
+
+
+def test_a_line_of_another_library_is_named_from_its_package() -> None:
+    frames = [_frame(f"{SITE}/pydantic/main.py", "return cls.validate(obj)")]
+    text = config_problem({Path("c.json"): {"obj": 1}}, ValueError("v"), frames, "9.9")
+    assert "(pydantic/main.py:7)" in text and SITE not in text
 
 
 def test_the_innermost_line_naming_a_field_wins() -> None:
@@ -67,7 +83,7 @@ def test_the_innermost_line_naming_a_field_wins() -> None:
         _frame(f"{SITE}/sglang/a.py", "q = hf_config.quantization_config"),
         _frame(f"{SITE}/sglang/b.py", "return inner(x)"),  # names nothing: skipped
     ]
-    text = config_problem(Path("c.json"), {}, KeyError("k"), frames, "9.9")
+    text = config_problem({Path("c.json"): {}}, KeyError("k"), frames, "9.9")
     assert '"quantization_config" (missing here)' in text and "(sglang/a.py:7)" in text
 
 
@@ -133,28 +149,153 @@ def test_a_plugin_sglang_did_not_load_is_said(monkeypatch: pytest.MonkeyPatch) -
     ]
 
 
-@pytest.mark.parametrize(
-    ("case", "says"),
-    [
-        ("dev-zero", "config.json: is a character device, not a regular file"),
-        ("fifo", "config.json: is a FIFO (named pipe), not a regular file"),
-        ("huge", f"config.json: is 17 MiB, more than the {MAX_CONFIG_BYTES // 2**20} MiB"),
-    ],
-)
-def test_a_config_json_that_is_not_a_small_regular_file_is_one_line_and_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, says: str
+def _plant(path: Path, case: str) -> None:
+    """``path`` made into one kind of file SGLang could not read."""
+    text = '{"model_type": "llama4"}'
+    planted = {
+        "dev-zero": lambda: path.symlink_to("/dev/zero"),
+        "fifo": lambda: fifo(path),
+        "directory": lambda: path.mkdir(),
+        "huge": lambda: sparse(path, MAX_CONFIG_BYTES + 2**20),
+        "malformed": lambda: path.write_text('{"model_type": '),
+        "list": lambda: path.write_text("[1, 2]"),
+        "string": lambda: path.write_text('"config"'),
+        "utf-8 bom": lambda: path.write_bytes(codecs.BOM_UTF8 + text.encode()),
+        "utf-16": lambda: path.write_bytes(text.encode("utf-16")),
+        "utf-16 without bom": lambda: path.write_bytes(text.encode("utf-16-le")),
+        "utf-32": lambda: path.write_bytes(text.encode("utf-32")),
+        "latin-1": lambda: path.write_bytes('{"model_type": "llama4", "x": "é"}'.encode("latin-1")),
+    }
+    planted[case]()
+
+
+KINDS = {
+    "dev-zero": "is a character device, not a regular file",
+    "fifo": "is a FIFO (named pipe), not a regular file",
+    "directory": "is a directory, not a regular file",
+    "huge": f"is 17 MiB, more than the {MAX_CONFIG_BYTES // 2**20} MiB",
+    "malformed": "is not valid JSON (Expecting value: line 1 column 16 (char 15))",
+    "list": "holds a JSON list, not an object",
+    "string": "holds a JSON str, not an object",
+    "utf-8 bom": "is encoded as UTF-8 with a byte-order mark; ",
+    "utf-16": "is encoded as UTF-16; ",
+    "utf-16 without bom": "is encoded as UTF-16-LE; ",
+    "utf-32": "is encoded as UTF-32; ",
+    "latin-1": "is not UTF-8 (byte 0xe9 at offset 31)",
+}
+
+
+@pytest.mark.parametrize("case", KINDS)
+@pytest.mark.parametrize("name", [CONFIG_NAME, *SIDECAR_NAMES])
+def test_every_file_sglang_reads_beside_the_config_is_checked_first_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, case: str
 ) -> None:
-    """Read as run files are: opened without blocking, a regular file only, size-capped (a
-    link to /dev/zero read to the end would eat the machine, a FIFO would hang)."""
+    """config.json and each file SGLang opens beside it (hf_quant_config.json, ...) are read
+    as run files are: opened without blocking, a regular file only (a link to /dev/zero read
+    to the end would eat the machine, a FIFO would hang), size-capped, then UTF-8 without a
+    byte-order mark and one JSON object, as SGLang reads them; each problem is one line naming
+    that file, exit 2, before SGLang is imported."""
     model = tmp_path / "model"
     model.mkdir()
-    config = model / "config.json"
-    if case == "dev-zero":
-        config.symlink_to("/dev/zero")
-    elif case == "fifo":
-        fifo(config)
-    else:
-        sparse(config, MAX_CONFIG_BYTES + 2**20)
+    if name != CONFIG_NAME:
+        (model / CONFIG_NAME).write_text('{"model_type": "llama4"}')
+    path = model / name
+    _plant(path, case)
     assert within(10, lambda: main(["explain", "--model", str(model)])) == EXIT_USAGE
     err = capsys.readouterr().err
-    assert err.startswith(f"error: {config}: ") and says in err and len(err.splitlines()) == 1
+    assert err.startswith(f"error: {path}: {KINDS[case]}"), err
+    assert len(err.splitlines()) == 1
+    if name != CONFIG_NAME and case not in ("huge",):  # what to do about a file beside it
+        assert f"beside {CONFIG_NAME}" in err or "save it as" in err, err
+
+
+def _edited(tmp_path: Path, source: Path, edits: dict) -> Path:
+    config = json.loads((source / CONFIG_NAME).read_text())
+    config["text_config"].update(edits)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / CONFIG_NAME).write_text(json.dumps(config))
+    return model
+
+
+# Llama 4 Scout: 16 experts; Gemma 4 26B-A4B: 128.
+MOE_FIELD_CASES = [
+    (LLAMA4_NVFP4, "num_experts_per_tok", 0, "is 0: each token goes to at least 1 expert"),
+    (LLAMA4_NVFP4, "num_experts_per_tok", -1, "is -1: each token goes to at least 1 expert"),
+    (LLAMA4_NVFP4, "num_experts_per_tok", 10**12, 'than the 16 experts "text_config.num_local'),
+    (LLAMA4_NVFP4, "num_experts_per_tok", 17, "is 17, more than the 16 experts"),
+    (LLAMA4_NVFP4, "num_experts_per_tok", "2", "is '2', not a whole number"),
+    (LLAMA4_NVFP4, "num_experts_per_tok", True, "is True, not a whole number"),
+    (LLAMA4_NVFP4, "num_experts_per_tok", 1.5, "is 1.5, not a whole number"),
+    (LLAMA4_NVFP4, "num_local_experts", 0, "is 0: a Llama 4 MoE layer has from 1 to 4096"),
+    (LLAMA4_NVFP4, "num_local_experts", -16, "is -16: a Llama 4 MoE layer has from 1 to"),
+    (LLAMA4_NVFP4, "num_local_experts", 10**12, "is 1000000000000: a Llama 4 MoE layer"),
+    (GEMMA4_NVFP4_MOE, "top_k_experts", 0, "is 0: each token goes to at least 1 expert"),
+    (GEMMA4_NVFP4_MOE, "top_k_experts", 129, "is 129, more than the 128 experts"),
+    (GEMMA4_NVFP4_MOE, "num_experts", 0, "is 0: a Gemma 4 MoE layer has from 1 to 4096"),
+    (GEMMA4_NVFP4_MOE, "num_experts", [8], "is [8], not a whole number"),
+]
+
+
+@pytest.mark.parametrize(("source", "field", "value", "says"), MOE_FIELD_CASES)
+def test_a_moe_field_the_layer_cannot_be_built_from_is_one_line_naming_it(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    source: Path,
+    field: str,
+    value: object,
+    says: str,
+) -> None:
+    """Experts per token and experts per layer, as the family's MoE layer reads them: a
+    whole number, at least 1, top-k at most the experts (else explain would build, and
+    report on, a layer no checkpoint has)."""
+    model = _edited(tmp_path, source, {field: value})
+    assert main(["explain", "--model", str(model)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f'error: {model / CONFIG_NAME}: field "text_config.{field}" '), err
+    assert says in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    ("source", "edits"),
+    [
+        (LLAMA4_NVFP4, {"num_experts_per_tok": 16}),  # every expert: allowed
+        (LLAMA4_NVFP4, {"num_experts_per_tok": 2}),  # refused by the plugin, not here
+        (LLAMA4_NVFP4, {"num_local_experts": None, "num_experts_per_tok": None}),  # defaults
+        (GEMMA4_NVFP4_MOE, {"top_k_experts": 128}),
+        (GEMMA4_NVFP4_MOE, {"enable_moe_block": False, "top_k_experts": 0}),  # dense: unread
+    ],
+)
+def test_moe_fields_a_layer_can_be_built_from_pass(
+    tmp_path: Path, source: Path, edits: dict
+) -> None:
+    model = _edited(tmp_path, source, edits)
+    assert read_model_config(model)["text_config"]["model_type"]
+
+
+def test_the_fields_are_read_from_the_top_level_when_text_config_is_null(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    config = {
+        "model_type": "llama4",
+        "architectures": ["Llama4ForConditionalGeneration"],
+        "text_config": None,
+        "num_experts_per_tok": 0,
+    }
+    (model / CONFIG_NAME).write_text(json.dumps(config))
+    with pytest.raises(UsageError, match='field "num_experts_per_tok" is 0: each token'):
+        read_model_config(model)
+
+
+def test_a_field_of_a_file_beside_the_config_names_that_file() -> None:
+    """hf_quant_config.json's "quantization" read by SGLang: the error names that file."""
+    files = {
+        Path("m/config.json"): {"model_type": "llama4", "architectures": ["X"]},
+        Path("m/hf_quant_config.json"): {"quantization": 7},
+    }
+    frames = [_frame(f"{SITE}/sglang/srt/configs/model_config.py", 'q = cfg.get("quantization")')]
+    text = config_problem(files, AttributeError("no"), frames, "9.9")
+    assert text.startswith(
+        'SGLang 9.9 cannot read m/hf_quant_config.json: field "quantization" (the value 7 here)'
+    )
+    assert text.endswith("(compare the checkpoint's published hf_quant_config.json)")

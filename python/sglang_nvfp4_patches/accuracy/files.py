@@ -40,11 +40,13 @@ def _megabytes(size: int) -> str:
 @dataclass(frozen=True)
 class FileRole:
     """What a file read with :func:`read_bounded` is for: its name in messages (``a run
-    file``), the most bytes it may have, and the UsageError its problems raise."""
+    file``), the most bytes it may have, the UsageError its problems raise, and what to do
+    about a path that is not a regular file (default: give the path of one)."""
 
     noun: str
     limit: int
     error: type[UsageError]
+    remedy: str = ""
 
 
 RUN_FILE = FileRole("a run file", MAX_FILE_BYTES, RunFileError)
@@ -64,7 +66,8 @@ def read_bounded(path: Path, role: FileRole = RUN_FILE) -> bytes:
     if not stat.S_ISREG(info.st_mode):  # checked before fdopen, which refuses a directory
         os.close(fd)
         raise role.error(
-            f"{path}: is {kind_of(info.st_mode)}, not a regular file; give the path of {role.noun}"
+            f"{path}: is {kind_of(info.st_mode)}, not a regular file; "
+            + (role.remedy or f"give the path of {role.noun}")
         )
     with os.fdopen(fd, "rb") as handle:
         if info.st_size > role.limit:

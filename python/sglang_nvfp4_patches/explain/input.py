@@ -1,12 +1,15 @@
 """What ``explain`` checks in the user's input (pure: no SGLang, no torch).
 
-A Hub id, a missing file or a config that is not a JSON object with a ``model_type`` fails in
-milliseconds with one line, before the 10 s SGLang import; whatever SGLang itself raises while
-reading the config later is worded here as one line naming the field (:func:`config_problem`).
+A Hub id, a missing file, a config that is not a JSON object with a ``model_type`` or whose
+MoE fields the layer cannot be built from, and a file beside it that SGLang would read but
+could not (:data:`SIDECAR_NAMES`), fail in milliseconds with one line naming the file, before
+the 10 s SGLang import; whatever SGLang itself raises while reading them later is worded here
+as one line naming the file and the field (:func:`config_problem`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import traceback
 from collections.abc import Mapping, Sequence
@@ -15,19 +18,81 @@ from typing import Any
 
 from sglang_nvfp4_patches.accuracy.files import FileRole, read_bounded
 from sglang_nvfp4_patches.errors import UsageError, loads_json
+from sglang_nvfp4_patches.simulation.moe_models import moe_field_problem
 
 
 class ModelDirError(UsageError):
     """``--model`` does not point at a directory with a usable config.json."""
 
 
+CONFIG_NAME = "config.json"
+# The files beside config.json that SGLang reads, when present, while explain resolves the
+# server arguments and builds the first MoE layer: ModelConfig's quantization detection and
+# the ModelOpt loader (hf_quant_config.json), ModelSlim's detection
+# (quant_model_description.json) and the generation config transformers reads for ModelConfig
+# (generation_config.json). test_explain_files.py traces what SGLang opens to keep this whole.
+SIDECAR_NAMES = ("hf_quant_config.json", "generation_config.json", "quant_model_description.json")
 # A checkpoint's config.json is a few KB (a long quantization ignore list: some hundred KB).
 MAX_CONFIG_BYTES = 16 * 2**20
-CONFIG_FILE = FileRole("a checkpoint's config.json", MAX_CONFIG_BYTES, ModelDirError)
 
 
-def read_model_config(model_dir: Path) -> dict[str, Any]:
-    """The checkpoint's config.json as a dict, or :class:`ModelDirError` saying what to fix."""
+def _role(path: Path) -> FileRole:
+    if path.name == CONFIG_NAME:
+        return FileRole(f"a checkpoint's {CONFIG_NAME}", MAX_CONFIG_BYTES, ModelDirError)
+    return FileRole(
+        f"a checkpoint's {path.name}",
+        MAX_CONFIG_BYTES,
+        ModelDirError,
+        f"SGLang reads it beside {CONFIG_NAME}: put the checkpoint's own {path.name} there, "
+        "or remove it",
+    )
+
+
+def _fix(path: Path) -> str:
+    if path.name == CONFIG_NAME:
+        return f"--model takes a local directory holding the checkpoint's {CONFIG_NAME}"
+    return f"SGLang reads it beside {CONFIG_NAME}: fix it from the checkpoint's own, or remove it"
+
+
+def _utf8(path: Path, data: bytes) -> str:
+    """The text of a JSON file as SGLang and transformers read it: UTF-8, no byte-order mark."""
+    encoding = json.detect_encoding(data)
+    if encoding != "utf-8":
+        named = "UTF-8 with a byte-order mark" if encoding == "utf-8-sig" else encoding.upper()
+        raise ModelDirError(
+            f"{path}: is encoded as {named}; SGLang and transformers read it as UTF-8 without "
+            "a byte-order mark, so save it as plain UTF-8"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ModelDirError(
+            f"{path}: is not UTF-8 (byte {data[error.start]:#04x} at offset {error.start}); "
+            "SGLang and transformers read it as UTF-8, so save it as UTF-8"
+        ) from None
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """One JSON file of a checkpoint, read as safely as SGLang should: a regular file (a FIFO
+    or a link to /dev/zero is refused unread), at most :data:`MAX_CONFIG_BYTES`, UTF-8, one
+    JSON object; else :class:`ModelDirError` naming the file. A missing file raises
+    FileNotFoundError."""
+    text = _utf8(path, read_bounded(path, _role(path)))
+    try:
+        value = loads_json(text)
+    except ValueError as error:
+        raise ModelDirError(f"{path}: is not valid JSON ({error}); {_fix(path)}") from None
+    if not isinstance(value, dict):
+        raise ModelDirError(
+            f"{path}: holds a JSON {type(value).__name__}, not an object; a checkpoint's "
+            f"{path.name} is one JSON object; {_fix(path)}"
+        )
+    return value
+
+
+def read_checkpoint(model_dir: Path) -> dict[Path, dict[str, Any]]:
+    """config.json (first) and each file beside it SGLang reads, by path, each checked; or
+    :class:`ModelDirError` saying what to fix."""
     if model_dir.is_file():
         raise ModelDirError(
             f"--model {model_dir}: is a file; --model takes the directory that holds the "
@@ -38,26 +103,35 @@ def read_model_config(model_dir: Path) -> dict[str, Any]:
             f"--model {model_dir}: not a local directory; explain never contacts the Hub, "
             "so download the checkpoint's config.json into a directory and pass that"
         )
-    config_path = model_dir / "config.json"
+    config_path = model_dir / CONFIG_NAME
     try:
-        config = loads_json(read_bounded(config_path, CONFIG_FILE))
-    except (OSError, ValueError) as error:
+        config = read_json_object(config_path)
+    except OSError as error:
         raise ModelDirError(
-            f"{config_path}: cannot read a JSON config ({error}); --model takes a local "
-            "directory holding the checkpoint's config.json"
+            f"{config_path}: cannot read a JSON config ({error}); {_fix(config_path)}"
         ) from error
-    if not isinstance(config, dict):
-        raise ModelDirError(
-            f"{config_path}: holds a JSON {type(config).__name__}, not an object; a checkpoint "
-            "config.json is one JSON object"
-        )
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
         raise ModelDirError(
             f'{config_path}: has no "model_type" string; SGLang (through transformers) reads '
             'it to choose the model\'s config class (e.g. "gemma4", "llama4")'
         )
-    return config
+    problem = moe_field_problem(config)
+    if problem is not None:
+        raise ModelDirError(f"{config_path}: {problem}")
+    files = {config_path: config}
+    for name in SIDECAR_NAMES:
+        try:
+            files[model_dir / name] = read_json_object(model_dir / name)
+        except FileNotFoundError:  # absent (or a dangling link): SGLang skips it too
+            continue
+    return files
+
+
+def read_model_config(model_dir: Path) -> dict[str, Any]:
+    """The checkpoint's config.json as a dict, once it and every file SGLang reads beside it
+    passed :func:`read_checkpoint`."""
+    return read_checkpoint(model_dir)[model_dir / CONFIG_NAME]
 
 
 def architecture(config: dict[str, Any]) -> str | None:
@@ -105,16 +179,18 @@ def _value_text(value: object) -> str:
 
 
 def config_problem(
-    config_path: Path,
-    config: Mapping[str, Any],
+    files: Mapping[Path, Mapping[str, Any]],
     error: BaseException,
     frames: Sequence[traceback.FrameSummary],
     release: str,
 ) -> str:
-    """One line for an exception SGLang raised reading ``config``: the field (found in the
-    failing line of SGLang or transformers, innermost first), what the file holds there, and
-    the line that reads it, which shows what SGLang expects."""
-    keys = _keys(config)
+    """One line for an exception SGLang raised reading the checkpoint's ``files`` (config.json
+    first): the field (found in the failing line of SGLang or transformers, innermost first),
+    the file that holds it (else config.json) and what it holds there, and the line that reads
+    it, which shows what SGLang expects."""
+    keys = {}
+    for content in reversed(list(files.values())):  # config.json's keys win
+        keys.update(_keys(content))
     where = frames[-1]
     field = None
     for frame in reversed(frames):
@@ -124,9 +200,12 @@ def config_problem(
             break
     else:  # the line names no field; SGLang's message may ("'text_config' expected ...")
         field = next((key for key in re.findall(r"\w+", str(error)) if key in keys), None)
-    source = re.sub(r"^.*/(?=(sglang|transformers)/)", "", where.filename)
+    source = re.sub(r"^.*/(?=(sglang|transformers)/)|^.*/site-packages/", "", where.filename)
     reads = f"`{(where.line or '').strip()}` ({source}:{where.lineno})"
     failure = f"{type(error).__name__}: {' '.join(str(error).split())}"
+    holder = next(
+        (path for path, content in files.items() if field in _keys(content)), next(iter(files))
+    )
     if field is None:
         subject = "a field it reads"
     elif field in keys:
@@ -134,7 +213,7 @@ def config_problem(
     else:
         subject = f'field "{field}" (missing here)'
     return (
-        f"SGLang {release} cannot read {config_path}: {subject}; SGLang reads it as {reads} "
+        f"SGLang {release} cannot read {holder}: {subject}; SGLang reads it as {reads} "
         f"and fails with {failure}; fix that field (compare the checkpoint's published "
-        "config.json)"
+        f"{holder.name})"
     )

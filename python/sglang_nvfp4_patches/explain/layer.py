@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sglang_nvfp4_patches.explain.runner_search import RunnerSearch, search_runners, searched_for
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile
 
 
@@ -22,6 +23,8 @@ class LayerOutcome:
     fails: str | None = None  # with the patches, the layer still fails (or answers wrong)
     unpatched_runner: str | None = None  # the runner SGLang as it ships builds
     fails_unpatched: str | None = None  # SGLang as it ships fails there: how
+    # For a layer refused because no runner it patches serves it: the runners tried instead
+    search: RunnerSearch | None = None
 
 
 def _failure(run: Any) -> str | None:
@@ -47,10 +50,12 @@ def layer_outcome(
     if run is None:
         return None
     refused = run.detail if run.verdict is LayerVerdict.REFUSED else None
+    search = search_runners(model_dir, gpu, flags) if refused and searched_for(refused) else None
     return LayerOutcome(
         run.runner,
         refused,
         _failure(run),
         unpatched.runner,
         _failure(unpatched),
+        search,
     )

@@ -14,7 +14,12 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, UsageError
-from sglang_nvfp4_patches.explain.input import architecture, config_problem, read_model_config
+from sglang_nvfp4_patches.explain.input import (
+    CONFIG_NAME,
+    architecture,
+    config_problem,
+    read_checkpoint,
+)
 from sglang_nvfp4_patches.explain.layer import layer_outcome
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
 from sglang_nvfp4_patches.models import moe_family
@@ -48,10 +53,11 @@ def explain_one(
 ) -> ExplainRow:
     """One row; ``flags`` are ``ServerArgs`` fields as the user's command line sets them."""
     flags = dict(flags or {})
-    config = read_model_config(model_dir)
+    files = read_checkpoint(model_dir)
+    config = files[model_dir / CONFIG_NAME]
     arch = architecture(config)
     concerned = [patch for patch in PATCHES if arch in patch.architectures]
-    with sglang_reading(model_dir, config):
+    with sglang_reading(files):
         with patches_suspended():
             unpatched = resolve(model_dir, gpu, **flags)
         patched = resolve(model_dir, gpu, **flags) if with_patches else None
@@ -82,9 +88,10 @@ def _off_word(report: PatchReport) -> str:
 
 
 @contextlib.contextmanager
-def sglang_reading(model_dir: Path, config: Mapping[str, Any]) -> Iterator[None]:
-    """Whatever SGLang (or transformers under it) raises while reading ``config.json`` becomes
-    one ``error:`` line naming the field and the line of SGLang that reads it.
+def sglang_reading(files: Mapping[Path, Mapping[str, Any]]) -> Iterator[None]:
+    """Whatever SGLang (or transformers under it) raises while reading the checkpoint's
+    ``files`` (config.json first) becomes one ``error:`` line naming the file, the field and
+    the line of SGLang that reads it.
 
     Refusals SGLang words itself (ValueError, assert) are already UsageErrors; a failure
     inside this plugin's own code is a bug and keeps its traceback.
@@ -97,9 +104,7 @@ def sglang_reading(model_dir: Path, config: Mapping[str, Any]) -> Iterator[None]
         frames = traceback.extract_tb(error.__traceback__)
         if not frames or "sglang_nvfp4_patches" in frames[-1].filename:
             raise
-        raise UsageError(
-            config_problem(model_dir / "config.json", config, error, frames, sglang_version())
-        ) from error
+        raise UsageError(config_problem(files, error, frames, sglang_version())) from error
 
 
 class _OneLineParser(argparse.ArgumentParser):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sglang_nvfp4_patches.explain.layer import LayerOutcome
+from sglang_nvfp4_patches.explain.runner_search import RUNNER_FLAG, RunnerSearch
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile
 from sglang_nvfp4_patches.simulation.server_args import ResolvedBackends
@@ -92,26 +93,27 @@ class ExplainRow:
             if self.architecture in patch.architectures
         ]
         if self.refused:
-            notes.append(f"{self.model}: the MoE layer is refused {self.refused}")
+            search = self.layer.search if self.layer is not None else None
+            refused = self.refused.rstrip(".") if search is not None else self.refused
+            notes.append(f"{self.model}: the MoE layer is refused {refused}{_instead(search)}")
         layer = self.layer
         as_shipped = layer is not None and (layer.runner, layer.fails) == (
             layer.unpatched_runner,
             layer.fails_unpatched,
         )
         if layer is not None and layer.fails and self.patches_asked and not as_shipped:
-            notes.append(f"{self.model}: on the {layer.runner} MoE runner it fails {layer.fails}")
+            on = f"on the {layer.runner} MoE runner it" if layer.runner else "the MoE layer"
+            notes.append(f"{self.model}: {on} fails {layer.fails}")
         if layer is not None and layer.fails and self.patches_asked and as_shipped:
             notes.append(
-                f"{self.model}: with the patches as without, the {layer.runner} MoE runner "
-                f"fails {layer.fails}"
+                f"{self.model}: with the patches as without, {_built(layer.runner)} fails "
+                f"{layer.fails}"
             )
         elif layer is not None and layer.fails_unpatched:
             who = "without the patches, SGLang" if self.patches_asked else "SGLang as it ships"
-            notes.append(
-                f"{self.model}: {who} builds the {layer.unpatched_runner} MoE runner and fails "
-                f"{layer.fails_unpatched}"
-            )
-        return "; ".join(note for note in notes if note)
+            built = _built(layer.unpatched_runner)
+            notes.append(f"{self.model}: {who} builds {built} and fails {layer.fails_unpatched}")
+        return one_line("; ".join(note for note in notes if note))
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -134,6 +136,35 @@ class ExplainRow:
         }
 
 
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace one space: a message SGLang or pydantic words
+    over several lines stays on its note's line."""
+    return " ".join(text.split())
+
+
+def _built(runner: str | None) -> str:
+    return f"the {runner} MoE runner" if runner else "the MoE layer"
+
+
+def _instead(search: RunnerSearch | None) -> str:
+    """What the runner search showed, after a refusal (nothing where none was run)."""
+    if search is None:
+        return ""
+    if search.serving:
+        also = f" (also: {', '.join(search.serving[1:])})" if search.serving[1:] else ""
+        return f"; {RUNNER_FLAG} {search.serving[0]} serves it (one forward on CPU){also}"
+    unknown = (
+        f"{', '.join(search.not_simulated)} reach GPU-only code the CPU simulation cannot run, "
+        "the others fail or are refused"
+        if search.not_simulated
+        else "each fails or is refused"
+    )
+    return (
+        f"; no {RUNNER_FLAG} choice of this SGLang is shown to serve it "
+        f"({search.tried} tried: {unknown})"
+    )
+
+
 def _format_pair(before: str | None, after: str | None, with_patches: bool) -> str:
     if not with_patches or before == after:
         return str(before)
@@ -144,7 +175,7 @@ def _layer_cell(row: ExplainRow) -> str:
     """The runner the MoE layer builds, where it differs from what resolution says."""
     runner = row.moe_layer_runner
     if runner is None:
-        return ""
+        return " (layer fails)" if row.fails else ""
     if row.refused:
         return f" (layer: {runner}, refused)"
     if row.fails:
@@ -152,6 +183,19 @@ def _layer_cell(row: ExplainRow) -> str:
     if runner == row.final.moe_runner_backend:
         return ""
     return f" (layer: {runner})"
+
+
+# The widest a cell other than the model's may be; a longer value (whatever SGLang returns)
+# is cut there and given whole in a note, so one row cannot widen its column for every row.
+MAX_CELL = 64
+
+
+def _cell(text: str, column: str, row: ExplainRow, notes: list[str]) -> str:
+    text = one_line(text)
+    if len(text) <= MAX_CELL:
+        return text
+    notes.append(f"{row.model} on {row.gpu.name}: {column}: {text}")
+    return text[: MAX_CELL - 3] + "..."
 
 
 def format_table(rows: list[ExplainRow], with_patches: bool) -> str:
@@ -163,27 +207,23 @@ def format_table(rows: list[ExplainRow], with_patches: bool) -> str:
         "decided by",
     )
     lines = [header]
+    long_cells: list[str] = []
     for row in rows:
         final = row.final
-        lines.append(
-            (
-                row.model,
-                row.gpu.name,
-                _format_pair(
-                    row.unpatched.attention_backend, final.attention_backend, with_patches
-                ),
-                _format_pair(
-                    row.unpatched.moe_runner_backend, final.moe_runner_backend, with_patches
-                )
-                + _layer_cell(row),
-                row.decided_by,
-            )
+        cells = (
+            _format_pair(row.unpatched.attention_backend, final.attention_backend, with_patches),
+            _format_pair(row.unpatched.moe_runner_backend, final.moe_runner_backend, with_patches)
+            + _layer_cell(row),
+            row.decided_by,
         )
+        columns = zip(cells, header[2:], strict=True)
+        shown = [_cell(cell, column, row, long_cells) for cell, column in columns]
+        lines.append((one_line(row.model), row.gpu.name, *shown))
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
     text = [
         "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
         for line in lines
     ]
     text.insert(1, "  ".join("-" * width for width in widths))
-    notes = sorted({row.note for row in rows if row.note})
+    notes = sorted({row.note for row in rows if row.note}) + long_cells
     return "\n".join(text + [""] + [f"note: {note}" for note in notes]).rstrip() + "\n"

@@ -34,28 +34,80 @@ class MoeModel:
     fused_moe_args: Mapping[str, Any] = field(default_factory=dict)
 
 
+# The fields of the text config each family's MoE layer is built from: experts per token
+# and experts per layer (absent: the model's own default).
+TOP_K_FIELD = {LLAMA4: "num_experts_per_tok", GEMMA4: "top_k_experts"}
+EXPERTS_FIELD = {LLAMA4: "num_local_experts", GEMMA4: "num_experts"}
+# Published MoE checkpoints have a few hundred experts per layer at most.
+MAX_EXPERTS = 4096
+
+
 def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     inner = config.get("text_config")
     return inner if isinstance(inner, Mapping) else config
 
 
+def _family(config: Mapping[str, Any]) -> str | None:
+    architecture = next(iter(config.get("architectures") or ()), None)
+    if not isinstance(architecture, str):
+        return None
+    return moe_family(architecture, text_config(config).get("enable_moe_block"))
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def moe_field_problem(config: Mapping[str, Any]) -> str | None:
+    """What is wrong with the experts-per-token and experts fields the family's MoE layer is
+    built from, in words naming the field and what to set (``None``: nothing, or not a Llama
+    4 or Gemma 4 MoE config)."""
+    family = _family(config)
+    if family is None:
+        return None
+    text = text_config(config)
+    where = "text_config." if text is not config else ""
+    top_k_name, experts_name = TOP_K_FIELD[family], EXPERTS_FIELD[family]
+    top_k, experts = text.get(top_k_name), text.get(experts_name)
+    fix = f"set it as the published {family} checkpoint does"
+    for name, value in ((experts_name, experts), (top_k_name, top_k)):
+        if value is not None and not _whole(value):
+            return f'field "{where}{name}" is {value!r}, not a whole number; {fix}'
+    if experts is not None and not 1 <= experts <= MAX_EXPERTS:
+        return (
+            f'field "{where}{experts_name}" is {experts}: a {family} MoE layer has from 1 to '
+            f"{MAX_EXPERTS} experts (published checkpoints: a few hundred at most); {fix}"
+        )
+    if top_k is not None and top_k < 1:
+        return (
+            f'field "{where}{top_k_name}" is {top_k}: each token goes to at least 1 expert; {fix}'
+        )
+    bound = experts if experts is not None else MAX_EXPERTS
+    if top_k is not None and top_k > bound:
+        of = f'the {experts} experts "{where}{experts_name}" gives' if experts else "any layer"
+        return (
+            f'field "{where}{top_k_name}" is {top_k}, more than {of}: a token goes to at most '
+            f"every expert of its layer; {fix}"
+        )
+    return None
+
+
 def moe_model(config: Mapping[str, Any]) -> MoeModel | None:
     """The MoE layer of a Llama 4 or Gemma 4 checkpoint's ``config.json`` (``None``: neither
     family, or a Gemma 4 without MoE blocks)."""
-    architecture = next(iter(config.get("architectures") or ()), None)
+    family = _family(config)
     text = text_config(config)
-    family = moe_family(architecture, text.get("enable_moe_block"))
     if family == LLAMA4:
         return MoeModel(
             LLAMA4,
             LLAMA4_EXPERTS,
-            top_k=int(text.get("num_experts_per_tok", 1)),
+            top_k=int(text.get(TOP_K_FIELD[LLAMA4]) or 1),
             gate_activation="Swiglu",
             router_weight_on_input=True,
             fused_moe_args={"apply_router_weight_on_input": True, "routing_method_type": "Llama4"},
         )
     if family == GEMMA4:
-        top_k = int(text.get("top_k_experts", 1))
+        top_k = int(text.get(TOP_K_FIELD[GEMMA4]) or 1)
         return MoeModel(
             GEMMA4,
             GEMMA4_EXPERTS,
