@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from types import FrameType
+from typing import Any
 
 INTERRUPTED = "interrupted"  # the line a stopped command prints when it has nothing to add
 
@@ -80,3 +81,35 @@ def stop_requests_held() -> Iterator[None]:
     finally:
         _held -= 1
         signal.signal(signal.SIGINT, previous)
+
+
+async def until_stop_request(coro: Coroutine[Any, Any, None]) -> bool:
+    """Await ``coro`` in the running event loop, a stop request cancelling it as asyncio's
+    runner cancels its main task on Ctrl-C; ``True`` where a stop request ended it (its
+    clean-up has run), ``False`` where it finished.
+
+    Without this, a stop request with SIGINT ignored raises KeyboardInterrupt inside whichever
+    task is running, where asyncio reports it as "Task exception was never retrieved"."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(coro)
+    requested: list[int] = []
+
+    def request(stop: int) -> None:
+        requested.append(stop)
+        task.cancel()
+
+    taken = [stop for stop in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(stop) is _stop]
+    for stop in taken:
+        loop.add_signal_handler(stop, request, stop)
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not requested:
+            raise
+    finally:
+        for stop in taken:
+            loop.remove_signal_handler(stop)
+            signal.signal(stop, _stop)
+    return bool(requested)
