@@ -10,9 +10,10 @@ each run in a fresh process forked from one that imported ``sglang`` (the copy g
 * ``HookRegistry._apply_target`` missing: one ERROR, SGLang untouched, plugin load survives;
 * the runner's pre-scale gone and its registry renamed: the runner part fails and the methods
   are not lifted (a lift there would weight the output, not the input);
-* a runner that pre-scales and still hands the kernel the router weights: the plugin's CPU
-  check of that pre-scale finds it, ours is used instead and ``verify`` holds; with the plugin
-  disabled and nothing else in the way, ``verify`` fails naming vllm#43694's double weighting.
+* a runner that pre-scales and still hands the kernel the router weights: no record shows it
+  serving, so ours is used instead and ``verify`` holds (its record: the runner not shown);
+  with the plugin disabled and nothing else in the way, ``verify`` fails naming vllm#43694's
+  double weighting.
 
 All processes start at once (module fixture) and run side by side.
 """
@@ -120,7 +121,7 @@ def test_next_release_without_the_opt_in_patches_nothing_and_doctor_exits_1(runs
     # not shown here (no record of this SGLang's behaviour yet)
     assert llama4["reason"].startswith(
         "live here: " + "; ".join(BOTH_REJECTIONS) + "; cannot tell whether the CUTLASS runner "
-        "pre-scales top-1 by itself (no record shows its registered fused function "
+        "applies the router weight by itself (no record shows its registered fused function "
         "pre-scaling top-1 on this SGLang"
     ), llama4["reason"]
     assert (
@@ -213,13 +214,14 @@ def test_a_double_weighting_runner_prescale_is_found_and_replaced_by_ours(runs: 
     llama4 = result["doctor"]["llama4-router-weight"]
     assert result["doctor_exit"] == 0 and llama4["status"] == "applied", llama4
     assert llama4["reason"].startswith("runner pre-scale: patched (the top-1 pre-scale is ours")
-    assert (
-        "_prescale_router_weight_on_input hands the kernel the router weights again "
-        "(vllm#43694's double weighting)"
-    ) in llama4["reason"]
+    # no record yet: SGLang's runner is not shown to pre-scale, so ours wraps it
+    assert "no record shows its registered fused function pre-scaling top-1" in llama4["reason"]
     checks = {check["check"]: check for check in result["verify"]}
     assert {check["outcome"] for check in checks.values()} == {"held"}, checks
     assert "applied once, on the input" in checks["ModelOpt NVFP4 top-1 with the flag"]["reason"]
+    # the record verify keeps: SGLang's own registered fused function does not serve the flag
+    evidence = checks["evidence (SGLang's own runner and methods, on CPU)"]["reason"]
+    assert evidence.startswith("runner: not shown;"), evidence
 
 
 def test_double_weighting_fails_verify_naming_it(runs: dict) -> None:

@@ -20,6 +20,7 @@ from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     RUNNER_MODULE,
     no_prescale_of_its_own,
+    runner_cannot_tell,
     runner_not_recorded,
     runner_problem,
     upstream_prescale_problem,
@@ -131,9 +132,7 @@ def unpatched_report() -> PatchReport:
     live = _problems(method_notes, PatchState.FAILED)
     unknown = _problems(method_notes, PatchState.UNKNOWN)
     if no_prescale is not None and runner_not_recorded():
-        unknown.insert(
-            0, f"cannot tell whether the CUTLASS runner pre-scales top-1 by itself ({no_prescale})"
-        )
+        unknown.insert(0, runner_cannot_tell(no_prescale))
     elif no_prescale is not None:
         live.insert(0, no_prescale_of_its_own(no_prescale))
     if live:

@@ -235,10 +235,17 @@ def runner_patcher(apply: bool = True) -> Callable[[ModuleType], None]:
             outcomes.record("runner", PatchState.ALREADY_UPSTREAM, upstream_reason())
         elif apply:
             _wrap_registry(problem)
+        elif runner_not_recorded():
+            outcomes.record("runner", PatchState.UNKNOWN, runner_cannot_tell(problem))
         else:
             outcomes.record("runner", PatchState.NOT_PATCHED, no_prescale_of_its_own(problem))
 
     return patch_runner_module
+
+
+def runner_cannot_tell(problem: str) -> str:
+    """Where nothing shows what SGLang's own runner does with the flag."""
+    return f"cannot tell whether the CUTLASS runner applies the router weight by itself ({problem})"
 
 
 def no_prescale_of_its_own(problem: str) -> str:
