@@ -24,10 +24,10 @@ from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     FLASHINFER_A2A,
     RUNNER_MODULE,
     STANDARD_DISPATCH,
-    UPSTREAM_PRESCALE,
     honour_router_weight_on_input,
     is_patched,
     prequantized_remedies,
+    upstream_prescale_problem,
 )
 from sglang_nvfp4_patches.simulation.cutlass_kernel import cpu_cutlass_kernel
 from sglang_nvfp4_patches.simulation.scheduler import scheduler_on
@@ -133,7 +133,8 @@ def output_weighted_semantics(batch: dict) -> torch.Tensor:
 
 
 def runner_is_upstream() -> bool:
-    return hasattr(importlib.import_module(RUNNER_MODULE), UPSTREAM_PRESCALE)
+    """Whether the record for this SGLang shows its own runner pre-scaling (0.5.21+)."""
+    return upstream_prescale_problem() is None
 
 
 @pytest.mark.parametrize(

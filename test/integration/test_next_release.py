@@ -5,13 +5,15 @@ each run in a fresh process forked from one that imported ``sglang`` (the copy g
 * 0.5.23's code under ``0.5.24.dev0``: without the opt-in nothing is patched, both method
   rejections are reported live and ``doctor`` exits 1; with ``SGLANG_NVFP4_PATCHES_UNTESTED=
   apply`` the patches apply and ``verify``'s Llama 4 checks hold;
-* the ModelOpt assert removed: that half is already upstream, with no hook;
+* the ModelOpt assert removed: nothing reads the flag, which proves nothing: that half is
+  ``unknown`` (lifted all the same) until ``verify`` records SGLang's own layer serving;
 * ``HookRegistry._apply_target`` missing: one ERROR, SGLang untouched, plugin load survives;
 * the runner's pre-scale gone and its registry renamed: the runner part fails and the methods
   are not lifted (a lift there would weight the output, not the input);
-* a runner that pre-scales and still hands the kernel the router weights: the plugin's CPU
-  check of that pre-scale finds it, ours is used instead and ``verify`` holds; with the plugin
-  disabled and nothing else in the way, ``verify`` fails naming vllm#43694's double weighting.
+* a runner that pre-scales and still hands the kernel the router weights: no record shows it
+  serving, so ours is used instead and ``verify`` holds (its record: the runner not shown);
+  with the plugin disabled and nothing else in the way, ``verify`` fails naming vllm#43694's
+  double weighting.
 
 All processes start at once (module fixture) and run side by side.
 """
@@ -40,6 +42,7 @@ from support.edited_sglang import (
 from support.forkserver import server
 
 OPT_IN = {"SGLANG_NVFP4_PATCHES_UNTESTED": "apply"}
+RECORDS = "SGLANG_NVFP4_PATCHES_RECORDS"
 # nvfp4-moe-runner has no record for an edited copy until verify records it (unknown, exit
 # 1): where a test is about llama4-router-weight alone, it is switched off.
 NO_THIRD = {"SGLANG_NVFP4_PATCHES_DISABLE": "nvfp4-moe-runner"}
@@ -73,7 +76,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "layer": ([PROBE, nxt, "layer"], {}),
         "explain": ([CLI, nxt, "explain", "--gpu", "sm120", "--json"], {}),
         "doctor opted in": ([CLI, nxt, "doctor", "--json"], OPT_IN),
-        "verify opted in": ([PROBE, nxt, "verify-llama4-router-weight"], OPT_IN),
+        # its own records: the record it keeps must not reach the doctors beside it
+        "verify opted in": (
+            [PROBE, nxt, "verify-llama4-router-weight"],
+            {**OPT_IN, RECORDS: str(tmp_path_factory.mktemp("records"))},
+        ),
         "no assert": ([PROBE, no_assert, "hooks"], {}),
         "no apply step": (
             [
@@ -110,10 +117,13 @@ def test_next_release_without_the_opt_in_patches_nothing_and_doctor_exits_1(runs
     assert report["sglang"] == NEXT_RELEASE and report["release"].startswith("untested")
     llama4 = report["patches"]["llama4-router-weight"]
     assert llama4["status"] == "not patched"
-    # exactly the two method rejections: 0.5.23's runner pre-scales by itself
+    # the two method rejections, read in the code; whether the runner pre-scales by itself is
+    # not shown here (no record of this SGLang's behaviour yet)
     assert llama4["reason"].startswith(
-        "live here: " + "; ".join(BOTH_REJECTIONS) + "; not patched because "
-    )
+        "live here: " + "; ".join(BOTH_REJECTIONS) + "; cannot tell whether the CUTLASS runner "
+        "applies the router weight by itself (no record shows its registered fused function "
+        "pre-scaling top-1 on this SGLang"
+    ), llama4["reason"]
     assert (
         "SGLANG_NVFP4_PATCHES_UNTESTED=apply" in llama4["reason"] and "verify" in llama4["reason"]
     )
@@ -162,11 +172,17 @@ def test_next_release_with_the_opt_in_computes_expert_of_scaled_input(runs: dict
     assert "output = expert(x*w)" in checks["ModelOpt NVFP4 top-1 with the flag"]["reason"]
 
 
-def test_modelopt_assert_removed_reads_already_upstream(runs: dict) -> None:
+def test_modelopt_assert_removed_is_unknown_and_lifted_until_verify_records_it(
+    runs: dict,
+) -> None:
+    """Nothing reads the flag: that proves nothing (test_llama4_rewritten_releases.py shows
+    "none in this release" once verify's record shows SGLang's own layer serving)."""
     result = result_of(runs["no assert"])
-    assert result["hooks"] == {"modelopt": 0, "compressed-tensors": 1}
+    assert result["hooks"] == {"modelopt": 1, "compressed-tensors": 1}
     reason = result["doctor"]["reason"]
-    assert "ModelOpt NVFP4 rejection: none in this release" in reason
+    assert result["doctor"]["status"] == "unknown"
+    assert "ModelOpt NVFP4 rejection: cannot tell (lifted, " in reason
+    assert "none in this release" not in reason
     assert "compressed-tensors NVFP4 rejection: lifted" in reason
 
 
@@ -198,13 +214,14 @@ def test_a_double_weighting_runner_prescale_is_found_and_replaced_by_ours(runs: 
     llama4 = result["doctor"]["llama4-router-weight"]
     assert result["doctor_exit"] == 0 and llama4["status"] == "applied", llama4
     assert llama4["reason"].startswith("runner pre-scale: patched (the top-1 pre-scale is ours")
-    assert (
-        "_prescale_router_weight_on_input hands the kernel the router weights again "
-        "(vllm#43694's double weighting)"
-    ) in llama4["reason"]
+    # no record yet: SGLang's runner is not shown to pre-scale, so ours wraps it
+    assert "no record shows its registered fused function pre-scaling top-1" in llama4["reason"]
     checks = {check["check"]: check for check in result["verify"]}
     assert {check["outcome"] for check in checks.values()} == {"held"}, checks
     assert "applied once, on the input" in checks["ModelOpt NVFP4 top-1 with the flag"]["reason"]
+    # the record verify keeps: SGLang's own registered fused function does not serve the flag
+    evidence = checks["evidence (SGLang's own runner and methods, on CPU)"]["reason"]
+    assert evidence.startswith("runner: not shown;"), evidence
 
 
 def test_double_weighting_fails_verify_naming_it(runs: dict) -> None:

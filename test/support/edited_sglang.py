@@ -393,3 +393,169 @@ def run_cli_on_copy(copy: str, arguments: list[str]) -> None:
 
 if __name__ == "__main__":
     run_cli_on_copy(sys.argv[1], sys.argv[2:])
+
+
+# Round 3 (issue 37): rewrites whose rejection this plugin's reader does not see, or sees
+# where it does not stop the layer. Each is a plausible next-release refactor of 0.5.23.
+def rejection_in_a_match_case(source: str) -> tuple[str, int]:
+    """``match`` on the runner backend; the check sits inside the CUTLASS case."""
+    return _rejection_rewritten(
+        source,
+        "{i}match moe_runner_backend:\n"
+        "{i}    case MoeRunnerBackend.FLASHINFER_CUTLASS:\n"
+        "{i}        if self.moe_runner_config.apply_router_weight_on_input:\n"
+        "{i}            raise NotImplementedError({m})\n"
+        "{i}    case _:\n"
+        "{i}        pass\n",
+    )
+
+
+def rejection_as_a_config_method(source: str) -> tuple[str, int]:
+    """The method asks the config to check itself (a method of ``MoeRunnerConfig``)."""
+    return _rejection_rewritten(
+        source, "{i}self.moe_runner_config.check_router_weight_on_input()\n"
+    )
+
+
+def rejection_through_a_config_property(source: str) -> tuple[str, int]:
+    """The flag read through a property of ``MoeRunnerConfig`` under another name."""
+    return _rejection_rewritten(
+        source,
+        "{i}if self.moe_runner_config.scales_input_by_router_weight:\n"
+        "{i}    raise NotImplementedError({m})\n",
+    )
+
+
+_RUNNER_CONFIG_FLAG = re.compile(r"^    apply_router_weight_on_input: bool = False\n", re.M)
+_DATACLASS_END = re.compile(r"^(?=\n\nclass |\n\n@)", re.M)
+
+
+def config_checks_itself(source: str) -> tuple[str, int]:
+    """``MoeRunnerConfig`` gains the check as a method, and the flag as a property under
+    another name (both placed after the dataclass's fields)."""
+    if not _RUNNER_CONFIG_FLAG.search(source):
+        return source, 0
+    start = source.index("class MoeRunnerConfig")
+    end = _DATACLASS_END.search(source, start)
+    if end is None:
+        return source, 0
+    members = (
+        "\n    @property\n"
+        "    def scales_input_by_router_weight(self) -> bool:\n"
+        "        return self.apply_router_weight_on_input\n\n"
+        "    def check_router_weight_on_input(self) -> None:\n"
+        "        if self.apply_router_weight_on_input:\n"
+        "            raise NotImplementedError(\n"
+        '                "apply_router_weight_on_input is not supported for Flashinfer"\n'
+        "            )\n"
+    )
+    return source[: end.start()] + members + source[end.start() :], 1
+
+
+_NVFP4_APPLY = re.compile(r"^    def apply\(\n", re.M)
+DECORATOR = """def _rejects_router_weight_on_input(apply):
+    import functools
+
+    @functools.wraps(apply)
+    def checked(self, layer, dispatch_output):
+        if self.moe_runner_config.apply_router_weight_on_input:
+            raise NotImplementedError(
+                "apply_router_weight_on_input is not supported for Flashinfer"
+            )
+        return apply(self, layer, dispatch_output)
+
+    return checked
+
+
+"""
+
+
+def rejection_in_a_decorator(source: str) -> tuple[str, int]:
+    """The check moves into a decorator of ModelOpt NVFP4's ``apply``."""
+    source, dropped = _MODELOPT_ASSERT.subn("", source)
+    source, decorated = _in_nvfp4_method(
+        source, _NVFP4_APPLY, "    @_rejects_router_weight_on_input\n    def apply(\n"
+    )
+    source, _ = _FIRST_DEFINITION.subn(DECORATOR, source, count=1)
+    return source, dropped * decorated
+
+
+_CT_CLASS = re.compile(r"^class CompressedTensorsW4A4Nvfp4MoE\(.*\):\n", re.M)
+
+
+def rejection_by_a_predicate(source: str) -> tuple[str, int]:
+    """A predicate method of the class decides the ``raise``."""
+    source, calls = _rejection_rewritten(
+        source,
+        "{i}if not self._router_weight_supported():\n{i}    raise NotImplementedError({m})\n",
+    )
+    predicate = (
+        "\\g<0>    def _router_weight_supported(self):\n"
+        "        return not self.moe_runner_config.apply_router_weight_on_input\n\n"
+    )
+    source, defs = _CT_CLASS.subn(predicate, source, count=1)
+    return source, calls * defs
+
+
+POLICY = """class _RouterWeightPolicy:
+    @staticmethod
+    def check(apply_router_weight_on_input):
+        if apply_router_weight_on_input:
+            raise NotImplementedError(
+                "apply_router_weight_on_input is not supported for Flashinfer"
+            )
+
+
+"""
+
+
+def rejection_in_another_class(source: str) -> tuple[str, int]:
+    """The flag is handed to a static method of another class, which raises."""
+    source, calls = _rejection_rewritten(
+        source,
+        "{i}_RouterWeightPolicy.check(self.moe_runner_config.apply_router_weight_on_input)\n",
+    )
+    source, _ = _FIRST_DEFINITION.subn(POLICY, source, count=1)
+    return source, calls
+
+
+_NVFP4_PROCESS = re.compile(
+    r"^    def process_weights_after_loading\(self, layer: torch\.nn\.Module\) -> None:\n"
+    r'(?:        """[^\n]*"""\n)?',
+    re.M,
+)
+
+
+def rejection_at_load(source: str) -> tuple[str, int]:
+    """ModelOpt NVFP4's check moves from ``apply`` to ``process_weights_after_loading``,
+    reading the layer's config: the layer fails at load, after the lift."""
+    source, dropped = _MODELOPT_ASSERT.subn("", source)
+    source, moved = _in_nvfp4_method(
+        source,
+        _NVFP4_PROCESS,
+        "\\g<0>        if layer.moe_runner_config.apply_router_weight_on_input:\n"
+        "            raise NotImplementedError(\n"
+        '                "apply_router_weight_on_input is not supported for Flashinfer"\n'
+        "            )\n",
+    )
+    return source, dropped * moved
+
+
+def runner_stops_prescaling(source: str) -> tuple[str, int]:
+    """The runner's fused functions no longer call their pre-scale (the helper stays, and
+    works when called alone)."""
+    return _PRESCALE_CALL.subn(r"\g<indent>pass", source)
+
+
+def modelopt_prescales_itself(source: str) -> tuple[str, int]:
+    """ModelOpt NVFP4 drops its rejection and pre-scales the input itself, with the runner's
+    helper."""
+    return _rejection_rewritten(
+        source,
+        "{i}from sglang.srt.layers.moe.moe_runner.flashinfer_cutlass import (\n"
+        "{i}    _prescale_router_weight_on_input,\n"
+        "{i})\n\n"
+        "{i}dispatch_output = _prescale_router_weight_on_input(\n"
+        "{i}    dispatch_output, self.moe_runner_config\n"
+        "{i})\n",
+    )

@@ -347,7 +347,9 @@ def test_a_rejection_in_any_spelling_is_read_as_one(tmp_path: Path, name: str) -
 
 
 @pytest.mark.parametrize("name", UPSTREAM)
-def test_upstream_only_on_positive_evidence(tmp_path: Path, name: str) -> None:
+def test_what_it_finds_without_a_rejection_is_no_conclusion(tmp_path: Path, name: str) -> None:
+    """Uses and no read at all are what the reader saw; the plugin never takes them for
+    "upstream" (method_lift.decide: that needs a record of behaviour)."""
     source, expected = UPSTREAM[name]
     verdict, found = read(tmp_path, source)
     assert verdict is expected, found
@@ -366,6 +368,25 @@ def test_a_rejection_names_its_exception_and_line(tmp_path: Path) -> None:
     lines = (HEADER + textwrap.dedent(REJECTS["if raise"])).splitlines()
     (line,) = [n for n, text in enumerate(lines, 1) if "if self.moe_runner_config" in text]
     assert found == (f"raise NotImplementedError at quant.py:{line}",)
+
+
+TOP_K_ONLY = """
+    class Method(Base):
+        def apply(self, layer, x):
+            config = self.moe_runner_config
+            if config.apply_router_weight_on_input and config.top_k > 1:
+                raise NotImplementedError("no")
+            return x
+    """
+
+
+def test_a_rejection_of_top_k_above_1_only_says_so(tmp_path: Path) -> None:
+    module, package = written(tmp_path, HEADER + textwrap.dedent(TOP_K_ONLY))
+    reading = read_method(module.Method, "apply", BACKENDS, package=package)
+    assert reading.verdict is Verdict.REJECTS and reading.only_top_k_above_1, reading
+    assert reading.found[0].startswith("raise NotImplementedError only with top-k > 1 at quant.py:")
+    plain, package = written(tmp_path, HEADER + textwrap.dedent(REJECTS["if raise"]))
+    assert not read_method(plain.Method, "apply", BACKENDS, package=package).only_top_k_above_1
 
 
 def test_a_function_without_source_is_unknown(tmp_path: Path) -> None:

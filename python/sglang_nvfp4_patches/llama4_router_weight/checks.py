@@ -7,7 +7,12 @@ CPU stand-in of its contract (:mod:`sglang_nvfp4_patches.simulation.cutlass_kern
   kernel the router weights weights twice, vllm#43694's double weighting: named as such);
 * top-2 without the flag is SGLang's own output weighting, unchanged;
 * top-k 2 with the flag, and the FP4 all-gather, are refused when the layer is built,
-  naming their switches.
+  naming their switches;
+* ModelOpt's layer as a server loads it (``FusedMoE`` built, weights loaded and processed,
+  ``process_weights_after_loading`` included, one top-1 forward): ``expert(x * w)``, or
+  SGLang's own error (compressed-tensors' layer above already processes its weights);
+* the evidence (:mod:`.evidence`): SGLang's own registered fused function and methods, on
+  CPU; it must agree with the record for this SGLang, or becomes this machine's record.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import torch
 
 from sglang_nvfp4_patches.llama4_router_weight import NAME
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import FLAG
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import MODELOPT as MODELOPT_METHOD
 from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     FP4_ALLGATHER_SWITCH,
     RouterWeightOnInputError,
@@ -42,6 +48,7 @@ from sglang_nvfp4_patches.simulation.llama4_layers import (
 )
 from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on, single_rank_tp_group
 from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
+from sglang_nvfp4_patches.verify.records import agrees_or_kept
 from sglang_nvfp4_patches.verify.result import (
     CheckFailed,
     CheckResult,
@@ -51,6 +58,8 @@ from sglang_nvfp4_patches.verify.result import (
 )
 
 TOKENS = 7
+EVIDENCE_CHECK = "evidence (SGLang's own runner and methods, on CPU)"
+CUTLASS_RUNNER = "flashinfer_cutlass"
 MODELOPT = {"quantization": "modelopt_fp4"}
 DP_ATTENTION_EP = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "ep_size": 2}
 TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
@@ -179,6 +188,30 @@ def _refused(
     )
 
 
+def _as_a_server_loads_it(part: str) -> str:
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import run_as_the_server
+
+    run = run_as_the_server(part)
+    if run["runner"] != CUTLASS_RUNNER:
+        raise NotApplicable(f"this SGLang builds the {run['runner']} MoE runner for it on SM120")
+    if run["verdict"] != "serves":
+        raise CheckFailed(f"the layer {run['verdict']}: {run['detail']}")
+    return run["detail"]
+
+
+def _evidence() -> str:
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import (
+        SOURCES,
+        current_record,
+        gather,
+        outline,
+    )
+
+    found = gather()
+    summary = "; ".join(f"{part}: {state}" for part, state in outline(found).items())
+    return agrees_or_kept(NAME, SOURCES, current_record(), found, outline, summary)
+
+
 def run_checks() -> list[CheckResult]:
     """Every check (call in a process where SGLang loaded the plugin)."""
     from sglang_nvfp4_patches.post_import import module_exists
@@ -228,4 +261,14 @@ def run_checks() -> list[CheckResult]:
             {},
             lambda: _top1_with_the_flag(kernel, compressed_tensors_layer, "compressed-tensors"),
         )
+    with quiet_sglang():
+        # compressed-tensors' check above already loads and processes its weights as FusedMoE
+        results.append(
+            run_check(
+                NAME,
+                f"{MODELOPT_METHOD.label} top-1 with the flag, as a server loads it",
+                lambda: _as_a_server_loads_it(MODELOPT_METHOD.part),
+            )
+        )
+        results.append(run_check(NAME, EVIDENCE_CHECK, _evidence))
     return results

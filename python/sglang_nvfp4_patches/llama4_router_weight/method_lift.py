@@ -18,23 +18,31 @@ import dataclasses
 import functools
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sglang_nvfp4_patches.llama4_router_weight import outcomes
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
     without_router_weight_on_input,
 )
 from sglang_nvfp4_patches.llama4_router_weight.layer_facts import layer_facts
-from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import Reading, read_method
+from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import (
+    Reading,
+    Verdict,
+    read_method,
+)
 from sglang_nvfp4_patches.llama4_router_weight.rule import refusal_for
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     require_flag_free_views,
     runner_backends,
     runner_problem,
 )
-from sglang_nvfp4_patches.llama4_router_weight.suspension import is_suspended
+from sglang_nvfp4_patches.llama4_router_weight.suspension import is_method_lift_suspended
+from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook
 from sglang_nvfp4_patches.status import PatchState, PatchUnavailable
+
+if TYPE_CHECKING:
+    from sglang_nvfp4_patches.evidence_records import Record
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +92,7 @@ def rejecting_method_of(method: Any) -> RejectingMethod | None:
     return next((rejecting for rejecting in REJECTING_METHODS if rejecting.cls in names), None)
 
 
+NO_REJECTION = "none in this release"
 NOT_HONOURED = (
     "not lifted: the FlashInfer CUTLASS runner does not honour apply_router_weight_on_input "
     "here ({problem}); lifting the method's check would weight the expert output instead of "
@@ -97,7 +106,7 @@ def create_moe_runner_hook(
     """After SGLang builds the runner: refuse this layer, or lift the method's own check
     (only where the runner honours the flag: otherwise SGLang's check stays)."""
     result = original(method, *args, **kwargs)
-    if is_suspended():
+    if is_method_lift_suspended():
         return result
     config = getattr(method, "moe_runner_config", None)
     if config is not None and config.apply_router_weight_on_input and runs_on_cutlass(method):
@@ -121,23 +130,106 @@ def reading_of(rejecting: RejectingMethod, method_cls: type) -> Reading:
     return read_method(method_cls, rejecting.checked_in, runner_backends())
 
 
+@dataclasses.dataclass(frozen=True)
+class MethodDecision:
+    """What this SGLang's ``rejecting`` method gets: its state and reason (the outcome and
+    ``doctor``), doctor's short note, and whether its ``create_moe_runner`` is hooked."""
+
+    state: PatchState
+    reason: str
+    note: str
+    lift: bool
+
+
+def what_it_reads(reading: Reading) -> str:
+    if reading.verdict is Verdict.UNKNOWN:
+        return f"it {reading.summary()}"
+    if reading.verdict is Verdict.USES:
+        return f"the reader finds no rejection (it uses the flag: {reading.summary()})"
+    return "the reader finds nothing that reads the flag"
+
+
 def cannot_tell(rejecting: RejectingMethod, reading: Reading) -> str:
     return (
         f"cannot tell whether {rejecting.cls}.{rejecting.checked_in} still rejects "
-        f"apply_router_weight_on_input: it {reading.summary()}; left as SGLang ships it"
+        f"apply_router_weight_on_input: {what_it_reads(reading)}, which proves nothing, and no "
+        "record shows SGLang's own layer serving top-1 with the flag"
     )
 
 
-def still_rejects(rejecting: RejectingMethod) -> str:
-    return f"{rejecting.cls}.{rejecting.checked_in} still rejects apply_router_weight_on_input"
+def still_rejects(rejecting: RejectingMethod, reading: Reading | None = None) -> str:
+    what = "apply_router_weight_on_input"
+    if reading is not None and reading.rejects and reading.only_top_k_above_1:
+        what += " with top-k > 1 (top-1 passes its check)"
+    return f"{rejecting.cls}.{rejecting.checked_in} still rejects {what}"
 
 
-def upstream_reason(rejecting: RejectingMethod, reading: Reading) -> str:
-    how = "reads it nowhere" if not reading.found else f"uses it ({reading.summary()})"
-    return (
-        f"{rejecting.cls}.{rejecting.checked_in} does not reject apply_router_weight_on_input: "
-        f"on the CUTLASS runner it {how}"
+def decide(rejecting: RejectingMethod, reading: Reading, record: Record | None) -> MethodDecision:
+    """Lift where the code is read to reject the flag, or a record shows only the lifted layer
+    serving; stand down only where a record shows SGLang's own layer serving (or running on
+    another runner); otherwise lift, and say it cannot tell."""
+    # the record's vocabulary (imported here: plugin load never reads a record)
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import (
+        FAILS,
+        LIFT_SERVES,
+        LIFTED_WRONG,
+        OTHER_RUNNER,
+        UPSTREAM,
+        shown_by,
     )
+
+    fact = None if record is None else record.facts.get(rejecting.part)
+    state = None if not isinstance(fact, dict) else fact.get("state")
+    shown = shown_by(record)
+    if state in (UPSTREAM, OTHER_RUNNER):
+        how = "serves" if state == UPSTREAM else "does not run on the FlashInfer CUTLASS runner"
+        reason = (
+            f"{rejecting.cls}'s own layer {how} with top-1 and apply_router_weight_on_input "
+            f"({fact['sglang']['detail']}; {shown})"
+        )
+        if reading.rejected_at:
+            reason += f"; its check ({reading.rejected_at[0]}) does not stop top-1"
+        return MethodDecision(
+            PatchState.ALREADY_UPSTREAM, reason, f"{NO_REJECTION} ({reason})", False
+        )
+    if state == LIFT_SERVES:
+        reason = (
+            f"{rejecting.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner "
+            f"(SGLang's own layer: {fact['sglang']['detail']}; lifted: {fact['lifted']['detail']}; "
+            f"{shown})"
+        )
+        return MethodDecision(PatchState.APPLIED, reason, "lifted", True)
+    if state == LIFTED_WRONG:
+        reason = (
+            f"{rejecting.cls}'s own layer: {fact['sglang']['detail']}; lifted, it computes "
+            f"but not expert(x*w) ({fact['lifted']['detail']}; {shown}): a fault of the layer "
+            "beside the flag, which this patch does not fix"
+        )
+        if reading.rejects:
+            return MethodDecision(PatchState.APPLIED, reason, f"lifted ({reason})", True)
+        reason = f"{reason}; run `{VERIFY_COMMAND}`"
+        return MethodDecision(PatchState.UNKNOWN, reason, "cannot tell", True)
+    if state == FAILS:
+        reason = (
+            f"the {rejecting.label} layer fails with top-1 and apply_router_weight_on_input, "
+            f"lifted or not ({fact['detail']}; {shown}); left as SGLang ships it"
+        )
+        return MethodDecision(PatchState.FAILED, reason, "not lifted", False)
+    if reading.rejects:
+        reason = (
+            f"{rejecting.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner "
+            f"(it rejected it: {reading.summary()})"
+        )
+        return MethodDecision(PatchState.APPLIED, reason, "lifted", True)
+    reason = f"{cannot_tell(rejecting, reading)}; run `{VERIFY_COMMAND}`"
+    return MethodDecision(PatchState.UNKNOWN, reason, "cannot tell", True)
+
+
+def decision_for(rejecting: RejectingMethod, method_cls: type) -> MethodDecision:
+    """:func:`decide` for the installed SGLang (its record read now)."""
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import current_record
+
+    return decide(rejecting, reading_of(rejecting, method_cls), current_record())
 
 
 def is_lifted(rejecting: RejectingMethod) -> bool:
@@ -153,30 +245,23 @@ def method_patcher(rejecting: RejectingMethod, apply: bool = True) -> Callable[[
         try:
             if method_cls is None or not hasattr(method_cls, "create_moe_runner"):
                 raise PatchUnavailable(f"{rejecting.target} not found")
-            reading = reading_of(rejecting, method_cls)
-            if reading.rejects:
+            decision = decision_for(rejecting, method_cls)
+            if decision.lift:
                 require_flag_free_views()
         except PatchUnavailable as error:
             outcomes.record(rejecting.part, PatchState.FAILED, str(error))
             return
-        if reading.upstream:
-            outcomes.record(
-                rejecting.part, PatchState.ALREADY_UPSTREAM, upstream_reason(rejecting, reading)
-            )
-            return
-        if not reading.rejects:
-            outcomes.record(rejecting.part, PatchState.UNKNOWN, cannot_tell(rejecting, reading))
+        if not decision.lift or (decision.state is PatchState.UNKNOWN and not apply):
+            outcomes.record(rejecting.part, decision.state, decision.reason)
             return
         if not apply:
-            outcomes.record(rejecting.part, PatchState.NOT_PATCHED, still_rejects(rejecting))
+            reading = reading_of(rejecting, method_cls)
+            outcomes.record(
+                rejecting.part, PatchState.NOT_PATCHED, still_rejects(rejecting, reading)
+            )
             return
         install_hook(rejecting.target, create_moe_runner_hook)
-        outcomes.record(
-            rejecting.part,
-            PatchState.APPLIED,
-            f"{rejecting.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner "
-            f"(it rejected it: {reading.summary()})",
-        )
+        outcomes.record(rejecting.part, decision.state, decision.reason)
 
     patch_module.__qualname__ = f"patch_{rejecting.part.replace('-', '_')}_module"
     return outcomes.reported_as(rejecting.part)(patch_module)

@@ -9,25 +9,25 @@ import importlib
 from sglang_nvfp4_patches.llama4_router_weight import NAME
 from sglang_nvfp4_patches.llama4_router_weight.install import not_applicable
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
+    NO_REJECTION,
     REJECTING_METHODS,
     RejectingMethod,
-    cannot_tell,
+    decision_for,
     is_lifted,
     reading_of,
     still_rejects,
-    upstream_reason,
 )
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     RUNNER_MODULE,
     no_prescale_of_its_own,
+    runner_cannot_tell,
+    runner_not_recorded,
     runner_problem,
     upstream_prescale_problem,
 )
 from sglang_nvfp4_patches.post_import import module_exists
-from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable
 
-NO_REJECTION = "none in this release"
 RUNNER_PATCHED = (
     "patched (the top-1 pre-scale is ours, and it hands SGLang's fused function a config "
     "without the flag: the weight is applied once, also where SGLang pre-scales under a name "
@@ -46,23 +46,25 @@ class MethodNote:
 
 
 def _method_note(rejecting: RejectingMethod, runner_honours: bool) -> MethodNote:
-    """Doctor's note on one method, read from what its code does (a hook lifts nothing where
-    the runner does not honour the flag)."""
-    reading = reading_of(
-        rejecting, getattr(importlib.import_module(rejecting.module), rejecting.cls)
-    )
-    if reading.upstream:
-        detail = upstream_reason(rejecting, reading)
-        return MethodNote(f"{rejecting.label} rejection: {NO_REJECTION} ({detail})")
-    if not reading.rejects:
-        problem = f"{cannot_tell(rejecting, reading)}; run `{VERIFY_COMMAND}`"
-        return MethodNote(f"{rejecting.label} rejection: cannot tell", problem, PatchState.UNKNOWN)
+    """Doctor's note on one method, as the server decides it (:func:`.method_lift.decide`:
+    the code read for a rejection, the record for what SGLang's own layer does); a hook
+    lifts nothing where the runner does not honour the flag."""
+    method_cls = getattr(importlib.import_module(rejecting.module), rejecting.cls)
+    decision = decision_for(rejecting, method_cls)
+    label = f"{rejecting.label} rejection"
+    if decision.state is PatchState.ALREADY_UPSTREAM:
+        return MethodNote(f"{label}: {decision.note}")
+    if decision.state is PatchState.UNKNOWN:
+        how = " (lifted, which is safe where it does not reject)" if is_lifted(rejecting) else ""
+        return MethodNote(f"{label}: cannot tell{how}", decision.reason, PatchState.UNKNOWN)
+    if decision.state is PatchState.FAILED:
+        return MethodNote(f"{label}: not lifted", decision.reason, PatchState.FAILED)
     if is_lifted(rejecting) and runner_honours:
-        return MethodNote(f"{rejecting.label} rejection: lifted")
-    problem = still_rejects(rejecting)
+        return MethodNote(f"{label}: {decision.note}")
+    problem = still_rejects(rejecting, reading_of(rejecting, method_cls))
     if is_lifted(rejecting):
         problem += " (not lifted: the runner does not honour the flag)"
-    return MethodNote(f"{rejecting.label} rejection: not lifted", problem, PatchState.FAILED)
+    return MethodNote(f"{label}: not lifted", problem, PatchState.FAILED)
 
 
 def _problems(notes: list[MethodNote], state: PatchState) -> list[str]:
@@ -78,10 +80,10 @@ Parts = tuple[str | None, str | None, list[MethodNote]]
 def _read_parts() -> Parts:
     """Why the runner has no working pre-scale of its own (``None``: it has), why it does not
     honour the flag (``None``: it does), and each method's note."""
-    runner = importlib.import_module(RUNNER_MODULE)
+    importlib.import_module(RUNNER_MODULE)
     problem = runner_problem()
     notes = [_method_note(rejecting, problem is None) for rejecting in REJECTING_METHODS]
-    return upstream_prescale_problem(runner), problem, notes
+    return upstream_prescale_problem(), problem, notes
 
 
 def _inspected() -> Parts | PatchReport:
@@ -129,7 +131,9 @@ def unpatched_report() -> PatchReport:
     no_prescale, _, method_notes = parts
     live = _problems(method_notes, PatchState.FAILED)
     unknown = _problems(method_notes, PatchState.UNKNOWN)
-    if no_prescale is not None:
+    if no_prescale is not None and runner_not_recorded():
+        unknown.insert(0, runner_cannot_tell(no_prescale))
+    elif no_prescale is not None:
         live.insert(0, no_prescale_of_its_own(no_prescale))
     if live:
         return PatchReport(NAME, PatchState.NOT_PATCHED, "live here: " + "; ".join(live + unknown))

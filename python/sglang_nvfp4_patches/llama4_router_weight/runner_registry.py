@@ -2,14 +2,14 @@
 
 ``sglang/srt/layers/moe/moe_runner/flashinfer_cutlass.py`` registers one fused function per
 dispatch path in ``FusedOpPool``; before 0.5.21 both assert the flag away. Each registry
-entry is wrapped with the top-1 pre-scale (:mod:`.prescale`), so the runner is
-the one place the router weight is applied. From 0.5.21 the runner pre-scales itself
-(``_prescale_router_weight_on_input``) and the registry is left alone, but only where that
-pre-scale does its job: it is called once on CPU with a two-token top-1 batch and must hand
-back ``x * w`` with float32 unit final scales (:func:`upstream_prescale_problem`). Where it is
-missing, renamed or wrong, ours wraps the registry; it hands SGLang's fused function a config
-without the flag, so a pre-scale of SGLang's own under any name does not apply the weight
-again.
+entry is wrapped with the top-1 pre-scale (:mod:`.prescale`), so the runner is the one place
+the router weight is applied. The registry is left alone only where a record shows, by
+behaviour, that SGLang's own registered fused function, called by ``MoeRunner`` with the
+flag, hands the kernel ``x * w`` and unit scales (:mod:`.evidence`; 0.5.21+ by the records
+CI shipped). A helper of SGLang's that works when called alone shows nothing about the
+function the registry holds. Without such a record ours wraps the registry; it hands SGLang's
+fused function a config without the flag, so a pre-scale of SGLang's own under any name does
+not apply the weight again.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
 )
 from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import (
     Reading,
-    Verdict,
     read_runner_function,
 )
-from sglang_nvfp4_patches.llama4_router_weight.suspension import is_suspended
+from sglang_nvfp4_patches.llama4_router_weight.suspension import is_runner_prescale_suspended
+from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PATCHED_MARK, PatchState, PatchUnavailable
 
 RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
@@ -51,7 +51,6 @@ STANDARD_DISPATCH, FLASHINFER_A2A = (
     ("flashinfer", "flashinfer_cutlass"),
 )
 CUTLASS_FUSED_FUNC_KEYS: tuple[tuple[str, str], ...] = (STANDARD_DISPATCH, FLASHINFER_A2A)
-UPSTREAM_PRESCALE = "_prescale_router_weight_on_input"
 
 FusedFunc = Callable[[Any, Any, Any], Any]
 
@@ -81,7 +80,7 @@ def honour_router_weight_on_input(
     """Wrap one of SGLang's CUTLASS fused functions with the top-1 pre-scale."""
 
     def fused_func(dispatch_output: Any, quant_info: Any, runner_config: Any) -> Any:
-        if is_suspended():
+        if is_runner_prescale_suspended():
             return original(dispatch_output, quant_info, runner_config)
         topk_output = dispatch_output.topk_output
         if runner_config.apply_router_weight_on_input:
@@ -150,14 +149,42 @@ def runner_backends() -> tuple[str, ...]:
     return tuple(str(member.value) for member in backend_enum)
 
 
-def upstream_prescale_problem(module: ModuleType) -> str | None:
-    """Why the runner's own top-1 pre-scale cannot be relied on here (``None``: it can): it
-    is missing or wrong, or a fused function of SGLang's still rejects the flag (or cannot
-    be read)."""
-    helper = getattr(module, UPSTREAM_PRESCALE, None)
-    if not callable(helper):
-        return _fused_function_problem() or f"{RUNNER_MODULE} has no {UPSTREAM_PRESCALE}"
-    return _prescale_misbehaviour(helper) or _fused_function_problem()
+def upstream_prescale_problem() -> str | None:
+    """Why SGLang's own runner is not shown to pre-scale top-1 (``None``: a record shows its
+    registered fused function serving the flag): a fused function of SGLang's read to reject
+    the flag, what the record shows, or that there is no record."""
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import RUNNER, UPSTREAM, current_record
+
+    record = current_record()
+    fact = None if record is None else record.facts.get(RUNNER)
+    if isinstance(fact, dict) and fact.get("state") == UPSTREAM:
+        return None
+    rejection = _fused_rejection()
+    if rejection is not None:
+        return rejection
+    if isinstance(fact, dict):
+        return f"its registered fused function does not serve the flag ({fact.get('detail')})"
+    return (
+        "no record shows its registered fused function pre-scaling top-1 on this SGLang "
+        f"(`{VERIFY_COMMAND}` records it)"
+    )
+
+
+def runner_not_recorded() -> bool:
+    """Whether nothing shows what SGLang's own runner does: no record for this SGLang, and no
+    fused function read to reject the flag."""
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import current_record
+
+    return current_record() is None and _fused_rejection() is None
+
+
+def upstream_reason() -> str:
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import current_record, shown_by
+
+    return (
+        f"{RUNNER_MODULE}'s registered fused function pre-scales top-1 itself "
+        f"({shown_by(current_record())})"
+    )
 
 
 @functools.cache
@@ -165,9 +192,9 @@ def _fused_reading(function: FusedFunc) -> Reading:
     return read_runner_function(function, runner_backends())
 
 
-def _fused_function_problem() -> str | None:
+def _fused_rejection() -> str | None:
     """Where one of SGLang's CUTLASS fused functions (the originals, under any wrapper of
-    ours) still rejects the flag, or cannot be read."""
+    ours) is read to reject the flag (a reading proves a rejection, never its absence)."""
     try:
         registry = fused_func_registry()
     except PatchUnavailable as error:
@@ -176,53 +203,17 @@ def _fused_function_problem() -> str | None:
         function = registry.get(key)
         if function is None:
             return f"the fused-function registry has no entry for {key}"
-        reading = _fused_reading(function)
-        name = getattr(function, "__name__", key)
+        reading = _fused_reading(getattr(function, "__wrapped__", function))
         if reading.rejected_at:
+            name = getattr(function, "__name__", key)
             return f"its fused function {name} still rejects the flag ({reading.rejected_at[0]})"
-        if reading.verdict is Verdict.UNKNOWN:
-            return (
-                f"cannot tell whether its fused function {name} rejects the flag: "
-                f"{reading.summary()}"
-            )
-    return None
-
-
-@functools.cache
-def _prescale_misbehaviour(helper: Callable[[Any, Any], Any]) -> str | None:
-    """Call SGLang's pre-scale once on CPU (two tokens, top-1, the flag set): what it gets
-    wrong, or ``None``."""
-    import torch
-    from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
-    from sglang.srt.layers.moe.topk import StandardTopKOutput
-
-    cpu = torch.device("cpu")
-    x = torch.tensor([[1.0, -2.0], [3.0, 0.5]], dtype=torch.bfloat16, device=cpu)
-    weights = torch.tensor([[0.5], [0.25]], dtype=torch.float32, device=cpu)
-    ids = torch.tensor([[0], [1]], dtype=torch.int32, device=cpu)
-    name = UPSTREAM_PRESCALE
-    try:
-        config_cls = importlib.import_module(REGISTRY_MODULE).MoeRunnerConfig
-        topk = StandardTopKOutput(topk_weights=weights, topk_ids=ids, router_logits=None)
-        dispatch = StandardDispatchOutput(
-            hidden_states=x, hidden_states_scale=None, topk_output=topk
-        )
-        out = helper(dispatch, config_cls(apply_router_weight_on_input=True, top_k=1))
-        hidden, scales = out.hidden_states, out.topk_output.topk_weights
-    except Exception as error:
-        return f"{name} fails on a top-1 batch on CPU ({type(error).__name__}: {error})"
-    if not torch.equal(hidden, x * weights.to(x.dtype)):
-        return f"{name} does not hand back the hidden states times the router weight"
-    if scales.dtype != torch.float32 or not torch.all(scales == 1):
-        return f"{name} hands the kernel the router weights again ({DOUBLE_WEIGHTING})"
     return None
 
 
 def runner_problem() -> str | None:
     """Why this process's CUTLASS runner does not honour the flag (it neither pre-scales by
     itself nor carries our pre-scale), or ``None`` where it does."""
-    module = importlib.import_module(RUNNER_MODULE)
-    if upstream_prescale_problem(module) is None:
+    if upstream_prescale_problem() is None:
         return None
     try:
         registry = fused_func_registry()
@@ -238,20 +229,23 @@ def runner_patcher(apply: bool = True) -> Callable[[ModuleType], None]:
     pre-scales already; with ``apply=False`` only record whether the rejection is live."""
 
     @outcomes.reported_as("runner")
-    def patch_runner_module(module: ModuleType) -> None:
-        problem = upstream_prescale_problem(module)
+    def patch_runner_module(_module: ModuleType) -> None:
+        problem = upstream_prescale_problem()
         if problem is None:
-            outcomes.record(
-                "runner",
-                PatchState.ALREADY_UPSTREAM,
-                f"{RUNNER_MODULE}.{UPSTREAM_PRESCALE} pre-scales top-1 itself (checked on CPU)",
-            )
+            outcomes.record("runner", PatchState.ALREADY_UPSTREAM, upstream_reason())
         elif apply:
             _wrap_registry(problem)
+        elif runner_not_recorded():
+            outcomes.record("runner", PatchState.UNKNOWN, runner_cannot_tell(problem))
         else:
             outcomes.record("runner", PatchState.NOT_PATCHED, no_prescale_of_its_own(problem))
 
     return patch_runner_module
+
+
+def runner_cannot_tell(problem: str) -> str:
+    """Where nothing shows what SGLang's own runner does with the flag."""
+    return f"cannot tell whether the CUTLASS runner applies the router weight by itself ({problem})"
 
 
 def no_prescale_of_its_own(problem: str) -> str:

@@ -1,5 +1,11 @@
 """``llama4-router-weight``'s suspension (:mod:`sglang_nvfp4_patches.suspension`): inside
-:func:`suspended` the methods' hook and the runner's pre-scale pass every call through."""
+:func:`suspended` the methods' hook and the runner's pre-scale pass every call through.
+
+The evidence (:mod:`.evidence`) suspends one half at a time: inside
+:func:`method_lift_suspended` only the methods' hook passes calls through (SGLang's own
+method, on the runner as this process has it), inside :func:`runner_prescale_suspended` only
+the runner's pre-scale (SGLang's own registered fused function).
+"""
 
 from __future__ import annotations
 
@@ -8,3 +14,16 @@ from sglang_nvfp4_patches.suspension import Suspension
 _suspension = Suspension("llama4_router_weight_suspended")
 suspended = _suspension.suspended
 is_suspended = _suspension.active
+
+_method_lift = Suspension("llama4_router_weight_method_lift_suspended")
+method_lift_suspended = _method_lift.suspended
+_runner_prescale = Suspension("llama4_router_weight_runner_prescale_suspended")
+runner_prescale_suspended = _runner_prescale.suspended
+
+
+def is_method_lift_suspended() -> bool:
+    return _suspension.active() or _method_lift.active()
+
+
+def is_runner_prescale_suspended() -> bool:
+    return _suspension.active() or _runner_prescale.active()

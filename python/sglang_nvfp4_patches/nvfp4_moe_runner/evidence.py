@@ -22,21 +22,10 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     evidence_key,
     evidence_of,
 )
+from sglang_nvfp4_patches.simulation.moe_forward import SGLANG_SOURCES
 from sglang_nvfp4_patches.status import sglang_version
 
-# The SGLang sources the evidence runs through: resolution, quantization methods, the MoE
-# layer, runners and dispatch, the model config and the weight loader's quant config.
-SOURCES: tuple[str, ...] = (
-    "srt/arg_groups",
-    "srt/server_args.py",
-    "srt/configs/model_config.py",
-    "srt/runtime_context.py",
-    "srt/utils/common.py",
-    "srt/layers/moe",
-    "srt/layers/quantization",
-    "srt/layers/dp_attention.py",
-    "srt/model_loader/weight_utils.py",
-)
+SOURCES = SGLANG_SOURCES  # the sources its runs go through
 SHIPPED = Path(__file__).with_name(SHIPPED_NAME)
 
 

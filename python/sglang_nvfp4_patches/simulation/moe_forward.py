@@ -23,7 +23,7 @@ import inspect
 import json
 import os
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,20 @@ BLACKWELL_MAJOR = 10
 PARALLEL_SIZES = ("tp_size", "dp_size", "ep_size", "pp_size")
 TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
 FUSED_MOE_MODULE = "sglang.srt.layers.moe.fused_moe_triton"
+# The SGLang sources a run goes through (what a record of its verdicts is keyed by, with the
+# version: ``evidence_records.py``): resolution, quantization methods, the MoE layer, runners
+# and dispatch, the model config and the weight loader's quant config.
+SGLANG_SOURCES: tuple[str, ...] = (
+    "srt/arg_groups",
+    "srt/server_args.py",
+    "srt/configs/model_config.py",
+    "srt/runtime_context.py",
+    "srt/utils/common.py",
+    "srt/layers/moe",
+    "srt/layers/quantization",
+    "srt/layers/dp_attention.py",
+    "srt/model_loader/weight_utils.py",
+)
 
 
 class LayerVerdict(str, enum.Enum):
@@ -338,13 +352,17 @@ def layer_build_site(gpu: GpuProfile, model_dir: Path, flags: Mapping[str, Any])
 
 
 def run_first_moe_layer(
-    model_dir: Path, gpu: GpuProfile, flags: Mapping[str, Any] | None = None
+    model_dir: Path,
+    gpu: GpuProfile,
+    flags: Mapping[str, Any] | None = None,
+    after_build: Callable[[Any], None] | None = None,
 ) -> LayerRun | None:
     """Build, load, process and run the first MoE layer of the Llama 4 or Gemma 4 checkpoint
     in ``model_dir`` on ``gpu`` with the user's server ``flags`` (``None``: not such a
     checkpoint, not quantized, a launch across several GPUs, or not a Blackwell GPU: before
     SM100, NVFP4 MoE runs SGLang's W4A16 Marlin fallback, which SGLang picks only where CUDA
-    itself answers)."""
+    itself answers). ``after_build`` is called with the layer ``FusedMoE`` built, before its
+    weights load."""
     from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
 
     model = moe_model(json.loads((model_dir / "config.json").read_text()))
@@ -360,6 +378,8 @@ def run_first_moe_layer(
         stage, layer = _Stage.BUILD, None
         try:
             layer = build_layer(model, quant_config, experts)
+            if after_build is not None:
+                after_build(layer)
             weights = expert_weights(experts)
             stage = _Stage.LOAD
             load_weights(layer, model, weights)

@@ -8,7 +8,9 @@ on) on a simulated SM120 and say whether its method still sees the flag, and doc
 ``next_release_probe.py COPY hooks``: how many of our hooks each NVFP4 method's
 ``create_moe_runner`` carries, and doctor's state;
 ``next_release_probe.py COPY agree``: ``doctor --json``'s result and exit status, then
-``verify``'s Llama 4 checks, in one process (doctor first, as a user runs it).
+``verify``'s Llama 4 checks, in one process (doctor first, as a user runs it);
+``next_release_probe.py COPY doctor``: ``doctor --json``'s result and exit status alone (after
+``verify`` kept its record, in a fresh process).
 """
 
 from __future__ import annotations
@@ -64,16 +66,17 @@ def _hooks() -> dict[str, Any]:
     }
 
 
-def _agree() -> dict[str, Any]:
+def _doctor() -> dict[str, Any]:
     from sglang_nvfp4_patches import doctor
-    from sglang_nvfp4_patches.llama4_router_weight import checks as llama4
 
     found = doctor.collect()
-    return {
-        "doctor": found["patches"],
-        "doctor_exit": doctor.exit_status(found),
-        "verify": [check.as_dict() for check in llama4.run_checks()],
-    }
+    return {"doctor": found["patches"], "doctor_exit": doctor.exit_status(found)}
+
+
+def _agree() -> dict[str, Any]:
+    from sglang_nvfp4_patches.llama4_router_weight import checks as llama4
+
+    return {**_doctor(), "verify": [check.as_dict() for check in llama4.run_checks()]}
 
 
 def main(copy: str, action: str) -> None:
@@ -88,6 +91,8 @@ def main(copy: str, action: str) -> None:
         result = _hooks()
     elif action == "agree":
         result = _agree()
+    elif action == "doctor":
+        result = _doctor()
     else:  # verify-PATCH: that patch's checks, as verify's check process runs them
         from sglang_nvfp4_patches.patches import PATCHES
 

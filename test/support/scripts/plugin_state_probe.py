@@ -4,8 +4,9 @@ No test monkeypatching: this reads SGLang's own registries and classes after
 ``sglang.srt.plugins.load_plugins()``. ``--load-times N`` calls the loader N times,
 ``--register-times N`` calls our ``register`` N more times, and ``--without MODULE:NAME``
 (or ``MODULE:Class.NAME``) deletes one SGLang attribute first, standing in for a release that
-lacks it (a missing seam: the fail-safe path; SGLang's own runner pre-scale: the path where
-the plugin wraps the runner).
+lacks it (a missing seam: the fail-safe path). ``--no-llama4-record`` hides the record of
+``llama4-router-weight``'s evidence (shipped and local), standing in for a release nobody
+verified: nothing shows SGLang's runner pre-scaling, the path where the plugin wraps it.
 """
 
 from __future__ import annotations
@@ -42,13 +43,32 @@ def refusal_of(fused_func: Callable[..., Any]) -> str:
     return "nothing"
 
 
+def _runner_upstream() -> bool:
+    """Whether the runner part stood down: a record shows SGLang's own runner pre-scaling."""
+    from sglang_nvfp4_patches.llama4_router_weight import outcomes
+    from sglang_nvfp4_patches.status import PatchState
+
+    runner = outcomes.recorded().get("runner")
+    return runner is not None and runner.state is PatchState.ALREADY_UPSTREAM
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--load-times", type=int, default=1)
     parser.add_argument("--register-times", type=int, default=0, help="extra direct calls")
     parser.add_argument("--without", help="module:attribute to delete before loading")
+    parser.add_argument("--no-llama4-record", action="store_true")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO)
+    if args.no_llama4_record:
+        import os
+        import tempfile
+        from pathlib import Path
+
+        from sglang_nvfp4_patches.llama4_router_weight import evidence
+
+        evidence.SHIPPED = Path(tempfile.mkdtemp()) / "none.json"
+        os.environ["SGLANG_NVFP4_PATCHES_RECORDS"] = tempfile.mkdtemp()
     if args.without:
         importlib.import_module("sglang.srt.server_args")  # SGLang's own imports come first
         module_name, attribute = args.without.split(":")
@@ -120,7 +140,7 @@ def main() -> None:
                 getattr(funcs[k], PATCHED_MARK, False)
                 for k in (("none", "flashinfer_cutlass"), ("flashinfer", "flashinfer_cutlass"))
             ),
-            "runner_prescale_upstream": hasattr(runner, "_prescale_router_weight_on_input"),
+            "runner_prescale_upstream": _runner_upstream(),
             "modelopt_create_moe_runner_hooked": hasattr(create, "__wrapped__"),
         }
     )

@@ -21,8 +21,9 @@ Each read of the flag is judged:
   that is handed ``self`` or the config, the flag's name as a string) makes it ``unknown``.
 
 ``create_moe_runner`` is read too: it runs before the lift, so any read there is unknown.
-"Does not read" is the positive evidence for upstream: the method runs nothing that reads
-the flag, and every call it makes that is handed ``self`` or the config was read.
+Reading proves a rejection present, never absent: "uses" and "does not read" are what this
+reader saw, not evidence that SGLang handles the flag (that is shown by behaviour,
+:mod:`..evidence`).
 
 The parts: :mod:`.frame` (what the reader holds: a frame's names, its findings),
 :mod:`.truth` (what a node stands for, and its truth on the CUTLASS runner),
@@ -48,14 +49,21 @@ from sglang_nvfp4_patches.llama4_router_weight.rejection_reader.frame import (
     Kind,
     source_of,
 )
-from sglang_nvfp4_patches.llama4_router_weight.rejection_reader.statements import Statements
+from sglang_nvfp4_patches.llama4_router_weight.rejection_reader.statements import (
+    TOP_K_ABOVE_1,
+    Statements,
+)
 from sglang_nvfp4_patches.llama4_router_weight.rejection_reader.truth import Truth
 
 
 class Verdict(str, enum.Enum):
+    """What the code shows. Only ``REJECTS`` is a conclusion: ``USES`` and ``DOES_NOT_READ``
+    say what this reader found, never that the flag is handled (a spelling it cannot see reads
+    the same); a half stands down only on behaviour (:mod:`..evidence`)."""
+
     REJECTS = "rejects"  # every read is a rejection the flag-free view lifts
-    USES = "uses"  # the flag is read and used, never rejected
-    DOES_NOT_READ = "does not read"  # nothing it runs reads the flag
+    USES = "uses"  # the reader sees the flag read and used, no rejection
+    DOES_NOT_READ = "does not read"  # the reader sees nothing that reads the flag
     UNKNOWN = "unknown"
 
 
@@ -64,15 +72,11 @@ class Reading:
     verdict: Verdict
     found: tuple[str, ...]  # where: the rejections, the uses, or why unknown
     rejected_at: tuple[str, ...] = ()  # every rejection seen, whatever the verdict
+    only_top_k_above_1: bool = False  # every rejection also needs top-k > 1
 
     @property
     def rejects(self) -> bool:
         return self.verdict is Verdict.REJECTS
-
-    @property
-    def upstream(self) -> bool:
-        """Positive evidence that the method no longer rejects the flag."""
-        return self.verdict in (Verdict.USES, Verdict.DOES_NOT_READ)
 
     def summary(self) -> str:
         more = f" (and {len(self.found) - 1} more)" if len(self.found) > 1 else ""
@@ -180,7 +184,8 @@ def _conclude(found: Findings, problem: str | None = None) -> Reading:
             rejected,
         )
     if found.rejections:
-        return Reading(Verdict.REJECTS, rejected, rejected)
+        only_top_k = all(TOP_K_ABOVE_1 in where for where in rejected)
+        return Reading(Verdict.REJECTS, rejected, rejected, only_top_k)
     if found.uses:
         return Reading(Verdict.USES, tuple(found.uses))
     return Reading(Verdict.DOES_NOT_READ, ())

@@ -12,6 +12,20 @@ from sglang_nvfp4_patches.llama4_router_weight.rejection_reader.frame import (
     source_of,
 )
 
+TOP_K_ABOVE_1 = "only with top-k > 1"
+
+
+def _tests_top_k(test: ast.expr) -> bool:
+    """Whether ``test`` compares a ``top_k`` (``flag and cfg.top_k > 1``): the rejection is
+    then of the flag with top-k > 1, not of the flag."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                name = side.attr if isinstance(side, ast.Attribute) else getattr(side, "id", "")
+                if name == "top_k":
+                    return True
+    return False
+
 
 class Statements(ReaderBase):
     """A body read as the CUTLASS runner runs it: asserts and branches on the flag judged."""
@@ -82,7 +96,8 @@ class Statements(ReaderBase):
             return any([self.walk(node.body, frame), self.walk(node.orelse, frame)])
         taken, other = (node.body, node.orelse) if lifted else (node.orelse, node.body)
         if self.raises(other + rest, frame):
-            self.rejection(reads, frame, node, f"raise {self.raised(other + rest)}")
+            when = f" {TOP_K_ABOVE_1}" if flagged is None and _tests_top_k(node.test) else ""
+            self.rejection(reads, frame, node, f"raise {self.raised(other + rest)}{when}")
         else:
             self.use(reads, frame, "decides what runs")
             self.walk(other, frame)
