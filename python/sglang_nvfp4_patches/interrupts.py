@@ -20,7 +20,6 @@ import contextlib
 import signal
 from collections.abc import Coroutine, Iterator
 from types import FrameType
-from typing import Any
 
 INTERRUPTED = "interrupted"  # the line a stopped command prints when it has nothing to add
 
@@ -83,7 +82,7 @@ def stop_requests_held() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-async def until_stop_request(coro: Coroutine[Any, Any, None]) -> bool:
+async def until_stop_request(coro: Coroutine[object, object, None]) -> bool:
     """Await ``coro`` in the running event loop, a stop request cancelling it as asyncio's
     runner cancels its main task on Ctrl-C; ``True`` where a stop request ended it (its
     clean-up has run), ``False`` where it finished.

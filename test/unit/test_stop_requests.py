@@ -133,3 +133,31 @@ def test_the_suite_runs_as_a_script_background_job() -> None:
     output, _ = proc.communicate(timeout=120)
     assert proc.returncode == 0, output
     assert "1 passed" in output
+
+
+def test_the_stop_handling_is_in_place_before_any_module_python_did_not_load_already() -> None:
+    """The window the timed test above samples, made deterministic: between this package's
+    first import and the stop handling, nothing may load that Python's own start did not
+    (``typing`` alone costs ~15 ms on a busy machine, half of the earliest delay)."""
+    probe = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import sglang_nvfp4_patches.console\n"
+        "from sglang_nvfp4_patches.interrupts import stop_requests_as_interrupt\n"
+        "with stop_requests_as_interrupt():\n"
+        "    added = set(sys.modules) - before\n"
+        "print(' '.join(sorted(added)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=ENV, capture_output=True, text=True, check=True
+    ).stdout.split()
+    ours = {
+        "sglang_nvfp4_patches",
+        "sglang_nvfp4_patches.console",
+        "sglang_nvfp4_patches.interrupts",
+    }
+    light = {"contextlib", "signal", "enum", "collections", "functools", "keyword", "operator"}
+    light |= {"reprlib", "itertools", "types", "_collections", "_functools", "_operator"}
+    light |= {"__future__", "collections.abc"}
+    heavy = set(out) - ours - light
+    assert heavy == set(), f"imported before the stop handling is in place: {sorted(heavy)}"
