@@ -86,7 +86,11 @@ def test_runner_is_wrapped_where_no_record_shows_sglangs_own_prescale() -> None:
     state, stderr = probe("--no-llama4-record")
     assert not state["runner_prescale_upstream"]
     assert_runner_wrapped(state)
-    assert our_log_lines(stderr, "ERROR") == []
+    # Without the record, a method whose code shows no rejection (0.5.15's compressed-tensors
+    # scheme) cannot be told apart from one the reader does not see: one ERROR says so and
+    # names verify; no other ERROR (a patch that could not be applied) is allowed.
+    errors = our_log_lines(stderr, "ERROR")
+    assert all("cannot tell whether" in line and "verify" in line for line in errors), errors
 
 
 def test_loading_three_times_installs_once() -> None:
