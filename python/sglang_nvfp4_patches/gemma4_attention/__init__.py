@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
 from sglang_nvfp4_patches.patch import declare
+from sglang_nvfp4_patches.patch_names import GEMMA4_ATTENTION
 
-NAME = "gemma4-attention"
+NAME = GEMMA4_ATTENTION
 PATCH = declare(
     __name__,
     name=NAME,
