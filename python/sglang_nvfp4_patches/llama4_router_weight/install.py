@@ -3,7 +3,7 @@ patched on its own when SGLang imports the module that holds it
 (:func:`sglang_nvfp4_patches.post_import.when_imported`).
 
 Three places reject the flag on this path: the runner's fused functions
-(:func:`.runner_registry.runner_patcher`; upstream from 0.5.21), and
+(:func:`.runner_registry.runner_patcher`; upstream on recent releases), and
 ``ModelOptNvFp4FusedMoEMethod`` and ``CompressedTensorsW4A4Nvfp4MoE``
 (:func:`.method_lift.method_patcher`; still rejecting in 0.5.23). Under ``--use-ray`` the
 actors need the Ray job to load plugins (:mod:`.ray_job_check`). Each part's outcome is

@@ -62,7 +62,7 @@ def _declaration(facts: LaunchFacts, declared: dict[str, Any], model_path: str) 
 
 
 def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
-    """Model-override registry provider (0.5.19+ reads the resolving view)."""
+    """Model-override registry provider (``model_override_base``: reads the resolving view)."""
     if suspension.is_suspended():
         return {}
     from sglang.srt.arg_groups import model_override_base as base
