@@ -34,7 +34,11 @@ from sglang_nvfp4_patches.errors import (
     environment_cause,
     storage_cause,
 )
-from sglang_nvfp4_patches.interrupts import INTERRUPTED, stop_requests_as_interrupt
+from sglang_nvfp4_patches.interrupts import (
+    INTERRUPTED,
+    caused_by_interrupt,
+    stop_requests_as_interrupt,
+)
 from sglang_nvfp4_patches.progress import announce
 from sglang_nvfp4_patches.simulation.gpus import gpu_choices, gpu_profile
 from sglang_nvfp4_patches.status import sglang_version
@@ -227,6 +231,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except EnvironmentProblem as problem:
         return _environment_error(problem)
     except Exception as error:  # not a UsageError: a bug, never a verdict or bad input
+        if caused_by_interrupt(error):  # Ctrl-C inside an extension module's import
+            print(INTERRUPTED, file=sys.stderr)
+            return EXIT_INTERRUPTED
         refused = storage_cause(error)
         if refused is not None:
             return _environment_error(

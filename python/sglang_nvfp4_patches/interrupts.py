@@ -66,6 +66,21 @@ def stop_requests_as_interrupt() -> Iterator[None]:
             signal.signal(stop, handler)
 
 
+def caused_by_interrupt(error: BaseException) -> bool:
+    """Whether ``error`` came out of a Ctrl-C or stop request: a KeyboardInterrupt among what
+    caused it. An interrupt inside a C extension's import (numpy's ``_umath_linalg`` while
+    torch loads, say) comes out as a SystemError or ImportError raised from it; that is the
+    user's stop, never a broken installation or a bug."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 @contextlib.contextmanager
 def stop_requests_held() -> Iterator[None]:
     """Neither Ctrl-C nor a stop request interrupts the block (main thread only)."""

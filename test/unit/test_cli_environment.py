@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from accuracy_support import PYTHON_DIR
-from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_USAGE, environment_cause
+from sglang_nvfp4_patches.errors import (
+    EXIT_ENVIRONMENT,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    environment_cause,
+)
+from sglang_nvfp4_patches.interrupts import INTERRUPTED
 
 
 def _cli(*args: str, env: dict[str, str] | None = None, **streams: object) -> tuple[int, str]:
@@ -104,6 +110,21 @@ def test_a_broken_sglang_first_on_the_path_is_the_environments_problem(
         f"failed with {failure}"
     )
     assert len(err.splitlines()) == 1 and "internal error" not in err
+
+
+def test_a_stop_inside_an_extension_modules_import_is_a_stop(tmp_path: Path) -> None:
+    """Once exit 71, "fix that installation": Ctrl-C 0.3 s into ``explain`` landed in numpy's
+    ``_umath_linalg`` initialisation (torch's import), which raised SystemError from it."""
+    broken = tmp_path / "sglang"
+    broken.mkdir()
+    (broken / "__init__.py").write_text(
+        "try:\n    raise KeyboardInterrupt\nexcept KeyboardInterrupt as stop:\n"
+        "    raise SystemError('initialization of _umath_linalg raised unreported exception')"
+        " from stop\n"
+    )
+    path = os.pathsep.join([str(tmp_path), str(PYTHON_DIR), *sys.path])
+    code, err = _cli("doctor", env={"PYTHONPATH": path})
+    assert (code, err.splitlines()) == (EXIT_INTERRUPTED, [INTERRUPTED])
 
 
 def _import(directory: Path, name: str, body: str) -> BaseException:
