@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sglang_nvfp4_patches.gemma4_attention.root_cause import KvScaleHandoff
+from sglang_nvfp4_patches.gemma4_attention.v_scale_question import KvScaleHandoff
 from support.probe_sources import SINK, forward, line_of, named, verdict_of
 
 APPLIED, DROPPED, UNKNOWN = KvScaleHandoff.APPLIED, KvScaleHandoff.DROPPED, KvScaleHandoff.UNKNOWN

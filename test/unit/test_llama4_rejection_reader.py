@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import (
+from sglang_nvfp4_patches.llama4_router_weight.rejection_question import (
     Verdict,
     read_method,
     read_runner_function,

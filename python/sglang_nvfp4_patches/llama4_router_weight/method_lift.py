@@ -25,7 +25,7 @@ from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
     without_router_weight_on_input,
 )
 from sglang_nvfp4_patches.llama4_router_weight.layer_facts import layer_facts
-from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import (
+from sglang_nvfp4_patches.llama4_router_weight.rejection_question import (
     Reading,
     Verdict,
     read_method,
