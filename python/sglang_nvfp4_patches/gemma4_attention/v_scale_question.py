@@ -33,8 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sglang_nvfp4_patches.gemma4_attention.kv_cache_path import fp8_sides
-from sglang_nvfp4_patches.source_reader.flow_question import FlowQuestion
-from sglang_nvfp4_patches.source_reader.flow_state import Arguments
+from sglang_nvfp4_patches.source_reader.flow_state import Arguments, FlowQuestion
 from sglang_nvfp4_patches.source_reader.syntax import callee
 from sglang_nvfp4_patches.source_reader.value_flow import ValueFlow
 from sglang_nvfp4_patches.source_reader.values import Kind, Origin, flatten

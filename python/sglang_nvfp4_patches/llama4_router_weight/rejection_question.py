@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import FLAG
-from sglang_nvfp4_patches.source_reader.frame import BEYOND, Findings, Kind, Subject
+from sglang_nvfp4_patches.source_reader.frame import BEYOND, Findings, Role, Subject
 from sglang_nvfp4_patches.source_reader.guard_reader import GuardReader
 
 CONFIG = "moe_runner_config"  # where the method reads the flag (what the flag-free view hides)
@@ -69,7 +69,7 @@ def read_runner_function(
     that reads the flag as ``False``."""
     reader = GuardReader(object, _subject(backends), package)
     try:
-        problem = reader.read_function(function, config_at, Kind.CONFIG, hidden=True)
+        problem = reader.read_function(function, config_at, Role.CONFIG, hidden=True)
     except BEYOND as error:
         problem = f"beyond this reader ({type(error).__name__}: {error})"
     return _conclude(reader.found, problem)

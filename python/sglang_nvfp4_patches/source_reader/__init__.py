@@ -12,7 +12,7 @@ One reader, two readings, each question a small module in its patch's package:
 
 Shared by both: :mod:`.syntax` (names of nodes), :mod:`.sources` (a function's source, from a
 module's text or a live object), :mod:`.binding` (which parameter each argument meets). Each
-reading's state sits beside it (:mod:`.values`, :mod:`.flow_state`, :mod:`.flow_question`,
-:mod:`.call_graph`; :mod:`.frame`); the walk of one node stays in its reading's one class.
+reading's state sits beside it (:mod:`.values`, :mod:`.flow_state`, :mod:`.call_graph`;
+:mod:`.frame`); the walk of one node stays in its reading's one class.
 Both answer "unknown" for what they cannot follow.
 """

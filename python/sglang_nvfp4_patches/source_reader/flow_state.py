@@ -1,13 +1,16 @@
-"""The state of a value-flow reading: one invocation's names (:class:`Env`), what a call
-passes (:class:`Arguments`), and what a run of a body collects (:class:`Invocation`) (pure:
-``ast`` only)."""
+"""What a value-flow reading is asked (:class:`FlowQuestion`, which a patch's question fills in)
+and what it holds: one invocation's names (:class:`Env`), what a call passes
+(:class:`Arguments`), what a run of a body collects (:class:`Invocation`) (pure: ``ast`` and
+``re`` only)."""
 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sglang_nvfp4_patches.source_reader.values import BOTTOM, Value, join
+from sglang_nvfp4_patches.source_reader.values import BOTTOM, Origin, Value, join
 
 MAX_DEPTH = 12  # helper calls followed into; deeper is "cannot follow"
 Comprehension = ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
@@ -81,3 +84,23 @@ class Invocation:
 
     def guard(self) -> str:
         return "absent" if self.absent else "maybe" if self.maybe_absent else ""
+
+
+@dataclass(frozen=True)
+class FlowQuestion:
+    """What the reading is asked: which argument of which calls (the sinks) to follow back, to
+    which value (the source), and which branches lie on the path walked."""
+
+    # Attributes (and getattr names) that are the source: ``layer.v_scale``.
+    source_name: re.Pattern[str]
+    # Calls named so, and not defined in the module, are sinks: the walk records
+    # ``sink_value(call)`` for each.
+    sink_prefix: str
+    sink_value: Callable[[Arguments], set[Origin]]
+    # (what a test being true says, what it being false says) about the path walked, given
+    # the names bound to earlier tests: ``OFF_PATH`` keeps a side from being walked.
+    path_sides: Callable[[ast.expr, dict[str, tuple[Side, Side]]], tuple[Side, Side]]
+    # Calls whose result is still the source they are handed (``float(v)``).
+    preserving_calls: frozenset[str] = frozenset()
+    # Methods that make a constant of the source they are called on (``v.new_ones()``).
+    constant_methods: frozenset[str] = frozenset()

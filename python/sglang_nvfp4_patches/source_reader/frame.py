@@ -1,5 +1,5 @@
 """What a guard reading holds while it reads (pure: ``ast`` only): what it asks about
-(:class:`Subject`), what a frame's names stand for (:class:`Kind`, :class:`Frame`), and what it
+(:class:`Subject`), what a frame's names stand for (:class:`Role`, :class:`Frame`), and what it
 found (:class:`Findings`)."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class Subject:
     condition_note: str = ""
 
 
-class Kind(enum.Enum):
+class Role(enum.Enum):
     SELF = "self"
     CONFIG = "config"  # the holder the method reads through self.<holder>
     REAL_CONFIG = "real config"  # a holder the view does not stand for
@@ -50,7 +50,7 @@ class Frame:
     globals: dict[str, Any]
     defined_in: type | None
     hidden: bool  # reads through self.<holder> are what the view hides
-    bound: dict[str, Kind] = field(default_factory=dict)  # parameters
+    bound: dict[str, Role] = field(default_factory=dict)  # parameters
     derived: dict[str, ast.expr] = field(default_factory=dict)  # single-assignment locals
     imported: dict[str, tuple[str, str]] = field(default_factory=dict)  # local from-imports
 

@@ -42,7 +42,7 @@ from sglang_nvfp4_patches.source_reader.frame import (
     MAX_FUNCTIONS,
     Findings,
     Frame,
-    Kind,
+    Role,
     Subject,
     collect_locals,
 )
@@ -63,7 +63,7 @@ class GuardReader:
         self.subject = subject
         self.package = package  # whose code is followed (SGLang's)
         self.found = Findings()
-        self.seen: set[tuple[int, tuple[tuple[str, Kind], ...]]] = set()
+        self.seen: set[tuple[int, tuple[tuple[str, Role], ...]]] = set()
 
     def own(self, function: Any) -> bool:
         return module_root(function) == self.package
@@ -75,10 +75,10 @@ class GuardReader:
         if function is None:
             return f"{self.owner.__name__}.{name} not found"
         where = f"{self.owner.__name__}.{name}"
-        return self.read_function(function, 0, Kind.SELF, hidden, where)
+        return self.read_function(function, 0, Role.SELF, hidden, where)
 
     def read_function(
-        self, function: Any, position: int, kind: Kind, hidden: bool, name: str | None = None
+        self, function: Any, position: int, kind: Role, hidden: bool, name: str | None = None
     ) -> str | None:
         """Walk ``function`` with its ``position``-th parameter standing for ``kind``; why it
         cannot be read, or ``None``."""
@@ -97,7 +97,7 @@ class GuardReader:
 
     # what a node stands for, and its truth ------------------------------------------------
 
-    def kind(self, node: ast.expr, frame: Frame) -> Kind | None:
+    def kind(self, node: ast.expr, frame: Frame) -> Role | None:
         """What ``node`` stands for: self, the config, the flag (or none of them)."""
         if isinstance(node, ast.Name):
             if node.id in frame.bound:
@@ -110,15 +110,15 @@ class GuardReader:
             return None
         base, name = attribute
         base_kind = self.kind(base, frame)
-        if name == self.subject.holder and base_kind is Kind.SELF:
-            return Kind.CONFIG if frame.hidden else Kind.REAL_CONFIG
+        if name == self.subject.holder and base_kind is Role.SELF:
+            return Role.CONFIG if frame.hidden else Role.REAL_CONFIG
         if name == self.subject.flag:
-            return Kind.FLAG if base_kind is Kind.CONFIG else Kind.REAL_FLAG
+            return Role.FLAG if base_kind is Role.CONFIG else Role.REAL_FLAG
         return None
 
     def flag_reads(self, node: ast.AST, frame: Frame) -> Iterator[ast.expr]:
         """The reads of the flag in ``node``'s tree (a local standing for one counts)."""
-        if isinstance(node, ast.expr) and self.kind(node, frame) in (Kind.FLAG, Kind.REAL_FLAG):
+        if isinstance(node, ast.expr) and self.kind(node, frame) in (Role.FLAG, Role.REAL_FLAG):
             yield node
             return
         if isinstance(node, ast.Name) and node.id in frame.derived:
@@ -131,7 +131,7 @@ class GuardReader:
         """``node``'s truth on the chosen runner with the flag read as ``flag`` (``None``:
         cannot say)."""
         kind = self.kind(node, frame)
-        if kind in (Kind.FLAG, Kind.REAL_FLAG):
+        if kind in (Role.FLAG, Role.REAL_FLAG):
             return flag
         if isinstance(node, ast.Name) and node.id in frame.derived:
             return self.truth(frame.derived[node.id], frame, flag)
@@ -324,7 +324,7 @@ class GuardReader:
             self.call(node, frame)
             return
         kind = self.kind(node, frame) if isinstance(node, ast.expr) else None
-        if kind in (Kind.FLAG, Kind.REAL_FLAG):
+        if kind in (Role.FLAG, Role.REAL_FLAG):
             self.use([node], frame, "reads it")  # type: ignore[list-item]
             return
         if isinstance(node, ast.Name) and node.id in frame.derived:
@@ -364,7 +364,7 @@ class GuardReader:
         if node.attr == self.subject.flag and not isinstance(node.ctx, ast.Load):
             self.unknown(frame, node, "writes the flag")
             return
-        if isinstance(node.ctx, ast.Load) and self.kind(node.value, frame) is Kind.SELF:
+        if isinstance(node.ctx, ast.Load) and self.kind(node.value, frame) is Role.SELF:
             found = inspect.getattr_static(self.owner, node.attr, None)
             if isinstance(found, property) and found.fget is not None and self.own(found.fget):
                 self.follow(found.fget, [node.value], {}, frame, node)
@@ -382,7 +382,7 @@ class GuardReader:
         values = [*node.args, *(keyword.value for keyword in node.keywords)]
         handed = [value for value in values if self._handed(value, frame)]
         on_self = isinstance(node.func, ast.Attribute) and (
-            self.kind(node.func.value, frame) is Kind.SELF or is_super(node.func.value)
+            self.kind(node.func.value, frame) is Role.SELF or is_super(node.func.value)
         )
         if handed or on_self:
             self.hand_over(node, handed, frame)
@@ -446,7 +446,7 @@ class GuardReader:
         self or the config, not only the flag's value)."""
         kind = self.kind(node, frame)
         if kind is not None:
-            return not objects_only or kind in (Kind.SELF, Kind.CONFIG, Kind.REAL_CONFIG)
+            return not objects_only or kind in (Role.SELF, Role.CONFIG, Role.REAL_CONFIG)
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             return any(self._handed(element, frame, objects_only) for element in node.elts)
         if isinstance(node, ast.Dict):
@@ -463,7 +463,7 @@ class GuardReader:
         func = node.func
         if isinstance(func, ast.Attribute):
             receiver = func.value
-            if self.kind(receiver, frame) is Kind.SELF:
+            if self.kind(receiver, frame) is Role.SELF:
                 found = inspect.getattr_static(self.owner, func.attr, None)
                 return self._method(found, receiver)
             if is_super(receiver):
@@ -568,7 +568,7 @@ class GuardReader:
             if carried is None:
                 self.use([value], caller, f"hands a value computed from it to {name}")
                 continue
-            frame.bound[FLAG_NAME] = self.kind(reads[0], caller) or Kind.FLAG
+            frame.bound[FLAG_NAME] = self.kind(reads[0], caller) or Role.FLAG
             frame.derived[name] = carried
         key = (id(inspect.unwrap(function)), tuple(sorted(frame.bound.items())))
         if key in self.seen:
@@ -581,7 +581,7 @@ class GuardReader:
         self.walk(tree.body, frame)
 
     def rejection(self, reads: list[ast.expr], frame: Frame, node: ast.AST, how: str) -> None:
-        real = [r for r in reads if self.kind(r, frame) is Kind.REAL_FLAG]
+        real = [r for r in reads if self.kind(r, frame) is Role.REAL_FLAG]
         if real:
             through = ast.unparse(real[0])
             self.unknown(frame, node, f"rejects it through {through}, which the lift does not hide")

@@ -10,7 +10,7 @@ methods, ``self.``/class helpers and closures, run with the call's arguments bou
 distinct set; anything else is opaque). What a sink is handed is recorded as the set of
 :class:`.values.Origin` it can come from: the source, a constant, a fallback (a constant used
 where a test says the source is missing), a parameter, or opaque. The question
-(:class:`.flow_question.FlowQuestion`) names the source, the sinks and the path.
+(:class:`.flow_state.FlowQuestion`) names the source, the sinks and the path.
 
 One class, one file: the walk of any node, statement or expression, stays here.
 """
@@ -21,13 +21,13 @@ import ast
 
 from sglang_nvfp4_patches.source_reader.binding import defaults, pair
 from sglang_nvfp4_patches.source_reader.call_graph import roots
-from sglang_nvfp4_patches.source_reader.flow_question import FlowQuestion
 from sglang_nvfp4_patches.source_reader.flow_state import (
     MAX_DEPTH,
     OFF_PATH,
     Arguments,
     Comprehension,
     Env,
+    FlowQuestion,
     Invocation,
     join_env,
 )
@@ -49,7 +49,7 @@ from sglang_nvfp4_patches.source_reader.values import (
 
 
 class ValueFlow:
-    """Walks a module for one :class:`.flow_question.FlowQuestion`; ``sinks`` holds the
+    """Walks a module for one :class:`.flow_state.FlowQuestion`; ``sinks`` holds the
     answer."""
 
     def __init__(self, tree: ast.Module, question: FlowQuestion) -> None:
