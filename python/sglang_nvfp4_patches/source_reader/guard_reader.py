@@ -78,9 +78,9 @@ class GuardReader:
         return self.read_function(function, 0, Role.SELF, hidden, where)
 
     def read_function(
-        self, function: Any, position: int, kind: Role, hidden: bool, name: str | None = None
+        self, function: Any, position: int, role: Role, hidden: bool, name: str | None = None
     ) -> str | None:
-        """Walk ``function`` with its ``position``-th parameter standing for ``kind``; why it
+        """Walk ``function`` with its ``position``-th parameter standing for ``role``; why it
         cannot be read, or ``None``."""
         name = name or getattr(function, "__qualname__", repr(function))
         try:
@@ -91,34 +91,34 @@ class GuardReader:
         if len(parameters) <= position:
             return f"{name} takes no parameter {position + 1}"
         frame = self.frame(function, tree, hidden, filename, first)
-        frame.bound[parameters[position].arg] = kind
+        frame.bound[parameters[position].arg] = role
         self.walk(tree.body, frame)
         return None
 
     # what a node stands for, and its truth ------------------------------------------------
 
-    def kind(self, node: ast.expr, frame: Frame) -> Role | None:
+    def role(self, node: ast.expr, frame: Frame) -> Role | None:
         """What ``node`` stands for: self, the config, the flag (or none of them)."""
         if isinstance(node, ast.Name):
             if node.id in frame.bound:
                 return frame.bound[node.id]
             if node.id in frame.derived:
-                return self.kind(frame.derived[node.id], frame)
+                return self.role(frame.derived[node.id], frame)
             return None
         attribute = attribute_read(node)
         if attribute is None:
             return None
         base, name = attribute
-        base_kind = self.kind(base, frame)
-        if name == self.subject.holder and base_kind is Role.SELF:
+        base_role = self.role(base, frame)
+        if name == self.subject.holder and base_role is Role.SELF:
             return Role.CONFIG if frame.hidden else Role.REAL_CONFIG
         if name == self.subject.flag:
-            return Role.FLAG if base_kind is Role.CONFIG else Role.REAL_FLAG
+            return Role.FLAG if base_role is Role.CONFIG else Role.REAL_FLAG
         return None
 
     def flag_reads(self, node: ast.AST, frame: Frame) -> Iterator[ast.expr]:
         """The reads of the flag in ``node``'s tree (a local standing for one counts)."""
-        if isinstance(node, ast.expr) and self.kind(node, frame) in (Role.FLAG, Role.REAL_FLAG):
+        if isinstance(node, ast.expr) and self.role(node, frame) in (Role.FLAG, Role.REAL_FLAG):
             yield node
             return
         if isinstance(node, ast.Name) and node.id in frame.derived:
@@ -130,8 +130,8 @@ class GuardReader:
     def truth(self, node: ast.expr, frame: Frame, flag: bool | None) -> bool | None:
         """``node``'s truth on the chosen runner with the flag read as ``flag`` (``None``:
         cannot say)."""
-        kind = self.kind(node, frame)
-        if kind in (Role.FLAG, Role.REAL_FLAG):
+        role = self.role(node, frame)
+        if role in (Role.FLAG, Role.REAL_FLAG):
             return flag
         if isinstance(node, ast.Name) and node.id in frame.derived:
             return self.truth(frame.derived[node.id], frame, flag)
@@ -323,8 +323,8 @@ class GuardReader:
         if isinstance(node, ast.Call):
             self.call(node, frame)
             return
-        kind = self.kind(node, frame) if isinstance(node, ast.expr) else None
-        if kind in (Role.FLAG, Role.REAL_FLAG):
+        role = self.role(node, frame) if isinstance(node, ast.expr) else None
+        if role in (Role.FLAG, Role.REAL_FLAG):
             self.use([node], frame, "reads it")  # type: ignore[list-item]
             return
         if isinstance(node, ast.Name) and node.id in frame.derived:
@@ -364,7 +364,7 @@ class GuardReader:
         if node.attr == self.subject.flag and not isinstance(node.ctx, ast.Load):
             self.unknown(frame, node, "writes the flag")
             return
-        if isinstance(node.ctx, ast.Load) and self.kind(node.value, frame) is Role.SELF:
+        if isinstance(node.ctx, ast.Load) and self.role(node.value, frame) is Role.SELF:
             found = inspect.getattr_static(self.owner, node.attr, None)
             if isinstance(found, property) and found.fget is not None and self.own(found.fget):
                 self.follow(found.fget, [node.value], {}, frame, node)
@@ -382,7 +382,7 @@ class GuardReader:
         values = [*node.args, *(keyword.value for keyword in node.keywords)]
         handed = [value for value in values if self._handed(value, frame)]
         on_self = isinstance(node.func, ast.Attribute) and (
-            self.kind(node.func.value, frame) is Role.SELF or is_super(node.func.value)
+            self.role(node.func.value, frame) is Role.SELF or is_super(node.func.value)
         )
         if handed or on_self:
             self.hand_over(node, handed, frame)
@@ -444,9 +444,9 @@ class GuardReader:
     def _handed(self, node: ast.expr, frame: Frame, objects_only: bool = False) -> bool:
         """Whether ``node`` hands a callee self, the config or the flag (``objects_only``:
         self or the config, not only the flag's value)."""
-        kind = self.kind(node, frame)
-        if kind is not None:
-            return not objects_only or kind in (Role.SELF, Role.CONFIG, Role.REAL_CONFIG)
+        role = self.role(node, frame)
+        if role is not None:
+            return not objects_only or role in (Role.SELF, Role.CONFIG, Role.REAL_CONFIG)
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             return any(self._handed(element, frame, objects_only) for element in node.elts)
         if isinstance(node, ast.Dict):
@@ -463,7 +463,7 @@ class GuardReader:
         func = node.func
         if isinstance(func, ast.Attribute):
             receiver = func.value
-            if self.kind(receiver, frame) is Role.SELF:
+            if self.role(receiver, frame) is Role.SELF:
                 found = inspect.getattr_static(self.owner, func.attr, None)
                 return self._method(found, receiver)
             if is_super(receiver):
@@ -557,9 +557,9 @@ class GuardReader:
         if any(self._handed(value, caller) for value in unpaired):
             self.unknown(caller, at, "arguments this reader cannot pair")
         for name, value in given.items():
-            kind = self.kind(value, caller)
-            if kind is not None:
-                frame.bound[name] = kind
+            role = self.role(value, caller)
+            if role is not None:
+                frame.bound[name] = role
                 continue
             reads = list(self.flag_reads(value, caller))
             if not reads:
@@ -568,7 +568,7 @@ class GuardReader:
             if carried is None:
                 self.use([value], caller, f"hands a value computed from it to {name}")
                 continue
-            frame.bound[FLAG_NAME] = self.kind(reads[0], caller) or Role.FLAG
+            frame.bound[FLAG_NAME] = self.role(reads[0], caller) or Role.FLAG
             frame.derived[name] = carried
         key = (id(inspect.unwrap(function)), tuple(sorted(frame.bound.items())))
         if key in self.seen:
@@ -581,7 +581,7 @@ class GuardReader:
         self.walk(tree.body, frame)
 
     def rejection(self, reads: list[ast.expr], frame: Frame, node: ast.AST, how: str) -> None:
-        real = [r for r in reads if self.kind(r, frame) is Role.REAL_FLAG]
+        real = [r for r in reads if self.role(r, frame) is Role.REAL_FLAG]
         if real:
             through = ast.unparse(real[0])
             self.unknown(frame, node, f"rejects it through {through}, which the lift does not hide")
