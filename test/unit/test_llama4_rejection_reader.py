@@ -131,6 +131,15 @@ REJECTS = {
                 _require_no_router_weight(self.moe_runner_config, "cutlass")
                 return x
         """,
+    "module function, the config by keyword": """
+        def _require_no_router_weight(where, config=None):
+            assert not config.apply_router_weight_on_input, where
+
+        class Method(Base):
+            def apply(self, layer, x):
+                _require_no_router_weight("cutlass", config=self.moe_runner_config)
+                return x
+        """,
     "derived value to a raising helper": """
         def _fail():
             raise NotImplementedError("no")
