@@ -39,7 +39,7 @@ def roots(functions: dict[str, list[Function]], lines: list[str], sink_prefix: s
 
 def caller_only(names: set[str], text: str) -> set[str]:
     """A private helper that this module calls (and never hands on) runs only in the
-    contexts of its callers: with their arguments, and not at all from code off the FP8
+    contexts of its callers: with their arguments, and not at all from code off the
     path. Anything else may be called from outside, with parameters that are unknown."""
     called = set(_CALLED.findall(text)) & names
     passed = set(_REFERENCED.findall(text)) & names  # a helper handed on (partial, ...)

@@ -289,7 +289,7 @@ class ValueFlow:
             return combine([self.expr(node.operand, env)], node)
         if isinstance(node, ast.BoolOp):
             values = [self.expr(value, env) for value in node.values]
-            if isinstance(node.op, ast.Or):  # `v_scale or default`: default if v_scale is missing
+            if isinstance(node.op, ast.Or):  # `source or default`: default if it is missing
                 seen = [has(v, Kind.SOURCE) for v in values]
                 if any(seen):
                     first = seen.index(True)
@@ -318,7 +318,7 @@ class ValueFlow:
         return self.opaque(node)
 
     def lambda_body(self, node: ast.Lambda, env: Env) -> None:
-        """Walk a lambda's body (a kernel call in it still reaches the kernel), with its
+        """Walk a lambda's body (a sink called in it is still reached), with its
         parameters unknown rather than the enclosing names they shadow."""
         for default in (*node.args.defaults, *node.args.kw_defaults):
             if default is not None:
@@ -469,7 +469,7 @@ class ValueFlow:
 
 
 def absent_side(test: ast.expr) -> str:
-    """Which branch of a test on the V scale runs when the scale is missing."""
+    """Which branch of a test on the source runs when the source is missing."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return {"body": "orelse", "orelse": "body"}.get(absent_side(test.operand), "both")
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
