@@ -782,6 +782,13 @@ def test_a_module_function_gets_no_self() -> None:
     assert verdict_of(source).handoff is APPLIED
 
 
+def test_a_keyword_no_parameter_takes_binds_no_name_in_the_helper() -> None:
+    source = "scale = 1.0\n\ndef _pick(**ignored):\n    return scale\n" + forward(
+        f"return {SINK}(q, bmm2_scale=_pick(scale=layer.v_scale))"
+    )
+    assert verdict_of(source).handoff is DROPPED
+
+
 def test_arguments_it_cannot_pair_are_named() -> None:
     source = textwrap.dedent(
         f"""

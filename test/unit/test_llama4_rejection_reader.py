@@ -165,6 +165,12 @@ REJECTS = {
                 assert not getattr(self.moe_runner_config, "apply_router_weight_on_input", 0)
                 return x
         """,
+    "getattr without a default": """
+        class Method(Base):
+            def apply(self, layer, x):
+                assert not getattr(self.moe_runner_config, "apply_router_weight_on_input")
+                return x
+        """,
     "only on the CUTLASS branch": """
         class Method(Base):
             def apply(self, layer, x, backend):
