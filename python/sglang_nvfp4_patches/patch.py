@@ -31,10 +31,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sglang_nvfp4_patches.patch_names import NOT_FORCEABLE_BECAUSE
 from sglang_nvfp4_patches.status import PatchReport
 
 if TYPE_CHECKING:
-    from sglang_nvfp4_patches.verify.result import CheckResult
+    from sglang_nvfp4_patches.check_result import CheckResult
 
 
 class Install(Protocol):
@@ -101,7 +102,7 @@ class Patch:
     suspended: Suspended = contextlib.nullcontext
     # The ServerArgs fields it may declare during resolution (explain's "decided by").
     declares: frozenset[str] = frozenset()
-    # Why forcing it is refused; empty for a patch that can be forced.
+    # Why forcing it is refused (``patch_names.NOT_FORCEABLE_BECAUSE``); empty if it can be.
     not_forceable_because: str = ""
 
     @property
@@ -132,7 +133,6 @@ def declare(
     verify_checks: str,
     suspended: str | None = None,
     declares: frozenset[str] = frozenset(),
-    not_forceable_because: str = "",
 ) -> Patch:
     """The :class:`Patch` of ``package``; each function is named ``module.function`` inside
     the package (the protocols above say what it must take and return)."""
@@ -151,5 +151,5 @@ def declare(
         verify_checks=seam(verify_checks),
         suspended=seam(suspended) if suspended else contextlib.nullcontext,
         declares=declares,
-        not_forceable_because=not_forceable_because,
+        not_forceable_because=NOT_FORCEABLE_BECAUSE.get(name, ""),
     )

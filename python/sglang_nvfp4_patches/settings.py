@@ -5,15 +5,17 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from sglang_nvfp4_patches.patches import PATCHES, patch_names
+from sglang_nvfp4_patches.patch_names import NOT_FORCEABLE_BECAUSE, PATCH_NAMES
 
 DISABLE_ENV = "SGLANG_NVFP4_PATCHES_DISABLE"
 FORCE_ENV = "SGLANG_NVFP4_PATCHES_FORCE"
 UNTESTED_ENV = "SGLANG_NVFP4_PATCHES_UNTESTED"
 UNTESTED_APPLY = "apply"  # the one value that applies the patches on an untested release
 # Only a patch whose rule can be applied where its root cause is fixed can be forced; each
-# other patch says why not (``Patch.not_forceable_because``).
-FORCEABLE_PATCHES: tuple[str, ...] = tuple(patch.name for patch in PATCHES if patch.forceable)
+# other patch says why not (``patch_names.NOT_FORCEABLE_BECAUSE``).
+FORCEABLE_PATCHES: tuple[str, ...] = tuple(
+    name for name in PATCH_NAMES if name not in NOT_FORCEABLE_BECAUSE
+)
 
 
 class UnknownPatchNameError(ValueError):
@@ -40,11 +42,11 @@ def disabled_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]
     the patch on while the operator believes it is off.
     """
     raw, names = _names(environ, DISABLE_ENV)
-    unknown = sorted(names - set(patch_names()))
+    unknown = sorted(names - set(PATCH_NAMES))
     if unknown:
         raise UnknownPatchNameError(
             f"{DISABLE_ENV}={raw!r} names unknown patch(es) {', '.join(unknown)}; "
-            f"known patches are {', '.join(patch_names())} (comma-separated)."
+            f"known patches are {', '.join(PATCH_NAMES)} (comma-separated)."
         )
     return frozenset(names)
 
@@ -54,7 +56,7 @@ def forced_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
     fixed the root cause (comma-separated). Any name that is unknown or not forceable makes
     the whole value invalid: forcing half of what the operator wrote would surprise them."""
     raw, names = _names(environ, FORCE_ENV)
-    unknown = sorted(names - set(patch_names()))
+    unknown = sorted(names - set(PATCH_NAMES))
     if unknown:
         raise InvalidForceError(
             f"{FORCE_ENV}={raw!r} names unknown patch(es) {', '.join(unknown)}; only "
@@ -63,7 +65,7 @@ def forced_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
     refused = sorted(names - set(FORCEABLE_PATCHES))
     if refused:
         because = "; ".join(
-            patch.not_forceable_because for patch in PATCHES if patch.name in refused
+            because for name, because in NOT_FORCEABLE_BECAUSE.items() if name in refused
         )
         raise InvalidForceError(
             f"{FORCE_ENV}={raw!r}: {', '.join(refused)} cannot be forced ({because}); "

@@ -23,7 +23,9 @@ def run(example: Example, workdir: Path) -> subprocess.CompletedProcess[str]:
     """The quoted command as an operator types it: our console script (in a process forked
     after ``import sglang``), or this repository's demo script, in a fresh directory."""
     program, *arguments = example.argv
-    if program == PROGRAM and arguments == ["verify"]:  # read by test_third_patch.py too
+    if program == PROGRAM and arguments[:1] in (["verify"], ["explain"]):
+        # commands that only read: test_third_patch.py reads verify, test_explain.py the
+        # README's explain table
         return run_cli_once(*arguments, **example.env)
     if program == PROGRAM:
         return run_cli(*arguments, **example.env)

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import TESTED_RELEASES
 from support.forkserver import run_cli as cli
 from support.forkserver import run_cli_once
 from support.release import KV_SCALES_APPLIED, MOE_RUNNER_MISMATCH, RUNNER_PRESCALE, ships
@@ -64,6 +68,61 @@ def test_doctor_reports_what_sglang_holds() -> None:
         assert "gets flashinfer_cutlass" not in runner["reason"]
     for report in result["patches"].values():
         assert report["reason"]
+
+
+REPO = Path(__file__).resolve().parents[2]
+# What the README's first screen calls each patch it names in bold.
+FIRST_SCREEN_NAMES = {
+    "Gemma 4 guard": "gemma4-attention",
+    "Llama 4": "llama4-router-weight",
+    "MoE runner": "nvfp4-moe-runner",
+}
+
+
+def _releases_in(cell: str) -> set[str]:
+    """The tested releases a table's first cell names: ``a – b``, ``a, b`` or ``a``."""
+    if "–" in cell:
+        low, high = (Version(end.strip()) for end in cell.split("–"))
+        return {release for release in TESTED_RELEASES if low <= Version(release) <= high}
+    return {part.strip() for part in cell.split(",")}
+
+
+def _row_here(path: Path, header_start: str) -> list[str]:
+    """The cells of the row for this SGLang in ``path``'s table whose header starts so."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    start = next(n for n, line in enumerate(lines) if line.startswith(header_start))
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        if sglang_version() in _releases_in(cells[0]):
+            return cells
+    pytest.fail(f"{path.name}: no row of the table '{header_start}...' names {sglang_version()}")
+
+
+@pytest.mark.release_matrix
+def test_the_first_screen_says_what_doctor_says_here() -> None:
+    """The README's per-release table: the patches a row names in bold are the ones `doctor`
+    reports applied on each release of that row, and docs/releases.md's `doctor` table gives
+    each patch's status as `doctor` does."""
+    if sglang_version() not in TESTED_RELEASES:
+        pytest.skip("the tables name tested releases only")
+    done = run_cli_once("doctor", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    statuses = {name: r["status"] for name, r in json.loads(done.stdout)["patches"].items()}
+    row = _row_here(REPO / "README.md", "| SGLang | what the plugin does |")
+    named = {FIRST_SCREEN_NAMES[bold] for bold in re.findall(r"\*\*(.+?)\*\*", row[1])}
+    assert named == {name for name, status in statuses.items() if status == "applied"}, row
+    releases_md = REPO / "docs" / "releases.md"
+    header = next(
+        line
+        for line in releases_md.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| SGLang | where the Gemma 4 default lives")
+    )
+    columns = [cell.strip().strip("`") for cell in header.strip("|").split(" | ")]
+    row = _row_here(releases_md, "| SGLang | where the Gemma 4 default lives")
+    for name, status in statuses.items():
+        assert row[columns.index(name)].startswith(status), (name, status, row)
 
 
 def test_doctor_says_applied_and_forced_under_force() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS
 from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4_CT
-from support.forkserver import json_lines
+from support.forkserver import json_lines, run_cli_once
 from support.forkserver import run_cli as cli
 from support.release import KV_SCALES_APPLIED, ships
 
@@ -62,7 +62,7 @@ def test_explain_with_force_shows_the_rule_only_where_it_applies() -> None:
 
 @pytest.mark.release_matrix
 def test_explain_table_is_readable() -> None:
-    done = cli("explain", "--gpu", "sm100")
+    done = run_cli_once("explain", "--gpu", "sm100")  # the README quotes it too
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
     assert lines[0].startswith("model") and "decided by" in lines[0]
@@ -137,7 +137,7 @@ def test_explain_asks_sglang_which_runner_a_compressed_tensors_llama4_layer_gets
     import importlib
     import inspect
 
-    from sglang_nvfp4_patches.llama4_router_weight.method_lift import COMPRESSED_TENSORS
+    from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import COMPRESSED_TENSORS
 
     done = cli("explain", "--json", "--model", str(LLAMA4_NVFP4_CT), "--gpu", "sm120")
     assert done.returncode == 0, done.stderr[-3000:]

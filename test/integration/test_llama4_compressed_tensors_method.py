@@ -19,12 +19,10 @@ from typing import Any
 import pytest
 import torch
 
-from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
-    COMPRESSED_TENSORS,
-    reading_of,
-)
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import reading_of
 from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
 from sglang_nvfp4_patches.llama4_router_weight.refusals import TopKNotOneError
+from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import COMPRESSED_TENSORS
 from sglang_nvfp4_patches.simulation.cutlass_kernel import (
     cpu_cutlass_kernel,
     cuda_moves_stay_on_cpu,

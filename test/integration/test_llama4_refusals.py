@@ -20,16 +20,13 @@ from typing import Any
 
 import pytest
 
-from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
-    COMPRESSED_TENSORS,
-    MODELOPT,
-    reading_of,
-)
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import reading_of
 from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     RouterWeightOnInputError,
     TopKNotOneError,
     UnverifiedWrapperError,
 )
+from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import COMPRESSED_TENSORS, MODELOPT
 from sglang_nvfp4_patches.simulation.moe_layer import LLAMA4_MOE_PREFIX, fused_moe_layer
 from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on
 from support.configs import LLAMA4_NVFP4, LLAMA4_NVFP4_CT, edited_copy

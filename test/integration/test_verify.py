@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
+from sglang_nvfp4_patches.check_result import Outcome
 from sglang_nvfp4_patches.gemma4_attention import checks as gemma4
 from sglang_nvfp4_patches.llama4_router_weight import checks as llama4
 from sglang_nvfp4_patches.llama4_router_weight import method_lift
-from sglang_nvfp4_patches.verify.result import Outcome
 
 
 @pytest.mark.release_matrix

@@ -11,6 +11,7 @@ from accuracy_support.dataset_writer import write_dataset
 from accuracy_support.special_files import fifo, sparse, within
 from sglang_nvfp4_patches.accuracy.dataset import load_eval_items, read_mmlu_csv
 from sglang_nvfp4_patches.accuracy.errors import DatasetError
+from sglang_nvfp4_patches.accuracy.hub import open_source
 from sglang_nvfp4_patches.accuracy.limits import MAX_CSV_BYTES
 from sglang_nvfp4_patches.accuracy.scoring import parse_prediction
 from sglang_nvfp4_patches.cli import main
@@ -32,7 +33,7 @@ def test_prompt_has_classic_mmlu_format(tmp_path: Path) -> None:
     dev = "1+1?,1,2,3,4,B\n2+2?,2,3,4,5,C\nunused?,a,b,c,d,A\n"
     test = '"What is 3+3, in base ""ten""?",5,6,7,8,B\n'
     root = _dataset(tmp_path, test, dev)
-    (item,) = load_eval_items(root, shots=2)
+    (item,) = load_eval_items(open_source(root), shots=2)
     expected = (
         "The following are multiple choice questions (with answers) about college math.\n\n"
         "1+1?\nA. 1\nB. 2\nC. 3\nD. 4\nAnswer: B\n\n"
@@ -46,7 +47,7 @@ def test_prompt_has_classic_mmlu_format(tmp_path: Path) -> None:
 
 def test_zero_shot_needs_no_dev_file(tmp_path: Path) -> None:
     _write(tmp_path / "test" / "law_test.csv", "Q?,a,b,c,d,D\n")
-    (item,) = load_eval_items(tmp_path, shots=0)
+    (item,) = load_eval_items(open_source(tmp_path), shots=0)
     assert item.prompt == (
         "The following are multiple choice questions (with answers) about law.\n\n"
         "Q?\nA. a\nB. b\nC. c\nD. d\nAnswer:"
@@ -64,7 +65,7 @@ def test_quoted_multiline_rows_blank_lines_and_ids(tmp_path: Path) -> None:
 
 def test_subjects_and_limit_select_questions(tmp_path: Path) -> None:
     written = write_dataset(tmp_path, {"alpha": 6, "beta": 4, "gamma": 3})
-    items = load_eval_items(tmp_path, shots=5, subjects=["gamma", "alpha"], limit=2)
+    items = load_eval_items(open_source(tmp_path), shots=5, subjects=["gamma", "alpha"], limit=2)
     assert [i.id for i in items] == ["gamma/0", "gamma/1", "alpha/0", "alpha/1"]
     for item in items:
         assert item.question.question == written[item.id].question
@@ -87,7 +88,7 @@ def test_malformed_row_names_file_and_line(
     path = _write(tmp_path / "test" / "s_test.csv", text)
     _write(tmp_path / "dev" / "s_dev.csv", "q,a,b,c,d,A\n" * 5)
     with pytest.raises(DatasetError) as info:
-        load_eval_items(tmp_path, shots=5)
+        load_eval_items(open_source(tmp_path), shots=5)
     assert f"{path}:{line}:" in str(info.value)
     assert fragment in str(info.value)
 
@@ -95,7 +96,7 @@ def test_malformed_row_names_file_and_line(
 def test_bad_dev_row_names_dev_file(tmp_path: Path) -> None:
     _dataset(tmp_path, "q,a,b,c,d,A\n", "q,a,b,c,d,A\nq,a,b,c,d,X\n", subject="s")
     with pytest.raises(DatasetError, match=r"s_dev\.csv:2: answer must be one of"):
-        load_eval_items(tmp_path, shots=2)
+        load_eval_items(open_source(tmp_path), shots=2)
 
 
 @pytest.mark.parametrize(
@@ -119,14 +120,14 @@ def test_missing_or_empty_data_is_a_clear_error(tmp_path: Path, setup, fragment:
     root = tmp_path / "data"
     setup(root)
     with pytest.raises(DatasetError) as info:
-        load_eval_items(root, shots=5)
+        load_eval_items(open_source(root), shots=5)
     assert fragment in str(info.value)
 
 
 def test_unknown_subject_is_an_error(tmp_path: Path) -> None:
     write_dataset(tmp_path, {"alpha": 2})
     with pytest.raises(DatasetError, match=r"unknown subject.*nope.*available: alpha"):
-        load_eval_items(tmp_path, shots=5, subjects=["alpha", "nope"])
+        load_eval_items(open_source(tmp_path), shots=5, subjects=["alpha", "nope"])
 
 
 @pytest.mark.parametrize("good_rows", [0, 3, 2000])  # 2000 rows: past the decoder's chunk
@@ -138,7 +139,7 @@ def test_invalid_utf8_names_its_offset_in_the_file_and_its_line(
     good = "".join(f"question {i} é,a,b,c,d,A\n" for i in range(good_rows)).encode()
     path.write_bytes(good + b"q\xff,a,b,c,d,A\n")
     with pytest.raises(DatasetError) as info:
-        load_eval_items(tmp_path, shots=0)
+        load_eval_items(open_source(tmp_path), shots=0)
     assert str(info.value) == (
         f"{path}:{good_rows + 1}: not valid UTF-8 at offset {len(good) + 1} of the file "
         "(byte 0xff); re-save the file as UTF-8"
@@ -210,5 +211,5 @@ def test_a_csv_that_is_not_a_small_regular_file_is_named_without_reading_it(
         dev_csv.unlink()
         fifo(dev_csv)
     with pytest.raises(DatasetError) as info:
-        within(10, lambda: load_eval_items(tmp_path, shots=5))
+        within(10, lambda: load_eval_items(open_source(tmp_path), shots=5))
     assert says in str(info.value) and str(info.value).startswith(str(tmp_path))

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from sglang_nvfp4_patches.evidence_records import Record
-from sglang_nvfp4_patches.llama4_router_weight.method_lift import MODELOPT, decide, still_rejects
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import decide, still_rejects
+from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import MODELOPT
 from sglang_nvfp4_patches.llama4_router_weight.rejection_question import Reading, Verdict
 from sglang_nvfp4_patches.status import PatchState
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK
-from sglang_nvfp4_patches.verify.result import (
+from sglang_nvfp4_patches.check_result import (
     CheckFailed,
     CheckResult,
     NotApplicable,
     Outcome,
     run_check,
 )
+from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK
 from sglang_nvfp4_patches.verify.run import child_environment, exit_status, sglang_line, summary
 
 

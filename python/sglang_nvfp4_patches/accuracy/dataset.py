@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -214,24 +213,6 @@ class CsvSource:
         return self.data_dir / split / f"{subject}{suffix}"
 
 
-# ``org/name``: what --data takes as a Hugging Face dataset id when no such local path exists.
-_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-
-def open_source(data: str | Path) -> QuestionSource:
-    """A csv folder (it has ``test/``); else a Hub id (``org/name``, no such local path) or a
-    local copy of a Hub dataset repository (it has the repository's ``README.md``)."""
-    path = Path(data)
-    if (path / "test").is_dir():
-        return CsvSource(path)
-    hub_copy = (path / "README.md").is_file()
-    if hub_copy or (not path.exists() and _HUB_ID.match(str(data))):
-        from sglang_nvfp4_patches.accuracy.hub import HubSource  # imports `datasets` lazily
-
-        return HubSource(str(data))
-    return CsvSource(path)
-
-
 def select_subjects(available: Sequence[str], wanted: Iterable[str] | None) -> list[str]:
     """Apply ``--subjects``; unknown names raise instead of silently shrinking the run."""
     if wanted is None:
@@ -248,7 +229,7 @@ def select_subjects(available: Sequence[str], wanted: Iterable[str] | None) -> l
 
 
 def load_eval_items(
-    data: str | Path,
+    source: QuestionSource,
     shots: int,
     subjects: Iterable[str] | None = None,
     limit: int | None = None,
@@ -258,7 +239,6 @@ def load_eval_items(
         raise DatasetError(f"shots must be >= 0, got {shots}")
     if limit is not None and limit < 1:
         raise DatasetError(f"limit must be >= 1, got {limit}")
-    source = open_source(data)
     items: list[EvalItem] = []
     for subject in select_subjects(source.subjects(), subjects):
         questions = source.test_questions(subject)

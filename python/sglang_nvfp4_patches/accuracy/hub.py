@@ -2,7 +2,8 @@
 few-shot examples, ``test`` for the questions.
 
 ``datasets`` comes with SGLang, so the project adds no dependency; it is imported only here,
-and this module only when ``--data`` names a dataset, so the csv path stays light. Caching
+and only when ``--data`` names a dataset (:func:`open_source`, which picks the source of a
+run), so the csv path stays light. Caching
 and offline use (``HF_HUB_OFFLINE=1``) are the library's own; a Hub that cannot be reached
 (one HEAD request, through the proxies the environment names, :data:`REACH_TIMEOUT_S`) turns
 offline mode on before ``datasets`` is imported, so a cached copy is used at once and a
@@ -14,6 +15,7 @@ layout of the same data, and runs from both sources pair in ``compare``.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import urllib.error
 import urllib.request
@@ -21,7 +23,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from sglang_nvfp4_patches.accuracy.dataset import CHOICE_LETTERS, Question
+from sglang_nvfp4_patches.accuracy.dataset import (
+    CHOICE_LETTERS,
+    CsvSource,
+    Question,
+    QuestionSource,
+)
 from sglang_nvfp4_patches.accuracy.errors import DatasetError
 
 CONFIG = "all"
@@ -170,3 +177,19 @@ def _checked(row: Mapping[str, Any], where: str) -> tuple[str, str, tuple[str, .
     else:
         raise DatasetError(f"{where}: 'answer' must be 0-3 or A-D, found {answer!r}")
     return subject, question, tuple(choices), letter
+
+
+# ``org/name``: what --data takes as a Hugging Face dataset id when no such local path exists.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def open_source(data: str | Path) -> QuestionSource:
+    """A csv folder (it has ``test/``); else a Hub id (``org/name``, no such local path) or a
+    local copy of a Hub dataset repository (it has the repository's ``README.md``)."""
+    path = Path(data)
+    if (path / "test").is_dir():
+        return CsvSource(path)
+    hub_copy = (path / "README.md").is_file()
+    if hub_copy or (not path.exists() and _HUB_ID.match(str(data))):
+        return HubSource(str(data))
+    return CsvSource(path)

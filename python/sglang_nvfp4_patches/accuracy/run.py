@@ -35,6 +35,7 @@ from sglang_nvfp4_patches.accuracy.client import (
 )
 from sglang_nvfp4_patches.accuracy.dataset import EvalItem, load_eval_items
 from sglang_nvfp4_patches.accuracy.errors import ConfigError, ResumeError
+from sglang_nvfp4_patches.accuracy.hub import open_source
 from sglang_nvfp4_patches.accuracy.limits import (
     ABORT_AFTER_CONSECUTIVE_FAILURES,
     seconds_problem,
@@ -114,7 +115,7 @@ class RunConfig:
 
     def load_items(self) -> list[EvalItem]:
         """The questions and prompts this run asks."""
-        return load_eval_items(self.data_dir, self.shots, self.subjects, self.limit)
+        return load_eval_items(open_source(self.data_dir), self.shots, self.subjects, self.limit)
 
     def scope(self, items: Sequence[EvalItem]) -> dict[str, Any]:
         """The question set of ``items`` as RUN.json records it (keys of SCOPE_OPTIONS)."""

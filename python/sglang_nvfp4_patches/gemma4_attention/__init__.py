@@ -6,8 +6,9 @@ What it does, where it is wired, how it is tested:
 * the rule, pure: :mod:`.rule` (sglang#26791's rule and when it applies);
 * the root cause, pure: :mod:`.v_scale_question` reads a ``trtllm_mha_backend.py`` source;
   :mod:`.backend_source` finds this SGLang's copy and says live, fixed or unknown;
-* the seams, one module each: :mod:`.registry_layout` (model-override registries, 0.5.15+),
-  :mod:`.method_layout` (``ServerArgs._handle_model_specific_adjustments``, 0.5.12-0.5.14),
+* the seams, one module each: :mod:`.registry_layout` (model-override registries),
+  :mod:`.method_layout` (``ServerArgs._handle_model_specific_adjustments``, where there is
+  no registry),
   :mod:`.launch_paths` (records resolved before plugins load, checked in the scheduler);
   :mod:`.layout` picks the seam this release has, :mod:`.server_args_facts` reads a record's
   facts, :mod:`.rule_state` runs the rule in this process's mode;
@@ -20,8 +21,9 @@ from __future__ import annotations
 
 from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
 from sglang_nvfp4_patches.patch import declare
+from sglang_nvfp4_patches.patch_names import GEMMA4_ATTENTION
 
-NAME = "gemma4-attention"
+NAME = GEMMA4_ATTENTION
 PATCH = declare(
     __name__,
     name=NAME,

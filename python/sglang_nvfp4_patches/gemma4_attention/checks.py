@@ -7,12 +7,12 @@ KV-cache scales are applied; an explicit ``--attention-backend`` is always the u
 
 from __future__ import annotations
 
+from sglang_nvfp4_patches.check_result import CheckFailed, CheckResult, run_check
 from sglang_nvfp4_patches.gemma4_attention import NAME, backend_source
 from sglang_nvfp4_patches.gemma4_attention.rule import AFFECTED_BACKEND, SAFE_BACKEND
 from sglang_nvfp4_patches.simulation.bundled import GEMMA4_NVFP4_MOE
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
 from sglang_nvfp4_patches.simulation.server_args import resolve
-from sglang_nvfp4_patches.verify.result import CheckFailed, CheckResult, run_check
 
 EXPLICIT = "trtllm_mha"  # what an operator passes to keep the fast backend
 

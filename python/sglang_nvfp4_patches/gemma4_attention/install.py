@@ -3,8 +3,9 @@
 It follows its root cause, which :mod:`.backend_source` reads off this SGLang's TRT-LLM MHA
 backend at plugin load (:func:`.backend_source.mode_for` decides):
 
-* fixed (0.5.14+): nothing is installed; SGLang's faster ``trtllm_mha`` default stands.
-* live (0.5.12.x, 0.5.13.x, nightlies with sglang#28144 reverted) or forced with
+* fixed (which releases: docs/releases.md): nothing is installed; SGLang's faster
+  ``trtllm_mha`` default stands.
+* live (on the releases before sglang#28144, and nightlies with it reverted) or forced with
   ``SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention``: the rule is wired into whichever layout
   holds the Gemma 4 default (:mod:`.layout`), and the scheduler checks records resolved
   before plugins loaded (:mod:`.launch_paths`).

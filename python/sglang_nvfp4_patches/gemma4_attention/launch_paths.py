@@ -1,9 +1,10 @@
 """Launch paths that resolve ServerArgs before SGLang loads plugins bypass the rule.
 
 ``http_server.launch_server(ServerArgs(...))``, ``HttpServerEngineAdapter``,
-``sglang.Runtime``, ``bench_one_batch_server`` and, from 0.5.19, ``Engine._launch_subprocesses``
-called directly resolve the record first; releases before 0.5.20 even resolve on
-construction. The scheduler process always loads plugins before it builds its
+``sglang.Runtime``, ``bench_one_batch_server`` and, where the engine resolves the record
+itself (``resolve_once``), ``Engine._launch_subprocesses`` called directly resolve the record
+first; releases without ``resolve_once`` even resolve on construction (which releases:
+docs/releases.md). The scheduler process always loads plugins before it builds its
 ``Scheduler``, so that is where a record the rule never saw (no ``SEEN_MARK``) is caught:
 one WARNING per scheduler process when the rule would have changed its attention backend.
 """
@@ -35,7 +36,8 @@ SCHEDULER_INIT = f"{SCHEDULER_MODULE}.Scheduler.__init__"
 
 
 def _pristine_facts(record: Any) -> tuple[Gemma4Facts, tuple[Any, ...]]:
-    """0.5.20+: the record keeps the user's input; resolution lives in declarations."""
+    """With ``resolve_once``: the record keeps the user's input; resolution lives in
+    declarations."""
     from sglang.srt.arg_groups.model_override_base import resolved_view
 
     view = resolved_view(record)
@@ -44,7 +46,7 @@ def _pristine_facts(record: Any) -> tuple[Gemma4Facts, tuple[Any, ...]]:
 
 
 def _resolved_in_place_facts(record: Any) -> tuple[Gemma4Facts, tuple[Any, ...]]:
-    """Before 0.5.20 resolution wrote the record: what the user typed is gone."""
+    """Without ``resolve_once`` resolution wrote the record: what the user typed is gone."""
     facts = record_facts(record, "sglang.srt.server_args")
     used = (
         facts.attention_backend,

@@ -1,6 +1,7 @@
-"""0.5.12-0.5.14: ``ServerArgs._handle_model_specific_adjustments`` sets the Gemma 4 default
-in place. An AROUND hook (SGLang's ``HookRegistry``) sets ``attention_backend`` first,
-exactly as if the user had passed ``--attention-backend triton``."""
+"""Where SGLang has no model-override registry (docs/releases.md),
+``ServerArgs._handle_model_specific_adjustments`` sets the Gemma 4 default in place. An AROUND
+hook (SGLang's ``HookRegistry``) sets ``attention_backend`` first, exactly as if the user had
+passed ``--attention-backend triton``."""
 
 from __future__ import annotations
 

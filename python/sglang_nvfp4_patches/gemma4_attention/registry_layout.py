@@ -2,9 +2,11 @@
 run in registration order, and the last declaration of a field wins. Ours is registered
 after SGLang's own Gemma 4 provider, so it re-declares ``attention_backend`` when it acts.
 
-* 0.5.20+: ``sglang.srt.arg_groups.model_override_base``; providers see a pristine record
-  and read resolution so far through ``resolving_view``.
-* 0.5.15.post1-0.5.18: ``sglang.srt.arg_groups.overrides``; providers read the record.
+* ``sglang.srt.arg_groups.model_override_base``: providers see a pristine record and read
+  resolution so far through ``resolving_view``;
+* ``sglang.srt.arg_groups.overrides`` (older releases): providers read the record.
+
+Which release has which: docs/releases.md.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def _declaration(facts: Gemma4Facts, model_path: str) -> dict[str, Any]:
 
 
 def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
-    """0.5.20+ provider: reads the live resolving view, never writes a field."""
+    """``model_override_base`` provider: reads the live resolving view, never writes a field."""
     if rule_state.is_suspended():
         return {}
     from sglang.srt.arg_groups.model_override_base import resolving_view
@@ -76,7 +78,7 @@ def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
 
 
 def overrides_module_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
-    """0.5.15.post1-0.5.18 provider: those releases hand providers the pristine record."""
+    """``arg_groups.overrides`` provider: that registry hands providers the pristine record."""
     if rule_state.is_suspended():
         return {}
     rule_state.mark_seen(server_args)

@@ -4,7 +4,7 @@ SGLang defaults Gemma 4 to ``trtllm_mha`` on SM10X, 12-18 % faster than ``triton
 (sglang#25005). For the NVFP4 (``modelopt_fp4``) MoE checkpoint, which runs with an FP8 KV
 cache, that default collapsed accuracy (MMLU 0.622 on triton vs 0.037 in one report; -2.09 pp,
 McNemar chi2 34.6 in sglang#26518). The root cause: ``trtllm_mha`` dropped the FP8 KV-cache V
-scale (``bmm2_scale = 1.0``). sglang#28144 fixed it (0.5.14+).
+scale (``bmm2_scale = 1.0``). sglang#28144 fixed it (which releases: docs/releases.md).
 
 So sglang#26791's rule (for exactly that combination, with no attention backend given, pick
 ``triton``; honour an explicit choice) applies only where the root cause is live and the KV

@@ -86,7 +86,7 @@ def read_facts(
 
 
 def pristine_record_facts(server_args: Any, given: Any) -> Gemma4Facts:
-    """0.5.20+: facts of a record that keeps the operator's input (resolution lives in
+    """With ``resolve_once``: facts of a record that keeps the operator's input (resolution lives in
     declarations); the attention backends are read off ``given``, a view or the record."""
     from sglang.srt.arg_groups.model_override_base import model_config_of, resolving_view
     from sglang.srt.runtime_context import get_platform
@@ -96,7 +96,7 @@ def pristine_record_facts(server_args: Any, given: Any) -> Gemma4Facts:
 
 
 def record_facts(server_args: Any, probe_module: str) -> Gemma4Facts:
-    """Facts read straight off a ServerArgs record (0.5.12-0.5.18), with SGLang's SM10X probe
+    """Facts read straight off a ServerArgs record (resolved in place), with SGLang's SM10X probe
     as bound in ``probe_module``, the binding that release's Gemma 4 default reads."""
     is_sm100 = importlib.import_module(probe_module).is_sm100_supported()
     return read_facts(

@@ -10,7 +10,8 @@ What it does, where it is wired, how it is tested:
 * the decision, pure: :mod:`.rule` (per layer: lift or refuse), :mod:`.refusals` (the texts,
   their exception classes and switches); the tensor transform: :mod:`.prescale` (torch);
 * the seams, one module each: :mod:`.runner_registry` (the runner's fused functions),
-  :mod:`.method_lift` (the NVFP4 MoE methods' ``create_moe_runner``), :mod:`.layer_facts`
+  :mod:`.method_lift` (the NVFP4 MoE methods' ``create_moe_runner``; which methods:
+  :mod:`.rejecting_methods`), :mod:`.layer_facts`
   (what SGLang fixed about a layer when it builds it), :mod:`.flag_free_view` (the config
   the methods check), :mod:`.ray_job_check` (``--use-ray``: the Ray job's runtime env),
   :mod:`.suspension` (``explain``'s unpatched column: every hook passes the call through);
@@ -24,8 +25,9 @@ from __future__ import annotations
 
 from sglang_nvfp4_patches.models import LLAMA4_ARCHITECTURES
 from sglang_nvfp4_patches.patch import declare
+from sglang_nvfp4_patches.patch_names import LLAMA4_ROUTER_WEIGHT
 
-NAME = "llama4-router-weight"
+NAME = LLAMA4_ROUTER_WEIGHT
 PATCH = declare(
     __name__,
     name=NAME,
@@ -36,7 +38,4 @@ PATCH = declare(
     explain_note="explain_facts.explain_note",
     verify_checks="checks.run_checks",
     suspended="suspension.suspended",  # explain's unpatched column
-    not_forceable_because=(
-        "where SGLang pre-scales the router weight itself, a forced pre-scale would apply it twice"
-    ),
 )

@@ -23,13 +23,21 @@ from typing import Any
 
 import torch
 
+from sglang_nvfp4_patches.check_result import (
+    CheckFailed,
+    CheckResult,
+    NotApplicable,
+    Outcome,
+    run_check,
+)
+from sglang_nvfp4_patches.evidence_check import agrees_or_kept
 from sglang_nvfp4_patches.llama4_router_weight import NAME
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import FLAG
-from sglang_nvfp4_patches.llama4_router_weight.method_lift import MODELOPT as MODELOPT_METHOD
 from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     FP4_ALLGATHER_SWITCH,
     RouterWeightOnInputError,
 )
+from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import MODELOPT as MODELOPT_METHOD
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import DOUBLE_WEIGHTING
 from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
 from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4, LLAMA4_NVFP4_CT
@@ -48,14 +56,6 @@ from sglang_nvfp4_patches.simulation.llama4_layers import (
 )
 from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on, single_rank_tp_group
 from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
-from sglang_nvfp4_patches.verify.records import agrees_or_kept
-from sglang_nvfp4_patches.verify.result import (
-    CheckFailed,
-    CheckResult,
-    NotApplicable,
-    Outcome,
-    run_check,
-)
 
 TOKENS = 7
 EVIDENCE_CHECK = "evidence (SGLang's own runner and methods, on CPU)"
@@ -154,7 +154,8 @@ def _refused(
     """Refused when the layer is built, naming the switch; or, where this SGLang's method
     accepts the flag by itself (nothing lifted, so nothing of ours refuses it), refused by
     SGLang at the first forward: never computed with the weight on the output."""
-    from sglang_nvfp4_patches.llama4_router_weight.method_lift import MODELOPT, is_lifted
+    from sglang_nvfp4_patches.llama4_router_weight.method_lift import is_lifted
+    from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import MODELOPT
 
     moe = build()
     try:

@@ -62,7 +62,7 @@ def shown_by(record: Record | None) -> str:
 
 def _layers() -> dict[str, tuple[Path, dict[str, str]]]:
     """Per method part, the bundled checkpoint whose layer runs it, and the launch flags."""
-    from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
+    from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
         COMPRESSED_TENSORS,
         MODELOPT,
     )

@@ -3,7 +3,7 @@ patched on its own when SGLang imports the module that holds it
 (:func:`sglang_nvfp4_patches.post_import.when_imported`).
 
 Three places reject the flag on this path: the runner's fused functions
-(:func:`.runner_registry.runner_patcher`; upstream from 0.5.21), and
+(:func:`.runner_registry.runner_patcher`; upstream on recent releases), and
 ``ModelOptNvFp4FusedMoEMethod`` and ``CompressedTensorsW4A4Nvfp4MoE``
 (:func:`.method_lift.method_patcher`; still rejecting in 0.5.23). Under ``--use-ray`` the
 actors need the Ray job to load plugins (:mod:`.ray_job_check`). Each part's outcome is
@@ -13,7 +13,8 @@ recorded in :mod:`.outcomes`; :func:`summarize` makes one report of them.
 from __future__ import annotations
 
 from sglang_nvfp4_patches.llama4_router_weight import NAME, outcomes
-from sglang_nvfp4_patches.llama4_router_weight.method_lift import REJECTING_METHODS, method_patcher
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import method_patcher
+from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import REJECTING_METHODS
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE, runner_patcher
 from sglang_nvfp4_patches.post_import import module_exists
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND

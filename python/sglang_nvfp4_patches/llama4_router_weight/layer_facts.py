@@ -29,8 +29,8 @@ COMPRESSED_TENSORS_CONFIG_MODULE = (
 
 @functools.lru_cache(maxsize=4)
 def _model_config_for(model_path: str, revision: str | None) -> Any:
-    """Before 0.5.18: the scheduler's model config, built once per model (the arguments are
-    only the cache key; the config is built from the published server args)."""
+    """Without ``process_model_config``: the scheduler's model config, built once per model
+    (the arguments are only the cache key; the config is built from the published server args)."""
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.server_args import get_global_server_args
 
@@ -38,7 +38,7 @@ def _model_config_for(model_path: str, revision: str | None) -> Any:
 
 
 def _process_model_config() -> Any:
-    try:  # 0.5.18+: the process's ModelConfig, built once from the published config
+    try:  # where SGLang has it: the process's ModelConfig, built once from the published config
         from sglang.srt.runtime_context import process_model_config
     except ImportError:
         from sglang.srt.server_args import get_global_server_args
@@ -72,8 +72,8 @@ def fp4_allgather() -> bool:
 
 def nvfp4_dispatch(method: Any) -> bool:
     """Whether the FlashInfer all-to-all hands this method NVFP4 activations, as the
-    method's own module decides it (ModelOpt: ``_use_nvfp4_dispatch`` or, before 0.5.20,
-    ``MOE_NVFP4_DISPATCH``; a method whose module has neither dispatches unquantized)."""
+    method's own module decides it (ModelOpt: ``_use_nvfp4_dispatch`` or, on older
+    releases, ``MOE_NVFP4_DISPATCH``; a method whose module has neither dispatches unquantized)."""
     a2a_backend = getattr(importlib.import_module(MOE_UTILS_MODULE), "get_moe_a2a_backend", None)
     if not callable(a2a_backend) or not a2a_backend().is_flashinfer():
         return False

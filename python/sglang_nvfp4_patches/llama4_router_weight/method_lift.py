@@ -25,6 +25,10 @@ from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
     without_router_weight_on_input,
 )
 from sglang_nvfp4_patches.llama4_router_weight.layer_facts import layer_facts
+from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
+    REJECTING_METHODS,
+    RejectingMethod,
+)
 from sglang_nvfp4_patches.llama4_router_weight.rejection_question import (
     Reading,
     Verdict,
@@ -43,39 +47,6 @@ from sglang_nvfp4_patches.status import PatchState, PatchUnavailable
 
 if TYPE_CHECKING:
     from sglang_nvfp4_patches.evidence_records import Record
-
-
-@dataclasses.dataclass(frozen=True)
-class RejectingMethod:
-    """One NVFP4 MoE quantization method (a whole class, not a part of one) that asserts the
-    flag away on its CUTLASS branch."""
-
-    part: str  # key in the outcomes and doctor's reason
-    label: str
-    module: str
-    cls: str
-    checked_in: str  # the method whose source holds the assert
-
-    @property
-    def target(self) -> str:
-        return f"{self.module}.{self.cls}.create_moe_runner"
-
-
-MODELOPT = RejectingMethod(
-    "modelopt",
-    "ModelOpt NVFP4",
-    "sglang.srt.layers.quantization.modelopt_quant",
-    "ModelOptNvFp4FusedMoEMethod",
-    "apply",
-)
-COMPRESSED_TENSORS = RejectingMethod(
-    "compressed-tensors",
-    "compressed-tensors NVFP4",
-    "sglang.srt.layers.quantization.compressed_tensors.schemes.compressed_tensors_w4a4_nvfp4_moe",
-    "CompressedTensorsW4A4Nvfp4MoE",
-    "apply_weights",
-)
-REJECTING_METHODS: tuple[RejectingMethod, ...] = (MODELOPT, COMPRESSED_TENSORS)
 
 
 def runs_on_cutlass(method: Any) -> bool:

@@ -10,12 +10,14 @@ from sglang_nvfp4_patches.llama4_router_weight import NAME
 from sglang_nvfp4_patches.llama4_router_weight.install import not_applicable
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
     NO_REJECTION,
-    REJECTING_METHODS,
-    RejectingMethod,
     decision_for,
     is_lifted,
     reading_of,
     still_rejects,
+)
+from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
+    REJECTING_METHODS,
+    RejectingMethod,
 )
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     RUNNER_MODULE,

@@ -46,8 +46,8 @@ def top_k_message(got: str) -> str:
 FP4_ALLGATHER_FIELD = "disable_flashinfer_cutlass_moe_fp4_allgather"
 FP4_ALLGATHER_SWITCH = "--" + FP4_ALLGATHER_FIELD.replace("_", "-")
 NVFP4_DISPATCH_ENV = "SGLANG_MOE_NVFP4_DISPATCH"
-# From 0.5.20 the FlashInfer all-to-all's dispatch dtype is a server flag (defaulting to
-# nvfp4 for NVFP4 MoE) and SGLang refuses the environment variable beside it.
+# Where SGLang has this field, the FlashInfer all-to-all's dispatch dtype is a server flag
+# (defaulting to nvfp4 for NVFP4 MoE) and SGLang refuses the environment variable beside it.
 A2A_DISPATCH_TYPE_FIELD = "flashinfer_a2a_dispatch_type"
 
 FP4_ALLGATHER_REMEDY = (

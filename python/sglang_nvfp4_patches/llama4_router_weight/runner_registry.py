@@ -1,15 +1,15 @@
 """Seam 1: the runner's fused functions in SGLang's fused-function registry.
 
-``sglang/srt/layers/moe/moe_runner/flashinfer_cutlass.py`` registers one fused function per
-dispatch path in ``FusedOpPool``; before 0.5.21 both assert the flag away. Each registry
-entry is wrapped with the top-1 pre-scale (:mod:`.prescale`), so the runner is the one place
-the router weight is applied. The registry is left alone only where a record shows, by
-behaviour, that SGLang's own registered fused function, called by ``MoeRunner`` with the
-flag, hands the kernel ``x * w`` and unit scales (:mod:`.evidence`; 0.5.21+ by the records
-CI shipped). A helper of SGLang's that works when called alone shows nothing about the
-function the registry holds. Without such a record ours wraps the registry; it hands SGLang's
-fused function a config without the flag, so a pre-scale of SGLang's own under any name does
-not apply the weight again.
+``sglang/srt/layers/moe/moe_runner/flashinfer_cutlass.py`` registers one fused function per dispatch
+path in ``FusedOpPool``; until SGLang pre-scales itself both assert the flag away. Each registry
+entry is wrapped with the top-1 pre-scale (:mod:`.prescale`), so the runner is the one place the
+router weight is applied. The registry is left alone only where a record shows, by behaviour, that
+SGLang's own registered fused function, called by ``MoeRunner`` with the flag, hands the kernel
+``x * w`` and unit scales (:mod:`.evidence`; where, by the records CI shipped: docs/releases.md).
+A helper of SGLang's that works when called alone shows nothing about the function the
+registry holds. Without such a record ours wraps the registry; it hands SGLang's fused function a
+config without the flag, so a pre-scale of SGLang's own under any name does not apply the weight
+again.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def prequantized_remedies() -> dict[tuple[str, str], str]:
     from sglang.srt.server_args import ServerArgs
 
     remedies = dict.fromkeys(CUTLASS_FUSED_FUNC_KEYS, GENERIC_PREQUANTIZED_REMEDY)
-    if hasattr(ServerArgs, FP4_ALLGATHER_FIELD):  # a dataclass or msgspec field (0.5.20+)
+    if hasattr(ServerArgs, FP4_ALLGATHER_FIELD):  # a dataclass or msgspec field, where it exists
         remedies[STANDARD_DISPATCH] = FP4_ALLGATHER_REMEDY
     remedies[FLASHINFER_A2A] = nvfp4_dispatch_remedy(has_dispatch_type_flag())
     return remedies

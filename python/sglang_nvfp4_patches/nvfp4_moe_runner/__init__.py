@@ -9,7 +9,8 @@ What it does, where it is wired, how it is tested:
   (:mod:`..simulation.moe_forward`) and is kept as a record (:mod:`..evidence_records`);
 * the seams: :mod:`..override_seam` finds where this SGLang lets a model declare defaults,
   :mod:`.seam_hooks` holds the hook for each kind, :mod:`.launch_facts` reads a launch there,
-  :mod:`.decision` runs the rule in this process (suspension, record, log lines);
+  :mod:`.decision` runs the rule in this process (record, log lines), :mod:`.suspension`
+  passes every call through (``explain``'s unpatched column, the evidence);
 * what the commands call (the declaration below): :mod:`.install`, :mod:`.read_back`
   (``doctor``), :mod:`.explain_facts`, :mod:`.checks` (``verify``);
 * tests: ``test/unit/test_nvfp4_moe_runner_*.py``, ``test/integration/test_nvfp4_moe_runner*.py``.
@@ -19,8 +20,9 @@ from __future__ import annotations
 
 from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES, LLAMA4_ARCHITECTURES
 from sglang_nvfp4_patches.patch import declare
+from sglang_nvfp4_patches.patch_names import NVFP4_MOE_RUNNER
 
-NAME = "nvfp4-moe-runner"
+NAME = NVFP4_MOE_RUNNER
 PATCH = declare(
     __name__,
     name=NAME,
@@ -30,10 +32,6 @@ PATCH = declare(
     unpatched="read_back.unpatched_report",
     explain_note="explain_facts.explain_note",
     verify_checks="checks.run_checks",
-    suspended="decision.suspended",
+    suspended="suspension.suspended",
     declares=frozenset({"moe_runner_backend"}),
-    not_forceable_because=(
-        "it publishes a runner only where the evidence shows SGLang's own layer failing; pass "
-        "--moe-runner-backend flashinfer_cutlass to choose that runner yourself"
-    ),
 )

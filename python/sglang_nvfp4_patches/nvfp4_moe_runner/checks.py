@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from sglang_nvfp4_patches.check_result import CheckFailed, CheckResult, NotApplicable, run_check
+from sglang_nvfp4_patches.evidence_check import agrees_or_kept
 from sglang_nvfp4_patches.models import GEMMA4, LLAMA4
 from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
 from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import (
@@ -26,8 +28,6 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import (
     gather,
 )
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import CUTLASS, EvidenceState, evidence_key
-from sglang_nvfp4_patches.verify.records import agrees_or_kept
-from sglang_nvfp4_patches.verify.result import CheckFailed, CheckResult, NotApplicable, run_check
 
 # Where a plain launch is checked: every GPU SGLang's own rule names flashinfer_cutlass for,
 # and SM10X for Llama 4 (its TRT-LLM FP4 path weights expert outputs, never inputs).
@@ -100,7 +100,7 @@ def _server_launch(family: str, gpu: str) -> str:
 
 
 def _given_flags_honoured() -> str:
-    from sglang_nvfp4_patches.nvfp4_moe_runner.decision import suspended
+    from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.server_args import resolve
 

@@ -1,5 +1,5 @@
-"""The rule as this process runs it, for every seam's hook: ``explain``'s suspension of it, the
-evidence record read when a launch needs it, and the decision's log lines (one per model and
+"""The rule as this process runs it, for every seam's hook: the evidence record read when a
+launch needs it, and the decision's log lines (one per model and
 GPU per process)."""
 
 from __future__ import annotations
@@ -17,13 +17,9 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
 )
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import sglang_version
-from sglang_nvfp4_patches.suspension import Suspension
 
 logger = logging.getLogger("sglang_nvfp4_patches.nvfp4_moe_runner")
 
-_suspension = Suspension("nvfp4_moe_runner_suspended")
-suspended = _suspension.suspended  # inside this block the patch declares nothing
-is_suspended = _suspension.active
 _logged: set[tuple[str, str, str]] = set()
 _lock = threading.Lock()
 

@@ -48,7 +48,7 @@ def current_facts() -> dict[str, Any] | None:
 def gather_one(family: str, gpu: str) -> dict[str, Any]:
     """The evidence for one family on one simulated GPU (in a process where SGLang loaded
     the plugin: the other patches act as they would in a server)."""
-    from sglang_nvfp4_patches.nvfp4_moe_runner.decision import suspended
+    from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.moe_forward import run_first_moe_layer
     from sglang_nvfp4_patches.simulation.server_args import resolve

@@ -21,7 +21,7 @@ def device_capability(device: str | None) -> tuple[int, int] | None:
     """The CUDA GPU's compute capability as SGLang probes it (``None`` off CUDA)."""
     if device not in (None, "cuda") and not str(device).startswith("cuda:"):
         return None
-    try:  # 0.5.20+: the process's platform facts (overridable)
+    try:  # where SGLang has them: the process's platform facts (overridable)
         from sglang.srt.runtime_context import get_platform
 
         platform = get_platform()
@@ -36,8 +36,8 @@ def device_capability(device: str | None) -> tuple[int, int] | None:
 
 
 def resolving_facts(server_args: Any, hf_config: Any) -> LaunchFacts:
-    """0.5.19+ registry: the record keeps the user's input; resolution so far is read through
-    the resolving view, the checkpoint through the record's memoized ModelConfig."""
+    """``model_override_base`` registry: the record keeps the user's input; resolution so far is
+    read through the resolving view, the checkpoint through the record's memoized ModelConfig."""
     from sglang.srt.arg_groups.model_override_base import model_config_of, resolving_view
 
     view = resolving_view(server_args)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES, LLAMA4_ARCHITECTURES
-from sglang_nvfp4_patches.nvfp4_moe_runner import decision
+from sglang_nvfp4_patches.nvfp4_moe_runner import decision, suspension
 from sglang_nvfp4_patches.nvfp4_moe_runner.launch_facts import record_facts, resolving_facts
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import LaunchFacts
 from sglang_nvfp4_patches.override_seam import OVERRIDES_MODULE, OverrideSeam, SeamKind
@@ -62,8 +62,8 @@ def _declaration(facts: LaunchFacts, declared: dict[str, Any], model_path: str) 
 
 
 def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
-    """Model-override registry provider (0.5.19+ reads the resolving view)."""
-    if decision.is_suspended():
+    """Model-override registry provider (``model_override_base``: reads the resolving view)."""
+    if suspension.is_suspended():
         return {}
     from sglang.srt.arg_groups import model_override_base as base
 
@@ -74,7 +74,7 @@ def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
 
 def overrides_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
     """``arg_groups.overrides`` registry provider: those releases hand providers the record."""
-    if decision.is_suspended():
+    if suspension.is_suspended():
         return {}
     import importlib
 
@@ -87,7 +87,7 @@ def runner_adjustments_hook(
     original: Callable[..., Any], server_args: Any, *args: Any, **kw: Any
 ) -> Any:
     """Set the MoE runner before SGLang's in-place model adjustments read it."""
-    if not decision.is_suspended():
+    if not suspension.is_suspended():
         chosen = decision.decide_and_log(record_facts(server_args), server_args.model_path)
         if chosen.runner is not None:
             server_args.moe_runner_backend = chosen.runner

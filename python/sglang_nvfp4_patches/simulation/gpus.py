@@ -72,9 +72,9 @@ def gpu_choices() -> str:
     return ", ".join(f"{p.name} ({', '.join(p.gpu_names)})" for p in GPU_PROFILES.values())
 
 
-# SGLang 0.5.13-0.5.18 ask ``sglang.srt.utils.common`` probes, imported by name into many
-# modules: each binding is replaced for the duration (``is_cuda`` stays false on purpose, so
-# nothing tries to load CUDA libraries; ``device="cuda"`` is passed instead).
+# Releases without ``runtime_context.override_platform`` ask ``sglang.srt.utils.common`` probes,
+# imported by name into many modules: each binding is replaced for the duration (``is_cuda`` stays
+# false on purpose, so nothing tries to load CUDA libraries; ``device="cuda"`` is passed instead).
 # SGLang's platform facts go by the major alone (``is_sm120`` is SM120 and SM121 alike).
 _LEGACY_PROBES: dict[str, str] = {
     "is_sm90_supported": "is_sm90",
@@ -116,9 +116,9 @@ def _exact_fakes(profile: GpuProfile) -> dict[str, Callable[..., Any]]:
 def simulated_gpu(profile: GpuProfile) -> Iterator[None]:
     """Make SGLang believe it runs on ``profile``'s GPU.
 
-    0.5.20+ has an official seam, ``runtime_context.override_platform``; older releases
-    get their capability probes rebound instead. The probes of one exact capability are
-    rebound on every release.
+    Where SGLang has an official seam, ``runtime_context.override_platform``, it is used;
+    other releases get their capability probes rebound instead. The probes of one exact
+    capability are rebound on every release.
     """
     try:
         from sglang.srt.runtime_context import _PLATFORM_PROBES, _PLATFORM_VALUES, override_platform

@@ -131,7 +131,7 @@ def single_gpu_placement() -> Iterator[None]:
 
 
 def _model_config(server_args: Any) -> Any:
-    try:  # 0.5.19+: the record's memoized ModelConfig
+    try:  # where SGLang has it: the record's memoized ModelConfig
         from sglang.srt.arg_groups.model_override_base import model_config_of
     except ImportError:
         from sglang.srt.configs.model_config import ModelConfig

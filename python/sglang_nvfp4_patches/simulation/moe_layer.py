@@ -22,7 +22,7 @@ def publish_for_scheduler(server_args: Any) -> None:
     """Install ``server_args`` as this process's scheduler config, as the scheduler does."""
     try:
         from sglang.srt.runtime_context import publish
-    except ImportError:  # before 0.5.20
+    except ImportError:  # no runtime_context.publish in this release
         from sglang.srt.server_args import set_global_server_args_for_scheduler
 
         set_global_server_args_for_scheduler(server_args)

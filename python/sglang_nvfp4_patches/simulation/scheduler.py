@@ -46,12 +46,12 @@ def _dp_attention_started(server_args: Any) -> contextlib.AbstractContextManager
     groups, so on CPU only its flag is set, from the published topology where SGLang can)."""
     dp_attention = importlib.import_module("sglang.srt.layers.dp_attention")
     enabled = bool(server_args.enable_dp_attention)
-    if hasattr(dp_attention, "initialize_dp_attention_flags"):  # 0.5.22+
+    if hasattr(dp_attention, "initialize_dp_attention_flags"):  # the newest releases
         dp_attention.initialize_dp_attention_flags(server_args)
         return contextlib.nullcontext()
     if hasattr(dp_attention, "_ENABLE_DP_ATTENTION_FLAG"):  # 0.5.15.post1
         return attribute(dp_attention, "_ENABLE_DP_ATTENTION_FLAG", enabled)
-    from sglang.srt.runtime_context import get_flags  # 0.5.18-0.5.20: a runtime flag
+    from sglang.srt.runtime_context import get_flags  # otherwise: a runtime flag
 
     return attribute(get_flags().dp, "enabled", enabled)
 
@@ -62,7 +62,7 @@ def _moe_group_sizes(server_args: Any) -> contextlib.AbstractContextManager[Any]
     seam: their layers ask placement functions (:func:`.moe_forward.single_gpu_placement`)."""
     try:
         from sglang.srt.runtime_context import get_parallel
-    except ImportError:  # before 0.5.15: the layer reads its placement functions
+    except ImportError:  # no such seam: the layer reads its placement functions
         return contextlib.nullcontext()
     parallel = get_parallel()
     try:

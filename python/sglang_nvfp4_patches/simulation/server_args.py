@@ -2,7 +2,7 @@
 
 ``explain`` and ``doctor`` must show what SGLang itself would pick, never a copy of its rules,
 so this builds a real ``ServerArgs`` and lets SGLang resolve it with the GPU facts replaced.
-SGLang 0.5.20+ has an official seam for that, ``runtime_context.override_platform``.
+Recent SGLang has an official seam for that, ``runtime_context.override_platform``.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def resolved_server_args(
         kwargs["attention_backend"] = attention_backend
     if quantization is not None:
         kwargs["quantization"] = quantization
-    server_args = ServerArgs(**kwargs)  # 0.5.13-0.5.18 resolve here, in __post_init__
+    server_args = ServerArgs(**kwargs)  # without resolve_once: resolved here, in __post_init__
     if hasattr(server_args, "resolve_once"):
         server_args.resolve_once()
     return server_args
@@ -119,7 +119,7 @@ def resolve(
 
 def checkpoint_quantization(server_args: Any) -> str | None:
     """The quantization SGLang's ModelConfig detects from the checkpoint."""
-    try:  # 0.5.19+: the record's memoized ModelConfig
+    try:  # where SGLang has it: the record's memoized ModelConfig
         from sglang.srt.arg_groups.model_override_base import model_config_of
     except ImportError:
         return server_args.get_model_config().quantization

@@ -1,7 +1,8 @@
 """``sglang-nvfp4-patches verify``: each patch's contract, checked on CPU against the
 installed SGLang (not the test suite: no pytest, no GPU, no network, no model download).
 
-* :mod:`.result`: a check's outcome (pure);
+* a check's outcome: :mod:`sglang_nvfp4_patches.check_result` (pure), below this command and
+  the patches (their checks return it), as :mod:`sglang_nvfp4_patches.evidence_check` is;
 * each patch's checks live in its package (its declaration's ``verify_checks``), run inside a
   process where SGLang loaded the plugin with every patch switched on, through the CPU
   simulation the tests use (:mod:`sglang_nvfp4_patches.simulation`);

@@ -11,9 +11,9 @@ import json
 import sys
 from pathlib import Path
 
+from sglang_nvfp4_patches.check_result import CheckResult, Outcome
 from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, environment_cause
 from sglang_nvfp4_patches.patches import PATCHES
-from sglang_nvfp4_patches.verify.result import CheckResult, Outcome
 
 
 def _plugin_loaded() -> CheckResult | None:

@@ -23,13 +23,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sglang_nvfp4_patches.check_result import CheckResult, Outcome
 from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.progress import announce
 from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_APPLY, UNTESTED_ENV
 from sglang_nvfp4_patches.status import sglang_version
 from sglang_nvfp4_patches.supported_releases import is_tested, untested_phrase
-from sglang_nvfp4_patches.verify.result import CheckResult, Outcome
 
 CHILD_MODULE = "sglang_nvfp4_patches.verify.child"
 CHILD_TIMEOUT_S = 600

@@ -1,12 +1,14 @@
 """A ``verify`` check's evidence against the record for this SGLang
 (:mod:`sglang_nvfp4_patches.evidence_records`): a fresh gathering must agree with the record
-shipped or kept for these sources, or becomes this machine's record."""
+shipped or kept for these sources, or becomes this machine's record. The patches' checks use it,
+so it sits below them and the ``verify`` command."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from sglang_nvfp4_patches.check_result import CheckFailed
 from sglang_nvfp4_patches.evidence_records import (
     Record,
     RecordConflict,
@@ -14,7 +16,6 @@ from sglang_nvfp4_patches.evidence_records import (
     write_record,
 )
 from sglang_nvfp4_patches.status import sglang_version
-from sglang_nvfp4_patches.verify.result import CheckFailed
 
 Outline = Callable[[Mapping[str, Any]], Any]
 

@@ -1,4 +1,5 @@
-"""One check's outcome (pure: no SGLang import)."""
+"""One ``verify`` check's outcome (pure: no SGLang import): what each patch's checks return
+and the ``verify`` command reports, so it sits below both (as :mod:`.patch` does)."""
 
 from __future__ import annotations
 

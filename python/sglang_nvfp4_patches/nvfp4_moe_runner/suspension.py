@@ -1,0 +1,12 @@
+"""``nvfp4-moe-runner``'s suspension (:mod:`sglang_nvfp4_patches.suspension`): inside
+:func:`suspended` the patch declares nothing (``explain``'s unpatched column, and the evidence
+of SGLang as it ships that :mod:`.evidence` gathers; a leaf, so the hooks and the evidence
+share it without importing each other)."""
+
+from __future__ import annotations
+
+from sglang_nvfp4_patches.suspension import Suspension
+
+_suspension = Suspension("nvfp4_moe_runner_suspended")
+suspended = _suspension.suspended
+is_suspended = _suspension.active
