@@ -16,7 +16,7 @@ rm -rf "$work"
 mkdir -p "$work/src"
 cp -R python "$work/python"
 cp -R python/sglang_nvfp4_patches "$work/src/sglang_nvfp4_patches"
-cp -R test scripts pyproject.toml "$work/"
+cp -R test scripts pyproject.toml README.md docs "$work/"
 cp scripts/mutation.cfg "$work/setup.cfg"
 find "$work" -name __pycache__ -prune -exec rm -rf {} +
 

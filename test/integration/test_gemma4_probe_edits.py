@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_nvfp4_patches.gemma4_attention.root_cause import analyse_backend_source
+from sglang_nvfp4_patches.gemma4_attention.v_scale_question import analyse_backend_source
 from sglang_nvfp4_patches.simulation.bundled import EXAMPLES_DIR
 from support import edited_sglang
 from support.edited_sglang import BACKEND, EDITS, installed_package_dir, make_bug_window_copy

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from sglang_nvfp4_patches.gemma4_attention import backend_source as root_cause
-from sglang_nvfp4_patches.gemma4_attention.root_cause import KvScaleHandoff
+from sglang_nvfp4_patches.gemma4_attention.v_scale_question import KvScaleHandoff
 from sglang_nvfp4_patches.status import sglang_version
 from support import SCRIPTS
 from support.configs import GEMMA4_BF16_MOE, GEMMA4_NVFP4_MOE

@@ -17,7 +17,9 @@ def resolved(model_dir: Path, gpu: str, patched: bool = True, **flags: str) -> d
     def run() -> dict:
         with simulated_gpu(GPU_PROFILES[gpu]):
             server_args = resolved_server_args(model_dir, random_seed=0, **flags)
-            if hasattr(server_args, "resolved_dict"):  # 0.5.20+; older resolve in place
+            if hasattr(
+                server_args, "resolved_dict"
+            ):  # where SGLang resolves into a copy; older releases resolve in place
                 return server_args.resolved_dict()
             return {
                 name: value

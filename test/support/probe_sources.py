@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from sglang_nvfp4_patches.gemma4_attention.root_cause import (
+from sglang_nvfp4_patches.gemma4_attention.v_scale_question import (
     KvScaleVerdict,
     analyse_backend_source,
 )

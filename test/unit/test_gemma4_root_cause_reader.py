@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from sglang_nvfp4_patches.gemma4_attention.root_cause import (
+from sglang_nvfp4_patches.gemma4_attention.v_scale_question import (
     KvScaleHandoff,
     analyse_backend_source,
 )

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sglang_nvfp4_patches.gemma4_attention.root_cause import KvScaleHandoff
+from sglang_nvfp4_patches.gemma4_attention.v_scale_question import KvScaleHandoff
 from support.probe_sources import SINK, forward, line_of, named, verdict_of
 
 APPLIED, DROPPED, UNKNOWN = KvScaleHandoff.APPLIED, KvScaleHandoff.DROPPED, KvScaleHandoff.UNKNOWN
@@ -780,6 +780,13 @@ def test_a_module_function_gets_no_self() -> None:
         f"return {SINK}(q, bmm2_scale=_pick(1.0, layer.v_scale))"
     )
     assert verdict_of(source).handoff is APPLIED
+
+
+def test_a_keyword_no_parameter_takes_binds_no_name_in_the_helper() -> None:
+    source = "scale = 1.0\n\ndef _pick(**ignored):\n    return scale\n" + forward(
+        f"return {SINK}(q, bmm2_scale=_pick(scale=layer.v_scale))"
+    )
+    assert verdict_of(source).handoff is DROPPED
 
 
 def test_arguments_it_cannot_pair_are_named() -> None:

@@ -14,7 +14,7 @@ import pytest
 from sglang_nvfp4_patches.evidence_records import Record
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import decide, still_rejects
 from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import MODELOPT
-from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import Reading, Verdict
+from sglang_nvfp4_patches.llama4_router_weight.rejection_question import Reading, Verdict
 from sglang_nvfp4_patches.status import PatchState
 
 REJECTS = Reading(Verdict.REJECTS, ("assert at m.py:3",), ("assert at m.py:3",))

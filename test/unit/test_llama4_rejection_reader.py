@@ -12,7 +12,7 @@ from types import ModuleType
 
 import pytest
 
-from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import (
+from sglang_nvfp4_patches.llama4_router_weight.rejection_question import (
     Verdict,
     read_method,
     read_runner_function,
@@ -131,6 +131,15 @@ REJECTS = {
                 _require_no_router_weight(self.moe_runner_config, "cutlass")
                 return x
         """,
+    "module function, the config by keyword": """
+        def _require_no_router_weight(where, config=None):
+            assert not config.apply_router_weight_on_input, where
+
+        class Method(Base):
+            def apply(self, layer, x):
+                _require_no_router_weight("cutlass", config=self.moe_runner_config)
+                return x
+        """,
     "derived value to a raising helper": """
         def _fail():
             raise NotImplementedError("no")
@@ -154,6 +163,12 @@ REJECTS = {
         class Method(Base):
             def apply(self, layer, x):
                 assert not getattr(self.moe_runner_config, "apply_router_weight_on_input", 0)
+                return x
+        """,
+    "getattr without a default": """
+        class Method(Base):
+            def apply(self, layer, x):
+                assert not getattr(self.moe_runner_config, "apply_router_weight_on_input")
                 return x
         """,
     "only on the CUTLASS branch": """

@@ -30,17 +30,6 @@ RANGE = re.compile(
 FIRST_SCREEN = ("README.md", "What it does on your SGLang:", "Details:")
 # (file, text on the line): the package's one requirement, quoted (checked below).
 QUOTED = {("README.md", "`sglang>=0.5.12`")}
-# Ranges in docs another piece of work owns at the time of writing (issue 39's shared source
-# reader); listed one by one so that each is redirected to docs/releases.md when it lands.
-OWNED_ELSEWHERE = {
-    "docs/gemma4-attention.md": ("0.5.20+", "0.5.12.x–0.5.14", "0.5.15.post1+"),
-    "docs/llama4-rejection-reader.md": (
-        "through 0.5.23",
-        "From 0.5.21",
-        "0.5.21–0.5.23",
-        "0.5.15.post1–0.5.20",
-    ),
-}
 
 
 def scanned() -> list[Path]:
@@ -66,9 +55,7 @@ def ranges_in(path: Path) -> list[tuple[int, str, str]]:
     for number, line in enumerate(text.splitlines(), 1):
         if number in allowed_rows or any(quote in line for file, quote in QUOTED if file == name):
             continue
-        for match in RANGE.finditer(line):
-            if match.group(0) not in OWNED_ELSEWHERE.get(name, ()):
-                found.append((number, match.group(0), line.strip()))
+        found += [(number, match.group(0), line.strip()) for match in RANGE.finditer(line)]
     return found
 
 
@@ -86,13 +73,6 @@ def test_no_release_range_outside_the_releases_page() -> None:
 
 def test_the_quoted_requirement_is_pyprojects() -> None:
     assert '"sglang>=0.5.12"' in (REPO / "pyproject.toml").read_text(encoding="utf-8")
-
-
-def test_each_owned_elsewhere_range_is_still_there() -> None:
-    """A listed range that is gone is taken off the list (it must not excuse a new one)."""
-    for name, phrases in OWNED_ELSEWHERE.items():
-        text = (REPO / name).read_text(encoding="utf-8")
-        assert [p for p in phrases if p not in text] == [], name
 
 
 def test_the_pattern_finds_each_kind_of_range_and_no_single_release() -> None:

@@ -4,7 +4,7 @@ SGLang's ``trtllm_mha`` drops the FP8 KV-cache scales (sglang#26518; fixed by sg
 What it does, where it is wired, how it is tested:
 
 * the rule, pure: :mod:`.rule` (sglang#26791's rule and when it applies);
-* the root cause, pure: :mod:`.root_cause` reads a ``trtllm_mha_backend.py`` source;
+* the root cause, pure: :mod:`.v_scale_question` reads a ``trtllm_mha_backend.py`` source;
   :mod:`.backend_source` finds this SGLang's copy and says live, fixed or unknown;
 * the seams, one module each: :mod:`.registry_layout` (model-override registries),
   :mod:`.method_layout` (``ServerArgs._handle_model_specific_adjustments``, where there is

@@ -12,12 +12,12 @@ import gc
 from collections.abc import Iterator
 from pathlib import Path
 
-from sglang_nvfp4_patches.gemma4_attention.root_cause import (
+from sglang_nvfp4_patches.gemma4_attention.rule import Gemma4Mode
+from sglang_nvfp4_patches.gemma4_attention.v_scale_question import (
     KvScaleHandoff,
     KvScaleVerdict,
     analyse_backend_source,
 )
-from sglang_nvfp4_patches.gemma4_attention.rule import Gemma4Mode
 
 BACKEND_MODULE = "sglang.srt.layers.attention.trtllm_mha_backend"
 _RELATIVE = Path("layers", "attention", "trtllm_mha_backend.py")

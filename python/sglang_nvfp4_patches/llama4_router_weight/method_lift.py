@@ -3,7 +3,7 @@
 ``ModelOptNvFp4FusedMoEMethod.apply`` (ModelOpt checkpoints) and
 ``CompressedTensorsW4A4Nvfp4MoE.apply_weights`` (llm-compressor checkpoints) still assert
 ``not apply_router_weight_on_input`` in 0.5.23. Whether a release still rejects it is read
-from what the method's code does, in any spelling (:mod:`.rejection_reader`): lifted where it
+from what the method's code does, in any spelling (:mod:`.rejection_question`): lifted where it
 rejects, upstream only where the code shows it no longer does, ``unknown`` (left as SGLang
 ships it) where the reader cannot tell. An AROUND hook on each method's
 ``create_moe_runner`` lets SGLang build the runner with the real config, then decides for
@@ -29,7 +29,7 @@ from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
     REJECTING_METHODS,
     RejectingMethod,
 )
-from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import (
+from sglang_nvfp4_patches.llama4_router_weight.rejection_question import (
     Reading,
     Verdict,
     read_method,

@@ -35,7 +35,7 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     GENERIC_PREQUANTIZED_REMEDY,
     nvfp4_dispatch_remedy,
 )
-from sglang_nvfp4_patches.llama4_router_weight.rejection_reader import (
+from sglang_nvfp4_patches.llama4_router_weight.rejection_question import (
     Reading,
     read_runner_function,
 )

@@ -1,29 +1,17 @@
-"""Which branches lie on the FP8 KV-cache path, and the SGLang and FlashInfer names read."""
+"""Which branches lie on the FP8 KV-cache path (pure: ``ast`` and ``re`` only): the path the
+V-scale question (:mod:`.v_scale_question`) walks, read off tests on the KV-cache dtype and
+on flags named for it."""
 
 from __future__ import annotations
 
 import ast
 import re
 
-from sglang_nvfp4_patches.gemma4_attention.root_cause.values import dotted_name
+from sglang_nvfp4_patches.source_reader.flow_state import OFF_PATH, Side
+from sglang_nvfp4_patches.source_reader.syntax import dotted_name
 
-# --- the names a maintainer edits when SGLang or FlashInfer renames something ---------------
+# --- the names a maintainer edits when SGLang renames something -----------------------------
 
-# The argument followed back to its source, and the prefix of FlashInfer's TRT-LLM attention
-# entry points that take it (the sinks).
-SCALE_NAME = "bmm2_scale"
-SINK_PREFIX = "trtllm_batch_"
-# FlashInfer's bmm2_scale is the 8th parameter (decode) or 9th (context): fewer positional
-# arguments and no keyword leave it at its default, 1.0.
-FIRST_SCALE_POSITION = 7
-# The layer's V scale, as an attribute or a getattr name (v_scale, v_scale_float, kv_scales...).
-V_SCALE_NAME = re.compile(r"_?(k?v|value)_?scales?(_float)?", re.IGNORECASE)
-# Calls whose result is still the V scale they are handed.
-PRESERVING_CALLS = frozenset(
-    {"float", "int", "abs", "min", "max", "round", "tensor", "as_tensor", "scalar_tensor"}
-)
-# Tensor methods that make a constant of the V scale they are called on.
-CONSTANT_METHODS = frozenset({"new_ones", "new_full", "new_zeros", "fill_", "zero_"})
 # Flag names, split on "_": tokens for FP8, for another KV-cache dtype, for the KV cache, and
 # filler that says nothing (``is_fp8_kv``, ``is_nvfp4_kvcache``, ``uses_native_fp4``).
 _FP8_TOKENS = frozenset({"fp8", "float8"})
@@ -44,8 +32,7 @@ _KV_DTYPE_HINT = re.compile("kv|cache")
 
 # --- which branches lie on the FP8 KV-cache path -------------------------------------------
 
-FP8, OTHER = "fp8", "other"
-Side = str | None  # what a test being true (or false) says about the KV-cache dtype
+FP8, OTHER = "fp8", OFF_PATH  # what a test being true (or false) says about the KV-cache dtype
 
 
 def _flag_kind(name: str) -> Side:
@@ -125,19 +112,3 @@ def fp8_sides(test: ast.expr, flags: dict[str, tuple[Side, Side]]) -> tuple[Side
         return flags[dotted]
     kind = _flag_kind(dotted.rsplit(".", 1)[-1])
     return (kind, OTHER if kind == FP8 else None) if kind else (None, None)
-
-
-def absent_side(test: ast.expr) -> str:
-    """Which branch of a test on the V scale runs when the scale is missing."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return {"body": "orelse", "orelse": "body"}.get(absent_side(test.operand), "both")
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        none = any(
-            isinstance(n, ast.Constant) and n.value is None for n in (test.left, *test.comparators)
-        )
-        if none and isinstance(test.ops[0], ast.Is | ast.Eq):
-            return "body"
-        if none and isinstance(test.ops[0], ast.IsNot | ast.NotEq):
-            return "orelse"
-        return "both"
-    return "orelse" if isinstance(test, ast.Name | ast.Attribute) else "both"

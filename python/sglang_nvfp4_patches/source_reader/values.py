@@ -1,4 +1,6 @@
-"""The value model of the walk: where a value comes from, tuples of values, and joins."""
+"""What a value can come from, for a value-flow reading: the value followed (a source), constants,
+fallbacks, parameters and what cannot be followed; tuples of values, and joins (pure: ``ast``
+only)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,10 @@ from dataclasses import dataclass
 
 
 class Kind(enum.Enum):
-    V_SCALE = "the layer's V scale"
+    SOURCE = "the value followed"
     CONSTANT = "a constant"
-    FALLBACK = "a constant used where the V scale is missing"
-    OPAQUE = "something this probe cannot follow"
+    FALLBACK = "a constant used where the source is missing"
+    OPAQUE = "something the reading cannot follow"
     PARAMETER = "a parameter"
 
 
@@ -62,8 +64,8 @@ def has(value: Value, kind: Kind) -> bool:
 
 
 def as_fallback(value: Value, opaque_too: bool) -> Value:
-    """Constants (and, where a test says the V scale is missing, anything else but the V
-    scale) used instead of a V scale are fallbacks, not drops."""
+    """Constants (and, where a test says the source is missing, anything else but the source)
+    used instead of the source are fallbacks, not drops."""
     if isinstance(value, Tup):
         return Tup(tuple(as_fallback(item, opaque_too) for item in value.items))
     kinds = (Kind.CONSTANT, Kind.OPAQUE, Kind.PARAMETER) if opaque_too else (Kind.CONSTANT,)
@@ -73,32 +75,10 @@ def as_fallback(value: Value, opaque_too: bool) -> Value:
 
 
 def combine(values: Iterable[Value], node: ast.AST) -> Origins:
-    """Arithmetic: the V scale survives it; else what cannot be followed; else constants."""
+    """Arithmetic: the source survives it; else what cannot be followed; else constants."""
     origins = frozenset().union(*(flatten(v) for v in values))
-    v_scale = frozenset(o for o in origins if o.kind is Kind.V_SCALE)
-    if v_scale:
-        return v_scale
+    source = frozenset(o for o in origins if o.kind is Kind.SOURCE)
+    if source:
+        return source
     followed = frozenset(o for o in origins if o.kind not in (Kind.CONSTANT, Kind.FALLBACK))
     return followed or origins or frozenset({Origin(Kind.OPAQUE, node)})
-
-
-# --- names of AST nodes -------------------------------------------------------------------
-
-Function = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-def dotted_name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = dotted_name(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
-
-
-def callee(node: ast.Call) -> str | None:
-    if isinstance(node.func, ast.Name):
-        return node.func.id
-    if isinstance(node.func, ast.Attribute):
-        return node.func.attr
-    return None

@@ -1,30 +1,29 @@
-"""The walk's state: one invocation's names (:class:`Env`), what a call passes
-(:class:`Arguments`), what a run collects (:class:`Invocation`), and what the whole walk holds
-(:class:`WalkerBase`)."""
+"""What a value-flow reading is asked (:class:`FlowQuestion`, which a patch's question fills in)
+and what it holds: one invocation's names (:class:`Env`), what a call passes
+(:class:`Arguments`), what a run of a body collects (:class:`Invocation`) (pure: ``ast`` and
+``re`` only)."""
 
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sglang_nvfp4_patches.gemma4_attention.root_cause.heuristics import (
-    Side,
-)
-from sglang_nvfp4_patches.gemma4_attention.root_cause.values import (
-    BOTTOM,
-    Function,
-    Origin,
-    Value,
-    join,
-)
+from sglang_nvfp4_patches.source_reader.values import BOTTOM, Origin, Value, join
 
 MAX_DEPTH = 12  # helper calls followed into; deeper is "cannot follow"
 Comprehension = ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+# What a test being true (or false) says about the path walked: ``OFF_PATH`` (that side is
+# not walked), ``None`` (nothing), or another word the question uses for its path.
+Side = str | None
+OFF_PATH = "other"
 
 
 @dataclass
 class Env:
-    """One function invocation's state on the FP8 path; ``parent`` holds closed-over names."""
+    """One function invocation's state on the path walked; ``flags``: names bound to a test of the
+    path; ``parent`` holds closed-over names."""
 
     names: dict[str, Value] = field(default_factory=dict)
     flags: dict[str, tuple[Side, Side]] = field(default_factory=dict)
@@ -79,29 +78,29 @@ class Invocation:
     """What one run of a function body collects besides its state."""
 
     returns: list[tuple[Value, str]] = field(default_factory=list)  # (value, guard())
-    maybe_absent: int = 0  # inside branches of a test on the V scale (either side)
-    absent: int = 0  # inside branches taken when the V scale is missing
+    maybe_absent: int = 0  # inside branches of a test on the source (either side)
+    absent: int = 0  # inside branches taken when the source is missing
     loop_exits: list[Env] = field(default_factory=list)  # states at break/continue
 
     def guard(self) -> str:
         return "absent" if self.absent else "maybe" if self.maybe_absent else ""
 
 
-class WalkerBase:
-    """What every part of the walk reads and writes (:class:`.walker.Walker` sets it up)."""
+@dataclass(frozen=True)
+class FlowQuestion:
+    """What the reading is asked: which argument of which calls (the sinks) to follow back, to
+    which value (the source), and which branches lie on the path walked."""
 
-    functions: dict[str, list[Function]]  # this module's functions by name
-    static: set[Function]  # those that are staticmethods
-    class_names: dict[str, dict[str, ast.expr]]  # class attributes by class
-    sinks: dict[ast.Call, set[Origin]]  # each kernel call, and where its scale comes from
-    memo: dict[tuple[int, tuple[Value, ...]], Value]  # a function's result per argument set
-    stack: list[Function]  # the functions running now
-    module: Env  # names the module body binds
-
-
-def targets(node: ast.AST) -> list[ast.expr]:
-    if isinstance(node, ast.Assign):
-        return list(node.targets)
-    if isinstance(node, ast.AnnAssign | ast.AugAssign):
-        return [node.target]
-    return []
+    # Attributes (and getattr names) that are the source: ``layer.v_scale``.
+    source_name: re.Pattern[str]
+    # Calls named so, and not defined in the module, are sinks: the walk records
+    # ``sink_value(call)`` for each.
+    sink_prefix: str
+    sink_value: Callable[[Arguments], set[Origin]]
+    # (what a test being true says, what it being false says) about the path walked, given
+    # the names bound to earlier tests: ``OFF_PATH`` keeps a side from being walked.
+    path_sides: Callable[[ast.expr, dict[str, tuple[Side, Side]]], tuple[Side, Side]]
+    # Calls whose result is still the source they are handed (``float(v)``).
+    preserving_calls: frozenset[str] = frozenset()
+    # Methods that make a constant of the source they are called on (``v.new_ones()``).
+    constant_methods: frozenset[str] = frozenset()

@@ -1,18 +1,18 @@
-"""Which functions the walk starts from: read off the source text, not walked."""
+"""Which functions a value-flow reading starts from: read off the source text, not walked
+(pure: ``re`` only)."""
 
 from __future__ import annotations
 
 import re
 
-from sglang_nvfp4_patches.gemma4_attention.root_cause.heuristics import SINK_PREFIX
-from sglang_nvfp4_patches.gemma4_attention.root_cause.values import Function
+from sglang_nvfp4_patches.source_reader.syntax import Function
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _CALLED = re.compile(r"(?<!def )(?<![\w])([A-Za-z_]\w*)\s*\(")
 _REFERENCED = re.compile(r"(?<![\w])([A-Za-z_]\w*)\b(?!\s*\()")
 
 
-def roots(functions: dict[str, list[Function]], lines: list[str]) -> list[str]:
+def roots(functions: dict[str, list[Function]], lines: list[str], sink_prefix: str) -> list[str]:
     """Every function holding a sink, and every function calling those, transitively, in
     name order, less the private helpers walked only from their callers (:func:`caller_only`).
     Who calls whom is read off the text (cheap; a name in a comment only adds a root)."""
@@ -25,7 +25,7 @@ def roots(functions: dict[str, list[Function]], lines: list[str]) -> list[str]:
     found_roots = {
         name
         for name, found in words.items()
-        if any(w.startswith(SINK_PREFIX) and w not in names for w in found)
+        if any(w.startswith(sink_prefix) and w not in names for w in found)
     }
     changed = True
     while changed:
@@ -39,7 +39,7 @@ def roots(functions: dict[str, list[Function]], lines: list[str]) -> list[str]:
 
 def caller_only(names: set[str], text: str) -> set[str]:
     """A private helper that this module calls (and never hands on) runs only in the
-    contexts of its callers: with their arguments, and not at all from code off the FP8
+    contexts of its callers: with their arguments, and not at all from code off the
     path. Anything else may be called from outside, with parameters that are unknown."""
     called = set(_CALLED.findall(text)) & names
     passed = set(_REFERENCED.findall(text)) & names  # a helper handed on (partial, ...)
