@@ -17,4 +17,4 @@ fi
 # evidence record ships for the release, verify records it here, as a user's verify would.
 PYTHONPATH="${overlay}" .venv/bin/python -m sglang_nvfp4_patches verify
 PYTHONPATH="${overlay}" SGLANG_NVFP4_TEST_RELEASE="$release" \
-    .venv/bin/python -m pytest -m release_matrix -p no:cacheprovider -n 0 "$@"
+    .venv/bin/python -m pytest -m release_matrix -p no:cacheprovider "$@"

@@ -18,7 +18,6 @@ import tempfile
 import pytest
 
 from sglang_nvfp4_patches.status import sglang_version
-from support.workers import distributes_only
 
 RELEASE_ENV = "SGLANG_NVFP4_TEST_RELEASE"
 RECORDS_ENV = "SGLANG_NVFP4_PATCHES_RECORDS"
@@ -34,10 +33,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Evidence records verify writes go to a directory of this session's (each worker's),
-    # never the user's (a record left there from an earlier run would answer for the SGLang
-    # under test), and never another worker's (a test that expects no record would see it).
-    if RECORDS_ENV not in os.environ and not distributes_only(config):
+    # Evidence records verify writes go to a directory of this session's, never the user's
+    # (a record left there from an earlier run would answer for the SGLang under test).
+    if RECORDS_ENV not in os.environ:
         records = tempfile.mkdtemp(prefix="nvfp4-records-")
         os.environ[RECORDS_ENV] = records
         config.stash[_OWN_RECORDS] = records

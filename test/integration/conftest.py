@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from support import forkserver, ray_jobs
-from support.workers import distributes_only, is_worker
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -18,23 +17,19 @@ def plugins_loaded_by_sglang() -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Start the fork server now: its import of SGLang runs on the other core while this
-    process collects (and imports SGLang itself). pytest-xdist's controller runs no test."""
-    if not distributes_only(config):
-        forkserver.server()
+    process collects (and imports SGLang itself)."""
+    forkserver.server()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Stop the fork server again when no selected test needs it; start the real-Ray jobs in
-    the background when a selected test will read them (under pytest-xdist a worker does
-    not know yet which tests it gets: the first test that reads them starts them)."""
+    the background when a selected test will read them."""
     modules = {getattr(item, "module", None) for item in session.items} - {None}
     if session.config.option.collectonly:
         forkserver.discard()
         return
     if not any(map(forkserver.used_by, modules)):
         forkserver.discard()
-    if is_worker(session.config):
-        return
     for item in session.items:
         skipped = any(mark.args and mark.args[0] for mark in item.iter_markers("skipif"))
         jobs = getattr(item.module, "JOBS", None) if hasattr(item, "module") else None
