@@ -63,6 +63,20 @@ def _survivors(marker: Path) -> list[str]:
     return [f"{pid}: {cmdline}" for pid, cmdline in processes_naming(str(marker))]
 
 
+def _servers(marker: Path) -> list[int]:
+    """The fake servers' pids (ab's command line and the script's bash name the launcher too)."""
+    return [
+        pid
+        for pid, command in processes_naming(str(marker), "accuracy_support.fake_server")
+        if "sglang_nvfp4_patches" not in command
+    ]
+
+
+def _workers(marker: Path) -> list[int]:
+    """The pids of the servers' ``--stuck-child`` workers, once they run their own program."""
+    return [pid for pid, _ in processes_naming(str(marker), "signal.SIG_IGN")]
+
+
 def _expected_right(questions: dict[str, WrittenQuestion], backend: str) -> set[str]:
     return {qid for qid in questions if fake_model_is_right(qid, backend, "trtllm_mha")}
 
@@ -214,16 +228,16 @@ def test_sigterm_while_waiting_for_health_stops_the_server_group(
     command = _command(data, key, out, launcher="--never-healthy --stuck-child")
     # A script's `ab ... & ...; kill $pid`: SIGINT is ignored there, SIGTERM must still stop.
     proc = ScriptJob(command, env=ENV, stderr=subprocess.PIPE, text=True)
+    # The script's bash, ab, the server and its worker. Between its fork and its exec the
+    # worker still has the server's command line, so wait for the worker's own one too.
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and len(_survivors(key)) < 4:  # the script's bash too
+    while time.monotonic() < deadline and not (
+        len(_survivors(key)) == 4 and len(_servers(key)) == 1 and _workers(key)
+    ):
         time.sleep(0.01)
     assert proc.sigint_ignored()
     # ... while the server, in a session of its own, still takes the SIGINT that stops it.
-    (server,) = [
-        pid
-        for pid, command in processes_naming(str(key), "accuracy_support.fake_server")
-        if "sglang_nvfp4_patches" not in command
-    ]
+    (server,) = _servers(key)
     assert not ignores_sigint(server)
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=30)
