@@ -311,6 +311,12 @@ def test_resume_refuses_answers_from_other_settings(
     assert "shots: stored 5, now 3" in err and "write to another --out" in err
 
 
+def _hangup_by_default() -> None:
+    """In the child before its exec: SIGHUP's default action (a SIG_IGN that nohup set would
+    be inherited, and the program rightly keeps nohup's choice)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def _start_run(
     argv: list[str],
     partial: Path,
@@ -323,8 +329,16 @@ def _start_run(
     process ended, or 30 s passed)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *sys.path])}
     command = [sys.executable, "-m", "sglang_nvfp4_patches", *argv]
-    start = ScriptJob if script_job else subprocess.Popen
-    proc = start(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if script_job:
+        proc = ScriptJob(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    else:  # as from a terminal: SIGHUP's default action even where pytest runs under nohup
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=_hangup_by_default,
+        )
     started.append(proc)  # type: ignore[arg-type]
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and proc.poll() is None:
