@@ -9,7 +9,9 @@ was kept (exit 130).
 
 A stop request is honoured whatever SIGINT's disposition: a background job of a script (a
 shell without job control) starts with SIGINT ignored, and ``kill $pid`` must still stop it.
-Ctrl-C keeps following SIGINT's disposition. SIGHUP ignored when the process starts
+Ctrl-C keeps following SIGINT's disposition (noted as it arrives, where SIGINT has Python's
+own handler, so that a stop an extension's import turned into another error stays a stop).
+SIGHUP ignored when the process starts
 (``nohup``) stays ignored. Inside :func:`stop_requests_held` (a clean-up that must finish)
 neither Ctrl-C nor a stop request interrupts.
 """
@@ -24,11 +26,25 @@ from types import FrameType
 INTERRUPTED = "interrupted"  # the line a stopped command prints when it has nothing to add
 
 _held = 0  # how many stop_requests_held blocks are running
+# A Ctrl-C or stop request arrived while stop_requests_as_interrupt's block ran. A C
+# extension's import can replace the KeyboardInterrupt it met with an error that does not
+# name it (``ssl``'s ``_ssl``: "PyCapsule_Import could not import module "_socket""), so
+# what the command fails with then is still the stop.
+_requested = False
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C: noted, then Python's own handling (KeyboardInterrupt)."""
+    global _requested
+    _requested = True
+    signal.default_int_handler(signum, frame)
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
+    global _requested
     if _held:
         return  # a clean-up that must finish is running; it ends the command anyway
+    _requested = True
     # Whatever Ctrl-C does right now where it stops the command: asyncio's runner cancels
     # its main task (so the KeyboardInterrupt comes out of ``run``, not out of one of its
     # tasks); elsewhere, SIGINT ignored included, it is KeyboardInterrupt.
@@ -50,15 +66,20 @@ def _in_main_thread() -> bool:
 
 @contextlib.contextmanager
 def stop_requests_as_interrupt() -> Iterator[None]:
-    """SIGTERM (and SIGHUP unless it is ignored) raise KeyboardInterrupt while the block runs
-    (main thread only: signal's rule; elsewhere the block runs unchanged)."""
+    """SIGTERM (and SIGHUP unless it is ignored) raise KeyboardInterrupt while the block runs,
+    and Ctrl-C where SIGINT has Python's own handler is noted before it does (main thread only:
+    signal's rule; elsewhere the block runs unchanged)."""
+    global _requested
     if not _in_main_thread():
         yield
         return
+    _requested = False
     stops = [signal.SIGTERM]
     if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # nohup's choice stays
         stops.append(signal.SIGHUP)
     previous = {stop: signal.signal(stop, _stop) for stop in stops}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _interrupt)
     try:
         yield
     finally:
@@ -67,10 +88,14 @@ def stop_requests_as_interrupt() -> Iterator[None]:
 
 
 def caused_by_interrupt(error: BaseException) -> bool:
-    """Whether ``error`` came out of a Ctrl-C or stop request: a KeyboardInterrupt among what
-    caused it. An interrupt inside a C extension's import (numpy's ``_umath_linalg`` while
-    torch loads, say) comes out as a SystemError or ImportError raised from it; that is the
-    user's stop, never a broken installation or a bug."""
+    """Whether ``error`` came out of a Ctrl-C or stop request: one arrived while
+    :func:`stop_requests_as_interrupt`'s block ran, or a KeyboardInterrupt is among what caused
+    it. An interrupt inside a C extension's import comes out as a SystemError raised from it
+    (numpy's ``_umath_linalg`` while torch loads), or as an ImportError that does not name it
+    (``_ssl`` importing ``_socket``); that is the user's stop, never a broken installation or a
+    bug."""
+    if _requested:
+        return True
     seen: set[int] = set()
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:
@@ -79,6 +104,22 @@ def caused_by_interrupt(error: BaseException) -> bool:
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
     return False
+
+
+@contextlib.contextmanager
+def python_ctrl_c() -> Iterator[None]:
+    """Python's own SIGINT handler for the block where :func:`stop_requests_as_interrupt` put
+    its note-taking one: asyncio's runner cancels its main task on Ctrl-C only where it finds
+    Python's (a KeyboardInterrupt raised inside a task instead is reported as never retrieved).
+    """
+    if signal.getsignal(signal.SIGINT) is not _interrupt:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, _interrupt)
 
 
 @contextlib.contextmanager

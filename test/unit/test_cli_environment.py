@@ -85,6 +85,14 @@ def test_an_error_line_that_cannot_be_written_keeps_exit_2(argv: list[str]) -> N
     assert code == EXIT_USAGE
 
 
+def _doctor_with_sglang(directory: Path, init: str) -> tuple[int, str]:
+    """``doctor`` with an SGLang whose ``__init__.py`` is ``init`` first on PYTHONPATH."""
+    (directory / "sglang").mkdir()
+    (directory / "sglang" / "__init__.py").write_text(init)
+    path = os.pathsep.join([str(directory), str(PYTHON_DIR), *sys.path])
+    return _cli("doctor", env={"PYTHONPATH": path})
+
+
 @pytest.mark.parametrize(
     ("body", "failure"),
     [
@@ -99,14 +107,11 @@ def test_a_broken_sglang_first_on_the_path_is_the_environments_problem(
 ) -> None:
     """Once 70, "internal error ... a bug", for an SGLang whose import raised RuntimeError or
     SyntaxError (an ImportError was already the environment's)."""
-    broken = tmp_path / "sglang"
-    broken.mkdir()
-    (broken / "__init__.py").write_text(body)
-    path = os.pathsep.join([str(tmp_path), str(PYTHON_DIR), *sys.path])
-    code, err = _cli("doctor", env={"PYTHONPATH": path})
+    code, err = _doctor_with_sglang(tmp_path, body)
     assert code == EXIT_ENVIRONMENT, err
     assert err.startswith(
-        f"error: this Python environment cannot run the command: importing {broken}/__init__.py "
+        "error: this Python environment cannot run the command: importing "
+        f"{tmp_path / 'sglang'}/__init__.py "
         f"failed with {failure}"
     )
     assert len(err.splitlines()) == 1 and "internal error" not in err
@@ -115,15 +120,27 @@ def test_a_broken_sglang_first_on_the_path_is_the_environments_problem(
 def test_a_stop_inside_an_extension_modules_import_is_a_stop(tmp_path: Path) -> None:
     """Once exit 71, "fix that installation": Ctrl-C 0.3 s into ``explain`` landed in numpy's
     ``_umath_linalg`` initialisation (torch's import), which raised SystemError from it."""
-    broken = tmp_path / "sglang"
-    broken.mkdir()
-    (broken / "__init__.py").write_text(
+    code, err = _doctor_with_sglang(
+        tmp_path,
         "try:\n    raise KeyboardInterrupt\nexcept KeyboardInterrupt as stop:\n"
         "    raise SystemError('initialization of _umath_linalg raised unreported exception')"
-        " from stop\n"
+        " from stop\n",
     )
-    path = os.pathsep.join([str(tmp_path), str(PYTHON_DIR), *sys.path])
-    code, err = _cli("doctor", env={"PYTHONPATH": path})
+    assert (code, err.splitlines()) == (EXIT_INTERRUPTED, [INTERRUPTED])
+
+
+def test_a_stop_an_extensions_import_turned_into_another_error_is_a_stop(tmp_path: Path) -> None:
+    """Once exit 71, "fix that installation": Ctrl-C 0.15 s into ``accuracy run`` landed in
+    ``ssl``'s import of ``_ssl``, whose import of ``_socket`` met the KeyboardInterrupt and
+    raised ``ImportError: PyCapsule_Import could not import module "_socket"``, which does not
+    name it. Here an SGLang does the same: the error it raises has no cause and no context."""
+    code, err = _doctor_with_sglang(
+        tmp_path,
+        "import os, signal, time\nmet = False\n"
+        "try:\n    os.kill(os.getpid(), signal.SIGINT)\n    time.sleep(30)\n"
+        "except KeyboardInterrupt:\n    met = True\n"
+        "if met:\n    raise ImportError('PyCapsule_Import could not import module \"_socket\"')\n",
+    )
     assert (code, err.splitlines()) == (EXIT_INTERRUPTED, [INTERRUPTED])
 
 

@@ -161,3 +161,26 @@ def test_the_stop_handling_is_in_place_before_any_module_python_did_not_load_alr
     light |= {"__future__", "collections.abc"}
     heavy = set(out) - ours - light
     assert heavy == set(), f"imported before the stop handling is in place: {sorted(heavy)}"
+
+
+def test_an_accuracy_run_keeps_asyncios_own_ctrl_c_handling() -> None:
+    """The stop handling notes each Ctrl-C with a SIGINT handler of its own; asyncio's runner
+    installs its own (which cancels the main task, so that clean-ups run there) only where it
+    finds Python's, so the run's event loop gets Python's back for its time."""
+    from sglang_nvfp4_patches.accuracy.run import _run_coroutine
+    from sglang_nvfp4_patches.interrupts import stop_requests_as_interrupt
+
+    seen: list[object] = []
+
+    async def look() -> None:
+        seen.append(signal.getsignal(signal.SIGINT))
+
+    before = signal.getsignal(signal.SIGINT)
+    with stop_requests_as_interrupt():
+        noting = signal.getsignal(signal.SIGINT)
+        _run_coroutine(look())
+        assert signal.getsignal(signal.SIGINT) is noting
+    assert signal.getsignal(signal.SIGINT) is before is signal.default_int_handler
+    assert noting is not before
+    (during,) = seen
+    assert getattr(getattr(during, "func", None), "__name__", "") == "_on_sigint", during

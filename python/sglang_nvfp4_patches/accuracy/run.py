@@ -54,7 +54,7 @@ from sglang_nvfp4_patches.accuracy.store import (
     write_json_atomic,
 )
 from sglang_nvfp4_patches.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER
-from sglang_nvfp4_patches.interrupts import until_stop_request
+from sglang_nvfp4_patches.interrupts import python_ctrl_c, until_stop_request
 from sglang_nvfp4_patches.progress import Progress, progress_bar
 
 # Seconds to wait for the server to name its model before the first question.
@@ -484,11 +484,12 @@ def _run_coroutine(coro: Coroutine[Any, Any, None]) -> None:
         import uvloop
     except ImportError:
         uvloop = None
-    if uvloop is None or sys.version_info < (3, 11):
-        stopped = asyncio.run(until_stop_request(coro))
-    else:
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            stopped = runner.run(until_stop_request(coro))
+    with python_ctrl_c():  # asyncio's own Ctrl-C handling cancels the main task
+        if uvloop is None or sys.version_info < (3, 11):
+            stopped = asyncio.run(until_stop_request(coro))
+        else:
+            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                stopped = runner.run(until_stop_request(coro))
     if stopped:
         raise KeyboardInterrupt
 
