@@ -375,9 +375,9 @@ def test_resume_after_kill_loses_and_repeats_nothing(
     replies = {qid: f" {q.answer}" for qid, q in questions.items()}
     out = tmp_path / "run.json"
     partial = tmp_path / "run.json.partial.jsonl"
-    # 0.1 s an answer, two at a time: the signal has ~5 s to land after the 20th answer and
-    # before the last (at 0.02 s, CI's load once held this test back past a whole run).
-    with FakeServer(Script(replies=replies, delay_s=0.1)) as srv:
+    # 0.05 s an answer, two at a time: the signal has ~2 s to land after the 20th answer and
+    # before the last, under CI's load too.
+    with FakeServer(Script(replies=replies, delay_s=0.05)) as srv:
         argv = [
             *("accuracy", "run", "--base-url", srv.url, "--data", str(root), "--out", str(out)),
             *("--parallel", "2", "--no-progress"),
