@@ -20,8 +20,18 @@ def main() -> int:
 
             return command_line()
     except KeyboardInterrupt:  # before the command line's own handling was in place
-        from sglang_nvfp4_patches.errors import EXIT_INTERRUPTED
-        from sglang_nvfp4_patches.interrupts import INTERRUPTED
+        return _interrupted()
+    except Exception as error:  # a stop that an extension's import turned into another error
+        from sglang_nvfp4_patches.interrupts import caused_by_interrupt
 
-        print(INTERRUPTED, file=sys.stderr)
-        return EXIT_INTERRUPTED
+        if caused_by_interrupt(error):
+            return _interrupted()
+        raise
+
+
+def _interrupted() -> int:
+    from sglang_nvfp4_patches.errors import EXIT_INTERRUPTED
+    from sglang_nvfp4_patches.interrupts import INTERRUPTED
+
+    print(INTERRUPTED, file=sys.stderr)
+    return EXIT_INTERRUPTED

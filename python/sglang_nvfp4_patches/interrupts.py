@@ -73,7 +73,8 @@ def stop_requests_as_interrupt() -> Iterator[None]:
     if not _in_main_thread():
         yield
         return
-    _requested = False
+    if signal.getsignal(signal.SIGTERM) is not _stop:  # not inside another such block
+        _requested = False
     stops = [signal.SIGTERM]
     if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # nohup's choice stays
         stops.append(signal.SIGHUP)

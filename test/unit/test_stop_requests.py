@@ -184,3 +184,53 @@ def test_an_accuracy_run_keeps_asyncios_own_ctrl_c_handling() -> None:
     assert noting is not before
     (during,) = seen
     assert getattr(getattr(during, "func", None), "__name__", "") == "_on_sigint", during
+
+
+def test_a_stop_noted_in_an_outer_block_counts_in_a_nested_one_not_in_the_next() -> None:
+    """The console script's block holds the command line's own: a Ctrl-C that an import lost
+    before the inner block began is still the stop there; a later command starts afresh."""
+    from sglang_nvfp4_patches.interrupts import caused_by_interrupt, stop_requests_as_interrupt
+
+    lost = ImportError('PyCapsule_Import could not import module "_socket"')
+    with stop_requests_as_interrupt():
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
+        except KeyboardInterrupt:
+            pass
+        with stop_requests_as_interrupt():
+            assert caused_by_interrupt(lost)
+    with stop_requests_as_interrupt():
+        assert not caused_by_interrupt(lost)
+
+
+LOST_IN_THE_CLI_IMPORT = """import os, signal, sys
+class LoseTheStop:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "sglang_nvfp4_patches.cli":
+            return None
+        sys.meta_path.remove(LoseTheStop)
+        met = False
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            import time; time.sleep(30)
+        except KeyboardInterrupt:
+            met = True
+        if met:
+            raise ImportError('PyCapsule_Import could not import module "_socket"')
+sys.meta_path.insert(0, LoseTheStop)
+"""
+
+
+def test_a_stop_lost_while_the_command_line_is_imported_is_one_line_and_130(
+    tmp_path: Path,
+) -> None:
+    """The console script's own handling, before the command line's: an import that turned
+    the Ctrl-C into an ImportError is the stop, never a traceback."""
+    (tmp_path / "sitecustomize.py").write_text(LOST_IN_THE_CLI_IMPORT)
+    env = {**ENV, "PYTHONPATH": os.pathsep.join([str(tmp_path), ENV["PYTHONPATH"]])}
+    done = subprocess.run(
+        [str(console_script(tmp_path)), "doctor"], env=env, capture_output=True, text=True
+    )
+    assert (done.returncode, done.stderr.splitlines()) == (EXIT_INTERRUPTED, ["interrupted"])
