@@ -96,6 +96,9 @@ UNSEEN = {
     },
 }
 ALL = {**RELEASES, **UNSEEN}
+# Of those seven, the one the walker reads now (issue 39): a `match` case is walked like an
+# `if`, so its rejection is seen and lifted where the guard reading saw only a use.
+READ_SINCE = ("match case",)
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +140,7 @@ def checks_of(result: dict[str, Any]) -> dict[str, dict[str, str]]:
 
 
 @pytest.mark.parametrize(
-    "name", [n for n in RELEASES if n not in ("out of sight", "assert removed")]
+    "name", [n for n in (*RELEASES, *READ_SINCE) if n not in ("out of sight", "assert removed")]
 )
 def test_a_rejection_in_any_spelling_is_lifted_and_verify_holds(
     agreed: dict[str, Any], name: str
@@ -164,6 +167,7 @@ def test_a_rejection_in_any_spelling_is_lifted_and_verify_holds(
         ),
         ("pre-scale renamed", "lifted", "lifted"),
         ("runner rejects again", "lifted", "lifted"),
+        ("match case", "lifted", "lifted"),
     ],
 )
 def test_doctor_names_what_each_half_does(
@@ -258,7 +262,7 @@ UNSEEN_HALF = {
 }
 
 
-@pytest.mark.parametrize("name", list(UNSEEN))
+@pytest.mark.parametrize("name", [n for n in UNSEEN if n not in READ_SINCE])
 def test_an_unseen_rejection_is_unknown_never_none_and_doctor_exits_1(
     runs: dict[str, Any], name: str
 ) -> None:

@@ -808,6 +808,36 @@ def test_arguments_it_cannot_pair_are_named() -> None:
     )
 
 
+def test_a_parameter_set_from_an_fp8_test_keeps_its_path() -> None:
+    """The helper's parameter stands for the caller's test of the KV-cache dtype (issue 39's
+    walker binds what each argument was written as), so the non-FP8 return is off the path."""
+    source = textwrap.dedent(
+        f"""
+        import torch
+
+        class Backend:
+            def _run(self, q, layer, quantized):
+                if quantized:
+                    return {SINK}(q, bmm2_scale=layer.v_scale)
+                return {SINK}(q, bmm2_scale=1.0)
+
+            def forward_decode(self, q, layer):
+                return self._run(q, layer, self.data_type == torch.float8_e4m3fn)
+        """
+    )
+    assert verdict_of(source).handoff is APPLIED, verdict_of(source).evidence
+    unrelated = source.replace("self.data_type == torch.float8_e4m3fn", "self.ready")
+    assert verdict_of(unrelated).handoff is DROPPED
+
+
+def test_a_getattr_of_another_name_is_named_where_it_is_read() -> None:
+    source = forward(f'return {SINK}(q, bmm2_scale=getattr(layer, "bmm2"))')
+    verdict = verdict_of(source)
+    assert verdict.handoff is UNKNOWN
+    text = f'return {SINK}(q, bmm2_scale=getattr(layer, "bmm2"))'
+    assert named(source, text, owner="forward_decode") in verdict.evidence, verdict.evidence
+
+
 def test_recursion_is_named() -> None:
     source = textwrap.dedent(
         f"""

@@ -27,6 +27,29 @@ class Base:
 _packages = itertools.count()
 
 
+FLAG_READ = "self.moe_runner_config.apply_router_weight_on_input"
+
+
+def _many_helpers(calls: int) -> str:
+    """``apply`` calls ``h0`` ... on self, one after the other; the last asserts the flag is
+    unset."""
+    last = calls - 1
+    return (
+        "class Method(Base):\n"
+        + "".join(f"    def h{n}(self):\n        return {n}\n" for n in range(last))
+        + f"    def h{last}(self):\n        assert not {FLAG_READ}\n"
+        + "    def apply(self, layer, x):\n"
+        + "".join(f"        self.h{n}()\n" for n in range(calls))
+        + "        return x\n"
+    )
+
+
+def _at(source: str, text: str) -> str:
+    """Where ``text`` (a whole line, stripped) lies once ``source`` is written as a case."""
+    lines = [line.strip() for line in (HEADER + textwrap.dedent(source)).splitlines()]
+    return f" at quant.py:{lines.index(text) + 1}"
+
+
 def written(tmp_path: Path, text: str) -> tuple[ModuleType, str]:
     """``text`` written as ``readercaseN/quant.py`` (a package of its own) and imported."""
     package = f"readercase{next(_packages)}"
@@ -171,6 +194,55 @@ REJECTS = {
                 assert not getattr(self.moe_runner_config, "apply_router_weight_on_input")
                 return x
         """,
+    "a derived value handed to a helper": """
+        def _check(ok):
+            if not ok:
+                raise NotImplementedError("no")
+
+        class Method(Base):
+            def apply(self, layer, x):
+                _check(not self.moe_runner_config.apply_router_weight_on_input)
+                return x
+        """,
+    "raised after the branch": """
+        class Method(Base):
+            def apply(self, layer, x):
+                if not self.moe_runner_config.apply_router_weight_on_input:
+                    return x
+                raise NotImplementedError("no")
+        """,
+    "a nested function": """
+        class Method(Base):
+            def apply(self, layer, x):
+                def check():
+                    if self.moe_runner_config.apply_router_weight_on_input:
+                        raise NotImplementedError("no")
+
+                check()
+                return x
+        """,
+    "the config from a list": """
+        class Method(Base):
+            def apply(self, layer, x):
+                assert not [self.moe_runner_config][0].apply_router_weight_on_input
+                return x
+        """,
+    "a walrus's name tested later": """
+        class Method(Base):
+            def apply(self, layer, x):
+                ok = (on_input := self.moe_runner_config.apply_router_weight_on_input) or x
+                if on_input:
+                    raise NotImplementedError("no")
+                return x
+        """,
+    "a harmless builtin handed self": """
+        class Method(Base):
+            def apply(self, layer, x):
+                assert isinstance(self, Base)
+                assert not self.moe_runner_config.apply_router_weight_on_input
+                return x
+        """,
+    "48 helpers, the most it follows": _many_helpers(48),
     "only on the CUTLASS branch": """
         class Method(Base):
             def apply(self, layer, x, backend):
@@ -213,6 +285,18 @@ UPSTREAM = {
         """,
         Verdict.USES,
     ),
+    "a loop reads what its last pass set": (
+        """
+        class Method(Base):
+            def apply(self, layer, x):
+                for i in range(2):
+                    if i:
+                        y = last
+                    last = x
+                return x * self.moe_runner_config.apply_router_weight_on_input
+        """,
+        Verdict.USES,
+    ),
     "hands it to a kernel": (
         """
         import math
@@ -225,6 +309,47 @@ UPSTREAM = {
         Verdict.USES,
     ),
 }
+
+WITHOUT_SOURCE = """
+    namespace = {"__name__": __name__}
+    exec("def _check(self):\\n    pass", namespace)
+
+    class Method(Base):
+        _check = namespace["_check"]
+
+        def apply(self, layer, x):
+            self._check()
+            return x
+    """
+TOO_DEEP = (
+    "class Method(Base):\n"
+    + "".join(f"    def h{n}(self):\n        self.h{n + 1}()\n" for n in range(20))
+    + "    def h20(self):\n"
+    + "        assert not self.moe_runner_config.apply_router_weight_on_input\n"
+    + "    def apply(self, layer, x):\n        self.h0()\n        return x\n"
+)
+TOO_MANY = _many_helpers(61)
+
+# The flag read where nothing but its reading judges it: each body is a method's whole body.
+READ_IN_PLACE = {
+    "unpacked into names": f"on_input, y = {FLAG_READ}, x\nreturn y",
+    "a name standing for it added to": f"on_input = {FLAG_READ}\non_input += 1\nreturn x",
+    "a loop over it": f"for on_input in [{FLAG_READ}]:\n    x = x + 1\nreturn x",
+    "a loop while it holds": f"while {FLAG_READ}:\n    break\nreturn x",
+    "raised": f'raise {FLAG_READ} or RuntimeError("no")',
+    "matched": f"match {FLAG_READ}:\n    case _:\n        return x",
+    "a context manager": f"with {FLAG_READ}:\n    return x",
+}
+UPSTREAM.update(
+    {
+        name: (
+            "class Method(Base):\n    def apply(self, layer, x):\n"
+            + textwrap.indent(body, " " * 8),
+            Verdict.USES,
+        )
+        for name, body in READ_IN_PLACE.items()
+    }
+)
 
 UNKNOWN = {
     "a table of checks": (
@@ -262,6 +387,17 @@ UNKNOWN = {
                 return x
         """,
         "hands self.moe_runner_config to getattr",
+    ),
+    "a config that may be another object's": (
+        """
+        class Method(Base):
+            def apply(self, layer, x):
+                config = self.moe_runner_config if x else layer.moe_runner_config
+                if config.apply_router_weight_on_input:
+                    raise NotImplementedError("no")
+                return x
+        """,
+        "rejects it through config.apply_router_weight_on_input, which the lift does not hide",
     ),
     "a test it cannot decide": (
         """
@@ -342,7 +478,7 @@ UNKNOWN = {
                 assert not self.moe_runner_config.apply_router_weight_on_input or a
                 return x
         """,
-        "Method.apply is beyond this reader (RecursionError",
+        "reads b before it is set at quant.py:",
     ),
     "no such method": (
         """
@@ -350,6 +486,37 @@ UNKNOWN = {
             pass
         """,
         "Method.apply not found",
+    ),
+    "a helper without source": (
+        WITHOUT_SOURCE,
+        "cannot read _check (OSError: could not get source code)"
+        + _at(WITHOUT_SOURCE, "self._check()"),
+    ),
+    "writes the flag": (
+        """
+        class Method(Base):
+            def apply(self, layer, x):
+                self.moe_runner_config.apply_router_weight_on_input = False
+                return x
+        """,
+        "writes the flag at quant.py:",
+    ),
+    "its name as a string": (
+        """
+        class Method(Base):
+            def apply(self, layer, x):
+                names = {"apply_router_weight_on_input": 1}
+                return x
+        """,
+        "names the flag as a string at quant.py:",
+    ),
+    "a chain of helpers too deep to follow": (
+        TOO_DEEP,
+        "h11() is nested too deep" + _at(TOO_DEEP, "self.h11()"),
+    ),
+    "more helpers than it follows": (
+        TOO_MANY,
+        "more than 48 functions to follow" + _at(TOO_MANY, "self.h48()"),
     ),
 }
 
@@ -443,6 +610,7 @@ def fused_elsewhere(dispatch, quant_info, runner_config):
         ("fused_rejects", Verdict.REJECTS, "assert at quant.py:"),
         ("fused_prescales", Verdict.USES, "decides what runs at quant.py:"),
         ("fused_elsewhere", Verdict.UNKNOWN, "hands runner_config to quant_info.kernel"),
+        ("_prescale", Verdict.UNKNOWN, "_prescale takes no parameter 3"),
     ],
 )
 def test_a_runner_fused_function_is_read_through_its_config_parameter(

@@ -1,13 +1,13 @@
 """Which branches lie on the FP8 KV-cache path (pure: ``ast`` and ``re`` only): the path the
 V-scale question (:mod:`.v_scale_question`) walks, read off tests on the KV-cache dtype and
-on flags named for it."""
+on flags named for it or set from such a test."""
 
 from __future__ import annotations
 
 import ast
 import re
 
-from sglang_nvfp4_patches.source_reader.flow_state import OFF_PATH, Side
+from sglang_nvfp4_patches.source_reader.flow_state import OFF_PATH, Definition, Side
 from sglang_nvfp4_patches.source_reader.syntax import dotted_name
 
 # --- the names a maintainer edits when SGLang renames something -----------------------------
@@ -91,14 +91,15 @@ def _compare_sides(test: ast.Compare) -> tuple[Side, Side]:
     return None, None
 
 
-def fp8_sides(test: ast.expr, flags: dict[str, tuple[Side, Side]]) -> tuple[Side, Side]:
-    """(what the test being true says, what it being false says) about the KV-cache dtype."""
+def fp8_sides(test: ast.expr, defs: dict[str, Definition]) -> tuple[Side, Side]:
+    """(what the test being true says, what it being false says) about the KV-cache dtype;
+    ``defs``: what names were set to (``is_fp8 = self.data_type == torch.float8_e4m3fn``)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _negate(fp8_sides(test.operand, flags))
+        return _negate(fp8_sides(test.operand, defs))
     if isinstance(test, ast.Compare):
         return _compare_sides(test)
     if isinstance(test, ast.BoolOp):
-        parts = [fp8_sides(value, flags) for value in test.values]
+        parts = [fp8_sides(value, defs) for value in test.values]
         one = 0 if isinstance(test.op, ast.And) else 1  # the side any operand decides
         decided = next((p[one] for p in parts if p[one] is not None), None)
         first, *rest = (p[1 - one] for p in parts)  # the other side: only if all agree
@@ -108,7 +109,10 @@ def fp8_sides(test: ast.expr, flags: dict[str, tuple[Side, Side]]) -> tuple[Side
     dotted = dotted_name(name)
     if dotted is None:
         return None, None
-    if dotted in flags:
-        return flags[dotted]
+    if dotted in defs:
+        written, earlier = defs[dotted]
+        sides = fp8_sides(written, earlier)
+        if sides != (None, None):
+            return sides
     kind = _flag_kind(dotted.rsplit(".", 1)[-1])
     return (kind, OTHER if kind == FP8 else None) if kind else (None, None)

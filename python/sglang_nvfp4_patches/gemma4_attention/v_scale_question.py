@@ -1,27 +1,13 @@
 """Does SGLang's TRT-LLM MHA backend hand the FP8 KV-cache V scale to the kernel? (pure)
 
-The root cause behind the ``gemma4-attention`` rule (sglang#26518): with an FP8 KV cache,
-``trtllm_mha_backend.py`` called FlashInfer's TRT-LLM attention with ``bmm2_scale = 1.0``,
-so the V scale of the FP8 cache never reached the second BMM and every output was off by it.
-sglang#28144 computes ``bmm2_scale`` from the layer's V scale instead (which releases carry
-it: the ``gemma4-attention`` column of docs/releases.md).
-
-The answer is read off the backend's source with :mod:`ast`, never by importing it (that
-would load FlashInfer at plugin load) and never from a version string (nightlies that already
-report the fixed version still carry the old code). "Applied" needs positive evidence: the
-value-flow reading of :mod:`sglang_nvfp4_patches.source_reader` follows the ``bmm2_scale`` of
-every ``trtllm_batch_*`` call, on the FP8 KV-cache path only, back through locals, tuples,
-same-module helpers (called with their actual arguments, closures included) and module or
-class names, to the layer's V scale (``layer.v_scale``, ``getattr(layer, "v_scale_float")``;
-arithmetic on it allowed).
-Branches a test on the KV-cache dtype keeps off FP8 are not walked; a private helper the
-module calls is walked only from its callers, with their arguments.
-A constant that reaches the kernel is the bug (a constant used only where a test on the V
-scale says it is missing is a fallback, not a drop); anything the walk cannot follow is
-"unknown", which counts as live.
-
-This module is the question: the sinks and their scale argument, the source (the V scale),
-the path (:mod:`.kv_cache_path`), and the verdict.
+The root cause behind the ``gemma4-attention`` rule (sglang#26518): ``trtllm_mha_backend.py``
+called FlashInfer's TRT-LLM attention with ``bmm2_scale = 1.0`` on an FP8 KV cache, dropping
+the V scale; sglang#28144 computes it from the layer's V scale. Read off the backend's source
+text, never imported, never from a version string: "applied" needs every FP8-path
+``bmm2_scale`` followed back to the V scale; a constant that reaches the kernel is the bug, and
+what the walk cannot follow is "unknown", counted as live (docs/gemma4-attention.md, "The
+probe"). This module is the question (:class:`_VScaleQuestion`): the sinks and their scale
+argument, the source, the path (:mod:`.kv_cache_path`), and the verdict.
 """
 
 from __future__ import annotations
@@ -29,14 +15,16 @@ from __future__ import annotations
 import ast
 import enum
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sglang_nvfp4_patches.gemma4_attention.kv_cache_path import fp8_sides
-from sglang_nvfp4_patches.source_reader.flow_state import Arguments, FlowQuestion
+from sglang_nvfp4_patches.source_reader.call_graph import roots
+from sglang_nvfp4_patches.source_reader.flow_state import Arguments, Env, Question, Side
+from sglang_nvfp4_patches.source_reader.module_code import ModuleCode
 from sglang_nvfp4_patches.source_reader.syntax import callee
-from sglang_nvfp4_patches.source_reader.value_flow import ValueFlow
-from sglang_nvfp4_patches.source_reader.values import Kind, Origin, flatten
+from sglang_nvfp4_patches.source_reader.values import Kind, Origin, Value, flatten
+from sglang_nvfp4_patches.source_reader.walker import Walker
 
 # --- the names a maintainer edits when SGLang or FlashInfer renames something ---------------
 
@@ -57,25 +45,57 @@ PRESERVING_CALLS = frozenset(
 CONSTANT_METHODS = frozenset({"new_ones", "new_full", "new_zeros", "fill_", "zero_"})
 
 
-def _sink_value(call: Arguments) -> set[Origin]:
-    """What a ``trtllm_batch_*`` call hands its ``bmm2_scale``."""
-    if SCALE_NAME in call.keywords:
-        return set(flatten(call.keywords[SCALE_NAME]))
-    if call.unpaired or len(call.positional) > FIRST_SCALE_POSITION:
-        note = f"{SCALE_NAME} by position or **kwargs"
-        return {Origin(Kind.OPAQUE, call.node, note=note)}
-    note = f"FlashInfer's default {SCALE_NAME}"
-    return {Origin(Kind.CONSTANT, call.node, 1.0, note=note)}
+class _VScaleQuestion(Question):
+    """Follow each ``trtllm_batch_*`` call's ``bmm2_scale`` back to the V scale, on the FP8
+    KV-cache path."""
+
+    preserving_calls = PRESERVING_CALLS
+    constant_methods = CONSTANT_METHODS
+
+    def __init__(self, code: ModuleCode) -> None:
+        self.code = code
+
+    def read(self, name: str, at: ast.AST, base: Callable[[], Value]) -> Value | None:
+        return frozenset({Origin(Kind.SOURCE, at)}) if V_SCALE_NAME.fullmatch(name) else None
+
+    def sides(
+        self, node: ast.If | ast.IfExp | ast.Assert, env: Env, rest: list[ast.stmt]
+    ) -> tuple[Side, Side]:
+        return fp8_sides(node.test, env.defs)
+
+    def sink(self, call: Arguments) -> set[Origin] | None:
+        """What a ``trtllm_batch_*`` call (not one of the module's own) hands its
+        ``bmm2_scale``."""
+        name = callee(call.node)  # type: ignore[arg-type]
+        if not name or not name.startswith(SINK_PREFIX) or name in self.code.functions:
+            return None
+        if SCALE_NAME in call.keywords:
+            return set(flatten(call.keywords[SCALE_NAME]))
+        if call.unpaired or len(call.positional) > FIRST_SCALE_POSITION:
+            note = f"{SCALE_NAME} by position or **kwargs"
+            return {Origin(Kind.OPAQUE, call.node, note=note)}
+        note = f"FlashInfer's default {SCALE_NAME}"
+        return {Origin(Kind.CONSTANT, call.node, 1.0, note=note)}
 
 
-QUESTION = FlowQuestion(
-    source_name=V_SCALE_NAME,
-    sink_prefix=SINK_PREFIX,
-    sink_value=_sink_value,
-    path_sides=fp8_sides,
-    preserving_calls=PRESERVING_CALLS,
-    constant_methods=CONSTANT_METHODS,
-)
+def _walk(code: ModuleCode, lines: list[str]) -> Walker:
+    """Every function :func:`.call_graph.roots` names, each run with its parameters unknown
+    (their in-module callers pass real values)."""
+    walker = Walker(code, _VScaleQuestion(code))
+    functions = code.functions
+    for name in roots(functions, lines, SINK_PREFIX):
+        for fn in functions[name]:
+            env = Env()
+            params = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
+            params += [p for p in (fn.args.vararg, fn.args.kwarg) if p is not None]
+            for param in params:
+                env.names[param.arg] = frozenset(
+                    {Origin(Kind.PARAMETER, param, function=fn.name, note=param.arg)}
+                )
+            if params and params[0].arg in ("self", "cls"):
+                env.names[params[0].arg] = walker.opaque(params[0])
+            walker.run(fn, env)
+    return walker
 
 
 class KvScaleHandoff(enum.Enum):
@@ -104,14 +124,14 @@ class _Reader:
     """Turns origins into the one line an operator checks against the file."""
 
     lines: list[str]
-    walker: ValueFlow
+    code: ModuleCode
 
     def where(self, origin: Origin) -> str:
         line = _line(origin)
         text = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else "?"
         text = text if len(text) <= 90 else text[:87] + "..."
         owner = ""
-        for defs in self.walker.functions.values():
+        for defs in self.code.functions.values():
             for fn in defs:
                 if fn.lineno <= line <= (fn.end_lineno or fn.lineno):
                     owner = f" in {fn.name}()"
@@ -132,9 +152,9 @@ def analyse_backend_source(source: str, filename: str = "trtllm_mha_backend.py")
     except SyntaxError as error:
         return KvScaleVerdict(KvScaleHandoff.UNKNOWN, f"{filename} does not parse: {error}")
     lines = source.splitlines()
-    walker = ValueFlow(tree, QUESTION)
-    walker.walk_roots(lines)
-    read = _Reader(lines, walker)
+    code = ModuleCode.of(tree)
+    walker = _walk(code, lines)
+    read = _Reader(lines, code)
     found: dict[KvScaleHandoff, list[str]] = {handoff: [] for handoff in KvScaleHandoff}
     for sink in sorted(walker.sinks, key=lambda call: call.lineno):
         origins = walker.sinks[sink]

@@ -1,20 +1,9 @@
 """Does an NVFP4 MoE method still reject ``apply_router_weight_on_input`` on the FlashInfer
-CUTLASS runner? Read from what its code does, not from how one release spells it (pure: ``ast``
-and ``inspect`` on the objects it is given; it imports nothing of SGLang).
-
-The guard reading of :mod:`sglang_nvfp4_patches.source_reader` (how it walks, follows calls
-and judges each read of the flag: :mod:`~sglang_nvfp4_patches.source_reader.guard_reader`)
-reads the method the layer runs (``apply`` / ``apply_weights``) on the CUTLASS runner, for the
-flag as the method reads it through ``self.moe_runner_config``: what the lift's flag-free view
-hides, so a rejection there is one the lift can stand down.
-
-``create_moe_runner`` is read too: it runs before the lift, so any read there is unknown.
-Reading proves a rejection present, never absent: "uses" and "does not read" are what this
-reader saw, not evidence that SGLang handles the flag (that is shown by behaviour,
-:mod:`.evidence`).
-
-This module is the question: what is read (the flag, its holder, the runner), and the verdict
-over what the reading found.
+CUTLASS runner? (pure: ``ast`` and ``inspect`` on the objects it is given). The walker, asked
+:mod:`.flag_question`, reads the method the layer runs, for the flag as it reads it through
+``self.moe_runner_config`` (what the lift's flag-free view hides), and ``create_moe_runner``,
+run before the lift (any read there is unknown). This module says what is read and gives the
+verdict; reading proves a rejection present, never absent (docs/llama4-rejection-reader.md).
 """
 
 from __future__ import annotations
@@ -26,12 +15,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import FLAG
-from sglang_nvfp4_patches.source_reader.frame import BEYOND, Findings, Role, Subject
-from sglang_nvfp4_patches.source_reader.guard_reader import GuardReader
+from sglang_nvfp4_patches.llama4_router_weight.flag_question import (
+    CONFIG,
+    SELF,
+    FlagQuestion,
+)
+from sglang_nvfp4_patches.source_reader.flow_state import Env
+from sglang_nvfp4_patches.source_reader.live_code import LiveCode
+from sglang_nvfp4_patches.source_reader.walker import Walker
 
-CONFIG = "moe_runner_config"  # where the method reads the flag (what the flag-free view hides)
+HOLDER = "moe_runner_config"  # where the method reads the flag (what the flag-free view hides)
 CUTLASS = "flashinfer_cutlass"  # the runner the branches are decided for
 TOP_K_ABOVE_1 = "only with top-k > 1"
+# What code this reader trips over raises (names standing for each other in a circle, say).
+BEYOND = (RecursionError, ValueError, TypeError, AttributeError)
 
 
 class Verdict(str, enum.Enum):
@@ -67,12 +64,12 @@ def read_runner_function(
     """What a runner's fused function (``(dispatch_output, quant_info, runner_config)``) does
     with the flag of the config it is handed, read as the plugin's wrapper hands it a view
     that reads the flag as ``False``."""
-    reader = GuardReader(object, _subject(backends), package)
+    question = _question(backends, hidden=True)
     try:
-        problem = reader.read_function(function, config_at, Role.CONFIG, hidden=True)
+        problem = _read(LiveCode(object, package), question, function, config_at, CONFIG)
     except BEYOND as error:
         problem = f"beyond this reader ({type(error).__name__}: {error})"
-    return _conclude(reader.found, problem)
+    return _conclude(question, problem)
 
 
 def read_method(
@@ -88,37 +85,69 @@ def read_method(
     ``backends`` are this release's MoE runner backend values. Code this reader trips over
     (names that stand for each other in a circle, say) is ``unknown``, never an error."""
     try:
-        return _verdict(owner, method, _subject(backends), before_lift, package)
+        return _verdict(owner, method, frozenset(backends), before_lift, package)
     except BEYOND as error:
         why = f"{owner.__name__}.{method} is beyond this reader ({type(error).__name__}: {error})"
         return Reading(Verdict.UNKNOWN, (why,))
 
 
-def _subject(backends: Iterable[str]) -> Subject:
-    return Subject(CONFIG, FLAG, CUTLASS, frozenset(backends), "top_k", TOP_K_ABOVE_1)
+def _question(backends: Iterable[str], hidden: bool) -> FlagQuestion:
+    """The flag read through ``self.moe_runner_config``, on the CUTLASS runner."""
+    return FlagQuestion(HOLDER, FLAG, CUTLASS, frozenset(backends), "top_k", TOP_K_ABOVE_1, hidden)
 
 
-def _verdict(owner: type, method: str, subject: Subject, before_lift: str, package: str) -> Reading:
-    reader = GuardReader(owner, subject, package)
-    problem = reader.read(method, hidden=True)
+def _read(
+    code: LiveCode, question: FlagQuestion, function: Any, at: int, role: str, name: str = ""
+) -> str | None:
+    """Walk ``function`` with its ``at``-th parameter standing for ``role``; why it cannot be
+    read, or ``None``."""
+    name = name or getattr(function, "__qualname__", repr(function))
+    callee = code.callee(function, name=name)
+    if callee.node is None:
+        return callee.problem
+    parameters = [*callee.node.args.posonlyargs, *callee.node.args.args]
+    if len(parameters) <= at:
+        return f"{name} takes no parameter {at + 1}"
+    env = Env(context=callee.context)
+    env.names[parameters[at].arg] = question.start(parameters[at], role)
+    Walker(code, question).run(callee.node, env)
+    return None
+
+
+def _method(owner: type, name: str, question: FlagQuestion, package: str) -> str | None:
+    """Walk ``owner.name`` with ``self`` standing for itself; why it cannot be read, or
+    ``None``."""
+    function = inspect.getattr_static(owner, name, None)
+    function = getattr(function, "__func__", function)
+    if function is None:
+        return f"{owner.__name__}.{name} not found"
+    where = f"{owner.__name__}.{name}"
+    return _read(LiveCode(owner, package), question, function, 0, SELF, where)
+
+
+def _verdict(
+    owner: type, method: str, backends: frozenset[str], before_lift: str, package: str
+) -> Reading:
+    question = _question(backends, hidden=True)
+    problem = _method(owner, method, question, package)
     if problem is not None:
         return Reading(Verdict.UNKNOWN, (problem,))
-    found = reader.found
     if inspect.getattr_static(owner, before_lift, None) is not None:
-        early = GuardReader(owner, subject, package)
-        problem = early.read(before_lift, hidden=False)
+        early = _question(backends, hidden=False)
+        problem = _method(owner, before_lift, early, package)
         late = [problem] if problem else []
-        late += early.found.rejections + early.found.uses + early.found.unknown
-        found.unknown += [f"{before_lift}, run before the lift: {where}" for where in late]
-    return _conclude(found)
+        late += early.rejections + early.uses + early.found_unknown()
+        question.unknown += [f"{before_lift}, run before the lift: {where}" for where in late]
+    return _conclude(question)
 
 
-def _conclude(found: Findings, problem: str | None = None) -> Reading:
+def _conclude(found: FlagQuestion, problem: str | None = None) -> Reading:
     rejected = tuple(found.rejections)
+    unknown = found.found_unknown()
     if problem is not None:
         return Reading(Verdict.UNKNOWN, (problem,), rejected)
-    if found.unknown:
-        return Reading(Verdict.UNKNOWN, tuple(found.unknown), rejected)
+    if unknown:
+        return Reading(Verdict.UNKNOWN, tuple(unknown), rejected)
     if found.rejections and found.uses:
         return Reading(
             Verdict.UNKNOWN,

@@ -15,11 +15,11 @@ def pair(
     arguments: ast.arguments,
     positional: Sequence[Item],
     keywords: Mapping[str | None, Item],
-    skip_first: bool = False,
-) -> tuple[dict[str, Item], list[Item], list[str]]:
+    skip_first: bool,
+) -> tuple[dict[str, Item], list[str]]:
     """What each parameter is given (positional ones first, in order, then keywords by name),
-    the arguments no parameter takes, and the parameters given nothing, in order (``*args``
-    and ``**kwargs`` aside); ``skip_first`` for a method called on its object."""
+    and the parameters given nothing, in order (``*args`` and ``**kwargs`` aside);
+    ``skip_first`` for a method called on its object."""
     params = [p.arg for p in (*arguments.posonlyargs, *arguments.args)]
     params = params[1:] if skip_first else params
     named = [*params, *(p.arg for p in arguments.kwonlyargs)]
@@ -27,8 +27,7 @@ def pair(
     for name, item in keywords.items():
         if name in named and name not in given:
             given[name] = item  # type: ignore[index]
-    unpaired = [*positional[len(params) :], *(v for k, v in keywords.items() if k not in named)]
-    return given, unpaired, [name for name in named if name not in given]
+    return given, [name for name in named if name not in given]
 
 
 def defaults(arguments: ast.arguments) -> dict[str, ast.expr]:

@@ -1,15 +1,16 @@
-"""What a value-flow reading is asked (:class:`FlowQuestion`, which a patch's question fills in)
-and what it holds: one invocation's names (:class:`Env`), what a call passes
-(:class:`Arguments`), what a run of a body collects (:class:`Invocation`) (pure: ``ast`` and
-``re`` only)."""
+"""What the walker (:mod:`.walker`) is asked and what it holds (pure: ``ast`` only): the
+question a patch fills in (:class:`Question`), one invocation's names (:class:`Env`), what a
+call passes (:class:`Arguments`), a function a call runs (:class:`Callee`), and what a run of a
+body collects (:class:`Invocation`)."""
 
 from __future__ import annotations
 
 import ast
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
+from sglang_nvfp4_patches.source_reader.syntax import Function
 from sglang_nvfp4_patches.source_reader.values import BOTTOM, Origin, Value, join
 
 MAX_DEPTH = 12  # helper calls followed into; deeper is "cannot follow"
@@ -18,20 +19,33 @@ Comprehension = ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
 # not walked), ``None`` (nothing), or another word the question uses for its path.
 Side = str | None
 OFF_PATH = "other"
+# Where an expression is read (what a question may judge a read by): in the test of an ``if``
+# or an ``assert``, as what a name is set to, as a call's argument, as a target, or elsewhere.
+TEST, BOUND, ARGUMENT, STORE, PLAIN = "test", "bound", "argument", "store", "plain"
+# What a name was last set to, and what the names in that expression were set to then.
+Definition = tuple[ast.expr, dict[str, Any]]
 
 
 @dataclass
 class Env:
-    """One function invocation's state on the path walked; ``flags``: names bound to a test of the
-    path; ``parent`` holds closed-over names."""
+    """One function invocation's state on the path walked; ``defs``: what a name was set to
+    (:data:`Definition`); ``context``: where the function running lies (what :class:`Callee`
+    says); ``parent`` holds closed-over names."""
 
     names: dict[str, Value] = field(default_factory=dict)
-    flags: dict[str, tuple[Side, Side]] = field(default_factory=dict)
-    closures: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    closures: dict[str, Function] = field(default_factory=dict)
     parent: Env | None = None
+    defs: dict[str, Definition] = field(default_factory=dict)
+    context: Any = None
 
     def copy(self) -> Env:
-        return Env(dict(self.names), dict(self.flags), dict(self.closures), self.parent)
+        return Env(
+            dict(self.names),
+            dict(self.closures),
+            self.parent,
+            dict(self.defs),
+            self.context,
+        )
 
     def lookup(self, name: str) -> Value | None:
         env: Env | None = self
@@ -41,7 +55,7 @@ class Env:
             env = env.parent
         return None
 
-    def closure(self, name: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, Env] | None:
+    def closure(self, name: str) -> tuple[Function, Env] | None:
         env: Env | None = self
         while env is not None:
             if name in env.closures:
@@ -56,8 +70,10 @@ def join_env(first: Env | None, second: Env | None) -> Env | None:
     joined = first.copy()
     for name, value in second.names.items():
         joined.names[name] = join(first.names.get(name, BOTTOM), value)
-    for name in set(first.flags) ^ set(second.flags):
-        joined.flags.pop(name, None)
+    for name in set(first.defs) | set(second.defs):
+        mine, theirs = first.defs.get(name), second.defs.get(name)
+        if mine is None or theirs is None or ast.dump(mine[0]) != ast.dump(theirs[0]):
+            joined.defs.pop(name, None)  # set alike on both paths, or it says nothing
     joined.closures.update(second.closures)
     return joined
 
@@ -65,12 +81,46 @@ def join_env(first: Env | None, second: Env | None) -> Env | None:
 @dataclass
 class Arguments:
     """What one call passes; ``unpaired`` when ``*args``/``**kwargs`` (or an unseen caller)
-    hide what the parameters get."""
+    hide what the parameters get; ``expressions``: the argument nodes, as the values."""
 
     node: ast.AST
     positional: list[Value]
     keywords: dict[str, Value]
     unpaired: bool
+    expressions: tuple[list[ast.expr], dict[str, ast.expr]] = ([], {})
+
+
+@dataclass(frozen=True)
+class Callee:
+    """A function a call runs: its tree, the values bound before the call's own arguments
+        (``self``), whether its first parameter is skipped (a method of the module's text), where it
+        lies (``context``, what the question's evidence names), and ``harmless`` for code known not
+        to read what it is handed (a builtin, a method outside the followed package), ``problem``
+    where its source cannot be read."""
+
+    node: Function | None
+    bound: tuple[Value, ...] = ()
+    skip_first: bool = False
+    context: Any = None
+    harmless: bool = False
+    problem: str = ""  # why its source cannot be read
+
+
+class Code(Protocol):
+    """Where the walker finds the functions a call runs: a module's text
+    (:class:`.module_code.ModuleCode`) or live objects (:class:`.live_code.LiveCode`)."""
+
+    @property
+    def module_body(self) -> Sequence[ast.stmt]: ...
+
+    def callees(self, node: ast.Call, env: Env, receiver: Value | None) -> list[Callee] | None:
+        """The functions ``node`` runs (``None``: cannot be known)."""
+
+    def class_value(self, node: ast.Attribute) -> ast.expr | None:
+        """A class attribute ``node`` reads, as written."""
+
+    def property(self, node: ast.Attribute, base: Value) -> Callee | None:
+        """The getter of a property ``node`` reads."""
 
 
 @dataclass
@@ -86,21 +136,50 @@ class Invocation:
         return "absent" if self.absent else "maybe" if self.maybe_absent else ""
 
 
-@dataclass(frozen=True)
-class FlowQuestion:
-    """What the reading is asked: which argument of which calls (the sinks) to follow back, to
-    which value (the source), and which branches lie on the path walked."""
+class Question:
+    """What the walker is asked: a patch's question overrides what it needs; each default leaves
+    the walk as it is. The walker is handed to the question (``walker``) before it walks."""
 
-    # Attributes (and getattr names) that are the source: ``layer.v_scale``.
-    source_name: re.Pattern[str]
-    # Calls named so, and not defined in the module, are sinks: the walk records
-    # ``sink_value(call)`` for each.
-    sink_prefix: str
-    sink_value: Callable[[Arguments], set[Origin]]
-    # (what a test being true says, what it being false says) about the path walked, given
-    # the names bound to earlier tests: ``OFF_PATH`` keeps a side from being walked.
-    path_sides: Callable[[ast.expr, dict[str, tuple[Side, Side]]], tuple[Side, Side]]
     # Calls whose result is still the source they are handed (``float(v)``).
     preserving_calls: frozenset[str] = frozenset()
     # Methods that make a constant of the source they are called on (``v.new_ones()``).
     constant_methods: frozenset[str] = frozenset()
+    # Functions followed for one question, at most, and calls followed into, at most (deeper
+    # is "cannot follow"); ``None``: no limit.
+    max_functions: int | None = None
+    max_depth: int | None = MAX_DEPTH
+
+    def read(self, name: str, at: ast.AST, base: Callable[[], Value]) -> Value | None:
+        """What reading attribute ``name`` (of ``base()``) gives, where the question decides it
+        (the source it follows, what it is read through); ``at``: the evidence node."""
+        return None
+
+    def sides(
+        self, node: ast.If | ast.IfExp | ast.Assert, env: Env, rest: list[ast.stmt]
+    ) -> tuple[Side, Side]:
+        """(what the test being true says, what it being false says) about the path walked:
+        ``OFF_PATH`` keeps a side from being walked; ``rest``: what follows an ``if``."""
+        return None, None
+
+    def sink(self, call: Arguments) -> set[Origin] | None:
+        """What a call the question follows back from is handed (the walk records it), or
+        ``None`` for any other call."""
+        return None
+
+    def follows(self, call: Arguments) -> bool:
+        """Whether a call the walker can read is followed."""
+        return True
+
+    def unfollowed(self, call: Arguments, env: Env, callee: Callee | None) -> None:
+        """A call not followed: one the walker cannot read (``callee`` ``None``), or one the
+        question does not follow."""
+
+    def evaluated(self, node: ast.expr, value: Value, env: Env, position: str) -> None:
+        """An expression read at ``position`` (:data:`TEST` ...) gave ``value``."""
+
+    def cannot_follow(self, node: ast.AST, env: Env, why: str) -> None:
+        """A call the walker could read but does not (recursion, depth, the function limit)."""
+
+    def memo_key(self, value: Value) -> Hashable:
+        """What of a parameter's value tells two runs of a function apart."""
+        return value

@@ -1,6 +1,6 @@
-"""What a value can come from, for a value-flow reading: the value followed (a source), constants,
-fallbacks, parameters and what cannot be followed; tuples of values, and joins (pure: ``ast``
-only)."""
+"""What a value can come from, for the walker (:mod:`.walker`): the value followed (a source),
+constants, fallbacks, parameters, the object read and what a question's source is read through,
+and what cannot be followed; tuples of values, and joins (pure: ``ast`` only)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ class Kind(enum.Enum):
     FALLBACK = "a constant used where the source is missing"
     OPAQUE = "something the reading cannot follow"
     PARAMETER = "a parameter"
+    SELF = "the object whose class is read"
+    HOLDER = "what the source is read through"
 
 
 @dataclass(frozen=True)

@@ -1,37 +1,45 @@
-"""A value-flow reading of one module's source text: where the value a call is handed can
-come from (pure: ``ast`` only; the module is parsed, never imported).
+"""The one reader of SGLang's source: an abstract interpretation of functions, asked one
+question at a time (pure: ``ast`` and ``inspect`` on what it is given; it imports nothing of
+SGLang).
 
-:class:`ValueFlow` is an abstract interpretation. It runs every function that reaches a sink
-(:func:`.call_graph.roots`), each with its parameters unknown; follows its statements (a
-block on one :class:`.flow_state.Env`; branches a test keeps off the path are not walked, the
-ends of a branch are joined; loops twice), its expressions (names, attributes, tuples,
-arithmetic, conditionals, lambdas, comprehensions) and its calls (this module's functions and
-methods, ``self.``/class helpers and closures, run with the call's arguments bound, once per
-distinct set; anything else is opaque). What a sink is handed is recorded as the set of
-:class:`.values.Origin` it can come from: the source, a constant, a fallback (a constant used
-where a test says the source is missing), a parameter, or opaque. The question
-(:class:`.flow_state.FlowQuestion`) names the source, the sinks and the path.
+:class:`Walker` runs a function body with its parameters bound (a block on one
+:class:`.flow_state.Env`; branches a test keeps off the path are not walked, the ends of a
+branch are joined; loops twice), its expressions (names, attributes, tuples, arithmetic,
+conditionals, lambdas, comprehensions) and its calls: the code it reads (a module's text,
+:class:`.module_code.ModuleCode`, or live objects, :class:`.live_code.LiveCode`) says which
+function a call runs (module functions, ``self.``/class helpers, bases, properties,
+``super()``), and the walker runs it with the call's arguments bound (:func:`.binding.pair`),
+once per distinct set; closures too; anything else is opaque. Each value is the set of
+:class:`.values.Origin` it can come from, and each name keeps what it was set to (for a
+question's three-valued truth). What cannot be followed is opaque: "unknown" to a question.
 
-One class, one file: the walk of any node, statement or expression, stays here.
+The question (:class:`.flow_state.Question`) names the source, the sinks, the path, and judges
+what the walk meets. One class, one file: the walk of any node, statement or expression, stays
+here.
 """
 
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from sglang_nvfp4_patches.source_reader.binding import defaults, pair
-from sglang_nvfp4_patches.source_reader.call_graph import roots
 from sglang_nvfp4_patches.source_reader.flow_state import (
-    MAX_DEPTH,
+    ARGUMENT,
+    BOUND,
     OFF_PATH,
+    PLAIN,
+    STORE,
+    TEST,
     Arguments,
+    Callee,
+    Code,
     Comprehension,
     Env,
-    FlowQuestion,
     Invocation,
+    Question,
     join_env,
 )
-from sglang_nvfp4_patches.source_reader.sources import ModuleIndex
 from sglang_nvfp4_patches.source_reader.syntax import Function, callee, targets
 from sglang_nvfp4_patches.source_reader.values import (
     BOTTOM,
@@ -48,59 +56,56 @@ from sglang_nvfp4_patches.source_reader.values import (
 )
 
 
-class ValueFlow:
-    """Walks a module for one :class:`.flow_state.FlowQuestion`; ``sinks`` holds the
-    answer."""
+class Walker:
+    """Walks the functions of ``code`` for one question; ``sinks`` holds what each sink is
+    handed, the question what else it judged."""
 
-    def __init__(self, tree: ast.Module, question: FlowQuestion) -> None:
+    def __init__(self, code: Code, question: Question) -> None:
+        self.code = code  # which function a call runs
         self.question = question
-        index = ModuleIndex.of(tree)
-        self.functions = index.functions  # this module's functions by name
-        self.static = index.static  # those that are staticmethods
-        self.class_names = index.class_names  # class attributes by class
+        question.walker = self  # type: ignore[attr-defined]
         self.sinks: dict[ast.Call, set[Origin]] = {}  # each sink, and what its value comes from
-        self.memo: dict[tuple[int, tuple[Value, ...]], Value] = {}  # a result per argument set
+        self.memo: dict[tuple[int, tuple[Any, ...]], Value] = {}  # a result per argument set
         self.stack: list[Function] = []  # the functions running now
+        self.values: dict[ast.AST, Value] = {}  # what each expression last read as
+        self.position = PLAIN  # where the expression being read stands
+        self.followed = 0  # functions run for calls
         self.module = Env()  # names read while the module body runs: none yet
-        self.module = self.block(tree.body, Env(), Invocation()) or Env()
-
-    def walk_roots(self, lines: list[str]) -> None:
-        """Every function :func:`call_graph.roots` names, each run with its parameters unknown
-        (their in-module callers pass real values)."""
-        for name in roots(self.functions, lines, self.question.sink_prefix):
-            for fn in self.functions[name]:
-                env = Env()
-                params = [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]
-                params += [p for p in (fn.args.vararg, fn.args.kwarg) if p is not None]
-                for param in params:
-                    env.names[param.arg] = frozenset(
-                        {Origin(Kind.PARAMETER, param, function=fn.name, note=param.arg)}
-                    )
-                if params and params[0].arg in ("self", "cls"):
-                    env.names[params[0].arg] = self.opaque(params[0])
-                self.run(fn, env)
+        self.module = self.block(list(code.module_body), Env(), Invocation()) or Env()
 
     def block(self, body: list[ast.stmt], env: Env | None, run: Invocation) -> Env | None:
-        for statement in body:
+        for index, statement in enumerate(body):
             if env is None:
                 return None
-            env = self.statement(statement, env, run)
+            env = self.statement(statement, env, run, body[index + 1 :])
         return env
 
-    def statement(self, node: ast.stmt, env: Env, run: Invocation) -> Env | None:
+    def read_at(self, position: str, node: ast.expr, env: Env) -> Value:
+        """``node`` read at ``position`` (:data:`.flow_state.TEST` ...)."""
+        outer, self.position = self.position, position
+        try:
+            return self.expr(node, env)
+        finally:
+            self.position = outer
+
+    def statement(
+        self, node: ast.stmt, env: Env, run: Invocation, rest: list[ast.stmt]
+    ) -> Env | None:
         if isinstance(node, ast.Return):
-            value = self.expr(node.value, env) if node.value else frozenset()
+            value = self.read_at(PLAIN, node.value, env) if node.value else frozenset()
             run.returns.append((value, run.guard()))
             return None
         if isinstance(node, ast.Raise):
+            if node.exc is not None:
+                self.read_at(PLAIN, node.exc, env)
             return None
         if isinstance(node, ast.Assert):
-            self.expr(node.test, env)
-            return None if self.question.path_sides(node.test, env.flags)[0] == OFF_PATH else env
+            self.read_at(TEST, node.test, env)
+            return None if self.question.sides(node, env, rest)[0] == OFF_PATH else env
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             return self.assign(node, env)
         if isinstance(node, ast.If):
-            return self.branch(node, env, run)
+            return self.branch(node, env, run, rest)
         if isinstance(node, ast.For | ast.AsyncFor | ast.While):
             return self.loop(node, env, run)
         if isinstance(node, ast.Break | ast.Continue):
@@ -117,13 +122,13 @@ class ValueFlow:
             return self.block(node.finalbody, end, run) if node.finalbody else end
         if isinstance(node, ast.With | ast.AsyncWith):
             for item in node.items:
-                self.expr(item.context_expr, env)
+                self.read_at(PLAIN, item.context_expr, env)
                 if item.optional_vars is not None:
                     opaque = frozenset({Origin(Kind.OPAQUE, item.context_expr)})
                     self.bind(item.optional_vars, opaque, env)
             return self.block(node.body, env, run)
         if isinstance(node, ast.Match):
-            self.expr(node.subject, env)
+            self.read_at(PLAIN, node.subject, env)
             end = env
             for case in node.cases:
                 end = join_env(end, self.block(case.body, env.copy(), run))
@@ -133,29 +138,34 @@ class ValueFlow:
             env.names.pop(node.name, None)
             return env
         if isinstance(node, ast.Expr):
-            self.expr(node.value, env)
+            self.read_at(PLAIN, node.value, env)
         return env
 
     def assign(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign, env: Env) -> Env:
         if node.value is None:
             return env
-        value = self.expr(node.value, env)
+        named = targets(node)
+        simple = len(named) == 1 and isinstance(named[0], ast.Name)
+        plain = isinstance(node, ast.AugAssign) or not simple
+        value = self.read_at(PLAIN if plain else BOUND, node.value, env)
         if isinstance(node, ast.AugAssign):
-            value = combine([self.expr(node.target, env), value], node)
-        for target in targets(node):
+            value = combine([self.read_at(PLAIN, node.target, env), value], node)
+        for target in named:
             self.bind(target, value, env)
-            if isinstance(target, ast.Name):
-                sides = self.question.path_sides(node.value, env.flags)
-                if sides != (None, None) and not isinstance(node, ast.AugAssign):
-                    env.flags[target.id] = sides
-                else:
-                    env.flags.pop(target.id, None)
+        if not plain:
+            self.define(named[0], node.value, env)  # type: ignore[arg-type]
         return env
+
+    @staticmethod
+    def define(target: ast.Name, value: ast.expr, env: Env) -> None:
+        """``target`` now stands for ``value``, with the definitions its names have now."""
+        env.defs[target.id] = (value, dict(env.defs))
 
     def bind(self, target: ast.expr, value: Value, env: Env) -> None:
         if isinstance(target, ast.Name):
             env.names[target.id] = value
             env.closures.pop(target.id, None)
+            env.defs.pop(target.id, None)
         elif isinstance(target, ast.Tuple | ast.List):
             starred = any(isinstance(e, ast.Starred) for e in target.elts)
             paired = isinstance(value, Tup) and len(value.items) == len(target.elts)
@@ -168,10 +178,12 @@ class ValueFlow:
                     self.bind(element, value, env)
         elif isinstance(target, ast.Starred):
             self.bind(target.value, frozenset({Origin(Kind.OPAQUE, target)}), env)
+        else:
+            self.question.evaluated(target, BOTTOM, env, STORE)
 
-    def branch(self, node: ast.If, env: Env, run: Invocation) -> Env | None:
-        self.expr(node.test, env)  # calls in the test run, and `:=` binds, before either side
-        when_true, when_false = self.question.path_sides(node.test, env.flags)
+    def branch(self, node: ast.If, env: Env, run: Invocation, rest: list[ast.stmt]) -> Env | None:
+        self.read_at(TEST, node.test, env)  # calls in the test run, `:=` binds, before a side
+        when_true, when_false = self.question.sides(node, env, rest)
         guard = has(self.test_value(node.test, env), Kind.SOURCE)
         absent = absent_side(node.test) if guard else ""
         ends: dict[str, Env | None] = {}
@@ -204,9 +216,9 @@ class ValueFlow:
 
     def loop(self, node: ast.For | ast.AsyncFor | ast.While, env: Env, run: Invocation) -> Env:
         if isinstance(node, ast.For | ast.AsyncFor):
-            self.expr(node.iter, env)
+            self.read_at(PLAIN, node.iter, env)
         else:
-            self.expr(node.test, env)
+            self.read_at(PLAIN, node.test, env)
         outer_exits, run.loop_exits = run.loop_exits, []
         state = env
         for _ in range(2):  # twice: values set late in the body reach its start once
@@ -233,26 +245,38 @@ class ValueFlow:
             if value is None:
                 value = self.module.names.get(node.id)
             return value if value is not None else frozenset({Origin(Kind.OPAQUE, node)})
-        if self.question.source_name.fullmatch(node.attr):
-            return frozenset({Origin(Kind.SOURCE, node)})
         base = node.value
-        if isinstance(base, ast.Name):
-            owners = (
-                list(self.class_names.values())
-                if base.id in ("self", "cls")
-                else [self.class_names.get(base.id, {})]
-            )
-            for attrs in owners:
-                if node.attr in attrs:
-                    return self.expr(attrs[node.attr], self.module)
-        base_value = (
-            self.reference(base, env) if isinstance(base, ast.Name | ast.Attribute) else None
-        )
-        if base_value is not None and has(base_value, Kind.SOURCE):
-            return frozenset(o for o in flatten(base_value) if o.kind is Kind.SOURCE)
+
+        def base_value() -> Value:
+            if isinstance(base, ast.Name | ast.Attribute):
+                return self.reference(base, env)
+            return self.values.get(base, self.opaque(base))
+
+        found = self.question.read(node.attr, node, base_value)
+        if found is not None:
+            return found
+        written = self.code.class_value(node)
+        if written is not None:
+            return self.expr(written, self.module)
+        if not isinstance(base, ast.Name | ast.Attribute):
+            return frozenset({Origin(Kind.OPAQUE, node)})
+        value = self.reference(base, env)
+        getter = self.code.property(node, value)
+        if getter is not None:
+            call = Arguments(node, [], {}, False)
+            return self.follow(getter, call, env)
+        if has(value, Kind.SOURCE):
+            return frozenset(o for o in flatten(value) if o.kind is Kind.SOURCE)
         return frozenset({Origin(Kind.OPAQUE, node)})
 
     def expr(self, node: ast.expr, env: Env) -> Value:
+        """What ``node`` can come from; the question hears of each read."""
+        value = self.value(node, env)
+        self.values[node] = value
+        self.question.evaluated(node, value, env, self.position)
+        return value
+
+    def value(self, node: ast.expr, env: Env) -> Value:
         if isinstance(node, ast.Constant):
             return frozenset({Origin(Kind.CONSTANT, node, node.value)})
         if isinstance(node, ast.Name):
@@ -302,6 +326,7 @@ class ValueFlow:
         if isinstance(node, ast.NamedExpr):
             value = self.expr(node.value, env)
             self.bind(node.target, value, env)
+            self.define(node.target, node.value, env)
             return value
         if isinstance(node, ast.Await):
             return self.expr(node.value, env)
@@ -350,7 +375,7 @@ class ValueFlow:
 
     def if_expr(self, node: ast.IfExp, env: Env) -> Value:
         self.expr(node.test, env)
-        when_true, when_false = self.question.path_sides(node.test, env.flags)
+        when_true, when_false = self.question.sides(node, env, [])
         body = BOTTOM if when_true == OFF_PATH else self.expr(node.body, env)
         orelse = BOTTOM if when_false == OFF_PATH else self.expr(node.orelse, env)
         if has(self.test_value(node.test, env), Kind.SOURCE):
@@ -367,61 +392,57 @@ class ValueFlow:
         # arguments are walked (calls in them run) but not paired.
         starred = [isinstance(a, ast.Starred) for a in node.args]
         cut = starred.index(True) if any(starred) else len(node.args)
-        args = [self.expr(a, env) for a in node.args[:cut]]
+        args = [self.read_at(ARGUMENT, a, env) for a in node.args[:cut]]
         for later in node.args[cut:]:
-            self.expr(later.value if isinstance(later, ast.Starred) else later, env)
+            self.read_at(ARGUMENT, later.value if isinstance(later, ast.Starred) else later, env)
+        keywords = [k for k in node.keywords if k.arg]
         call = Arguments(
             node,
             args,
-            {k.arg: self.expr(k.value, env) for k in node.keywords if k.arg},
+            {k.arg: self.read_at(ARGUMENT, k.value, env) for k in keywords},  # type: ignore[misc]
             cut < len(node.args) or any(k.arg is None for k in node.keywords),
+            (node.args[:cut], {k.arg: k.value for k in keywords}),  # type: ignore[misc]
         )
-        if name and name.startswith(self.question.sink_prefix) and name not in self.functions:
-            self.sinks.setdefault(node, set()).update(self.question.sink_value(call))
+        sunk = self.question.sink(call)
+        if sunk is not None:
+            self.sinks.setdefault(node, set()).update(sunk)
             return self.opaque(node)
         if isinstance(node.func, ast.Name):
             found = env.closure(node.func.id)
             if found is not None and env.lookup(node.func.id) is None:
                 return self.call_closure(found, call, env)
-        if self.module_target(node) and name is not None:
-            method = isinstance(node.func, ast.Attribute)
-            return join(*(self.call_function(fn, call, method) for fn in self.functions[name]))
         if name == "getattr" and len(args) >= 2:
             names = flatten(args[1])
             written = next(iter(names)) if len(names) == 1 else None
-            if (
-                written
-                and isinstance(written.literal, str)
-                and self.question.source_name.fullmatch(written.literal)
-            ):
+            if written and isinstance(written.literal, str):
                 # the evidence is where the name is written (a helper's caller, often)
-                return frozenset({Origin(Kind.SOURCE, written.node)})
-            return self.opaque(node)
+                read = self.question.read(written.literal, written.node, lambda: args[0])
+                return self.opaque(node) if read is None else read
+        receiver = None
         if isinstance(node.func, ast.Attribute):
             receiver = self.expr(node.func.value, env)
-            if has(receiver, Kind.SOURCE):
-                if name in self.question.constant_methods:
-                    return frozenset({Origin(Kind.CONSTANT, node)})
-                return combine([receiver], node)
+        targets = self.code.callees(node, env, receiver)
+        harmless = not targets or any(t.harmless for t in targets)
+        if not harmless and self.question.follows(call):
+            return join(*(self.follow(target, call, env) for target in targets))
+        self.question.unfollowed(call, env, targets[0] if targets else None)
+        if receiver is not None and has(receiver, Kind.SOURCE):
+            if name in self.question.constant_methods:
+                return frozenset({Origin(Kind.CONSTANT, node)})
+            return combine([receiver], node)
         if name in self.question.preserving_calls and args and not call.unpaired:
             return combine(args, node)
         return self.opaque(node)
 
-    def module_target(self, node: ast.Call) -> bool:
-        """Is this a call of a function defined in this module (``f()``, ``self.f()``)?"""
-        func = node.func
-        if isinstance(func, ast.Name):
-            return func.id in self.functions
-        return (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id in ("self", "cls", *self.class_names)
-            and func.attr in self.functions
-        )
-
-    def bind_params(self, fn: Function, call: Arguments, skip_first: bool) -> Env:
-        env = Env()
-        env.names, _, missing = pair(fn.args, call.positional, call.keywords, skip_first)
+    def bind_params(self, fn: Function, target: Callee, call: Arguments, caller: Env) -> Env:
+        env = Env(context=target.context)
+        positional = [*target.bound, *call.positional]
+        env.names, missing = pair(fn.args, positional, call.keywords, target.skip_first)
+        nodes = [*(None for _ in target.bound), *call.expressions[0]]
+        given, _ = pair(fn.args, nodes, call.expressions[1], target.skip_first)
+        for param, written_as in given.items():
+            if written_as is not None:
+                env.defs[param] = (written_as, dict(caller.defs))
         written = defaults(fn.args)
         unknown = self.opaque(call.node, "arguments this probe cannot pair")
         for name in missing:
@@ -434,27 +455,45 @@ class ValueFlow:
                 env.names[extra.arg] = unknown
         return env
 
-    def call_function(self, fn: Function, call: Arguments, method: bool) -> Value:
-        """A module function, run with this call's arguments (once per distinct set)."""
-        env = self.bind_params(fn, call, skip_first=method and fn not in self.static)
-        key = (id(fn), tuple(env.names[name] for name in sorted(env.names)))
+    def follow(self, target: Callee, call: Arguments, caller: Env) -> Value:
+        """A function a call runs, with this call's arguments (once per distinct set)."""
+        fn = target.node
+        if fn is None:
+            self.question.cannot_follow(call.node, caller, target.problem)
+            return self.opaque(call.node, target.problem)
+        env = self.bind_params(fn, target, call, caller)
+        memo = self.question.memo_key
+        key = (id(fn), tuple((name, memo(env.names[name])) for name in sorted(env.names)))
         if key in self.memo:
             return self.memo[key]
-        if fn in self.stack or len(self.stack) >= MAX_DEPTH:
+        if fn in self.stack:
             return self.opaque(call.node, f"{fn.name}() is recursive or nested too deep")
+        if self.too_deep():
+            self.question.cannot_follow(call.node, caller, f"{fn.name}() is nested too deep")
+            return self.opaque(call.node, f"{fn.name}() is recursive or nested too deep")
+        self.followed += 1
+        limit = self.question.max_functions
+        if limit is not None and self.followed > limit:
+            self.question.cannot_follow(call.node, caller, f"more than {limit} functions to follow")
+            return self.opaque(call.node)
         self.memo[key] = result = self.run(fn, env)
         return result
+
+    def too_deep(self) -> bool:
+        depth = self.question.max_depth
+        return depth is not None and len(self.stack) >= depth
 
     def call_closure(self, found: tuple[Function, Env], call: Arguments, env: Env) -> Value:
         """A nested function sees its enclosing names as they are when it runs (now)."""
         fn, _ = found
-        if fn in self.stack or len(self.stack) >= MAX_DEPTH:
+        if fn in self.stack or self.too_deep():
             return self.opaque(call.node, f"{fn.name}() is recursive or nested too deep")
-        local = self.bind_params(fn, call, skip_first=False)
+        local = self.bind_params(fn, Callee(fn, context=env.context), call, env)
         local.parent = env
         return self.run(fn, local)
 
     def run(self, fn: Function, env: Env) -> Value:
+        """Run ``fn``'s body on ``env`` (its parameters bound); what it returns."""
         self.stack.append(fn)
         run = Invocation()
         try:
