@@ -38,7 +38,7 @@ CASES = {
 def explained(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Every case's ``--json`` row and text table; all processes start at once."""
     top2 = edited_copy(LLAMA4_NVFP4, tmp_path_factory.mktemp("top2"), num_experts_per_tok=2)
-    fork = server()
+    fork = server().zygote()
     started, shared = {}, ("ModelOpt default", "json")  # test_third_patch.py reads it too
     for name, args in CASES.items():
         args = tuple(str(top2) if arg == "TOP2" else arg for arg in args)

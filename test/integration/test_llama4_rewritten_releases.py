@@ -106,27 +106,32 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """Per release: ``agree`` (doctor, then verify, one process), then ``after`` (doctor in a
     fresh process, with the record verify kept) and, for the unseen kinds, ``off`` (verify's
     Llama 4 checks alone, with the patch off). Each release keeps its records in its own
-    directory."""
-    fork = server()
-    copies, records, started = {}, {}, {}
+    directory, and its processes fork from one zygote that imported the copy's modules."""
+    copies, records, zygotes, started = {}, {}, {}, {}
     for name, edits in ALL.items():
         copies[name] = make_edited_copy(tmp_path_factory.mktemp("rewritten"), edits, NEXT_RELEASE)
         records[name] = {RECORDS: str(tmp_path_factory.mktemp("records"))}
-        started[name] = fork.start([PROBE, str(copies[name]), "agree"], {**OPT_IN, **records[name]})
+        zygotes[name] = server().zygote(copies[name])
+    for name, zygote in zygotes.items():
+        started[name] = zygote.start(
+            [PROBE, str(copies[name]), "agree"], {**OPT_IN, **records[name]}
+        )
     done = {name: {"agree": result_of(c.wait(timeout=600))} for name, c in started.items()}
     later = {}
-    for name in ALL:
-        later[name, "after"] = fork.start(
+    for name, zygote in zygotes.items():
+        later[name, "after"] = zygote.start(
             [PROBE, str(copies[name]), "doctor"], {**OPT_IN, **records[name]}
         )
         if name in UNSEEN:  # only the unseen kinds are asked what verify says with it off
-            later[name, "off"] = fork.start(
+            later[name, "off"] = zygote.start(
                 [PROBE, str(copies[name]), f"verify-{LLAMA4}"],
                 {**PATCH_OFF, RECORDS: str(tmp_path_factory.mktemp("records"))},
             )
     for (name, what), child in later.items():
         result = result_of(child.wait(timeout=600))
         done[name][what] = {"verify": result} if what == "off" else result
+    for zygote in zygotes.values():
+        zygote.close()
     return done
 
 

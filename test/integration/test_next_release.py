@@ -1,6 +1,6 @@
 """Simulated future releases: edited copies of the installed SGLang (``support/edited_sglang``),
-each run in a fresh process forked from one that imported ``sglang`` (the copy goes first on
-``sglang.__path__`` and ``sys.path``, as it would first on ``PYTHONPATH``).
+each run in a process forked from a zygote that imported the copy's scheduler modules (the
+copy goes first on ``sglang.__path__`` and ``sys.path``, as it would first on ``PYTHONPATH``).
 
 * 0.5.23's code under ``0.5.24.dev0``: without the opt-in nothing is patched, both method
   rejections are reported live and ``doctor`` exits 1; with ``SGLANG_NVFP4_PATCHES_UNTESTED=
@@ -100,8 +100,20 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for example in QUOTED:
         assert example.argv[0] == "sglang-nvfp4-patches", example.where
         plan[example.where] = ([CLI, nxt, *example.argv[1:]], example.env)
-    started = {name: fork.start(args, env) for name, (args, env) in plan.items()}
-    return {name: child.wait(timeout=300) for name, child in started.items()}
+    # Each copy's processes fork from a zygote that imported its modules (the order of a
+    # scheduler process); the plugin-state probe, and explain once more, from the server
+    # (the order of a fresh CLI process: the plugin loads before SGLang's model modules).
+    zygotes = {
+        args[1]: fork.zygote(Path(args[1])) for args, _ in plan.values() if args[0] != STATE_PROBE
+    }
+    started = {
+        name: zygotes.get(args[1], fork).start(args, env) for name, (args, env) in plan.items()
+    }
+    started["explain, plugin loaded first"] = fork.start(plan["explain"][0], {})
+    done = {name: child.wait(timeout=300) for name, child in started.items()}
+    for zygote in zygotes.values():
+        zygote.close()
+    return done
 
 
 def our_lines(stderr: str, level: str) -> list[str]:
@@ -149,6 +161,16 @@ def test_next_release_explain_does_not_claim_the_prescale(runs: dict) -> None:
     assert llama4
     for row in llama4:
         assert "pre-scales" not in row["note"] and "is not patched" in row["note"], row["note"]
+
+
+def test_next_release_explain_says_the_same_whichever_loads_first(runs: dict) -> None:
+    """A scheduler process imports SGLang's model modules before it loads plugins; the CLI
+    loads the plugin first. Either way each patch's note is the same (a live rejection
+    outranks a runner that cannot be told, both where the parts report and where they are
+    read back)."""
+    imported_first, plugin_first = runs["explain"], runs["explain, plugin loaded first"]
+    assert imported_first.returncode == plugin_first.returncode == 0, plugin_first.stderr
+    assert imported_first.stdout == plugin_first.stdout
 
 
 def test_next_release_with_the_opt_in_is_patched_and_doctor_says_so(runs: dict) -> None:

@@ -39,7 +39,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             tmp_path_factory.mktemp("fix39807"), {MODELOPT: moe_runner_fix_39807}, NEXT_RELEASE
         ),
     }
-    fork = server()
+    fork = server().zygote(copies["fixed"])  # the copy's modules, imported once
     env = {
         name: {**OPT_IN, "SGLANG_NVFP4_PATCHES_RECORDS": str(tmp_path_factory.mktemp(name))}
         for name in copies
@@ -58,6 +58,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "explain fixed": start("fixed", "explain", "--json", "--gpu", "sm120"),
     }
     done.update({name: child.wait(timeout=600) for name, child in then.items()})
+    fork.close()
     return done
 
 

@@ -381,12 +381,22 @@ def moe_runner_fix_39807(source: str) -> tuple[str, int]:
     return source, picks * reads
 
 
-def run_cli_on_copy(copy: str, arguments: list[str]) -> None:
-    """``python -m sglang_nvfp4_patches ARGUMENTS`` with the copy's SGLang first."""
+def put_first(copy: str) -> None:
+    """The copy's SGLang first: its dist-info on ``sys.path`` right after the script's own
+    folder, as ``PYTHONPATH`` puts it (the version it says), its package first on
+    ``sglang.__path__``; once (a fork server's zygote may have done it)."""
     import sglang
 
-    sys.path.insert(0, copy)  # the copy's dist-info: the version it says
-    sglang.__path__.insert(0, str(Path(copy) / "sglang"))
+    if copy not in sys.path:
+        sys.path.insert(1, copy)
+    package = str(Path(copy) / "sglang")
+    if sglang.__path__[0] != package:
+        sglang.__path__.insert(0, package)
+
+
+def run_cli_on_copy(copy: str, arguments: list[str]) -> None:
+    """``python -m sglang_nvfp4_patches ARGUMENTS`` with the copy's SGLang first."""
+    put_first(copy)
     sys.argv = ["sglang_nvfp4_patches", *arguments]
     runpy.run_module("sglang_nvfp4_patches", run_name="__main__", alter_sys=True)
 

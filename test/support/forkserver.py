@@ -15,8 +15,21 @@ refused, because SGLang may have read it while the server imported it. Tests abo
 interpreter itself (import trace, start-up time, Ctrl-C during imports, import-time warnings)
 need a plain ``subprocess`` instead.
 
+A zygote is a child of the server that goes further before it forks children of its own:
+it imports the modules SGLang's scheduler process has imported when it loads plugins
+(:data:`SCHEDULER_MODULES`), optionally from an edited copy of SGLang put first (as
+``support/edited_sglang.py`` does). Its children are in the state of a scheduler process
+just before ``load_plugins()``: SGLang's model modules imported, no plugin loaded. The plugin
+then hooks modules already imported, the way it does in every scheduler process, instead of
+hooking them as they are imported; tests about that second way (when a hook fires, what
+plugin loading prints) use the server itself. What a zygote imports does not read the
+per-child variables: SGLang reads ``SGLANG_PLUGINS`` and the plugin its own only when plugins
+load, in the child.
+
 Protocol (JSON lines): ``{"start": {...}}`` forks and answers ``{"pid": N}``;
-``{"wait": N}`` answers ``{"returncode": R}`` when that child ends.
+``{"wait": N}`` answers ``{"returncode": R}`` when that child ends; ``{"zygote": {...}}``
+forks a zygote that answers on its own pair of FIFOs (first ``{"ready": true}``, or
+``{"error": TEXT}`` when its imports failed) and answers ``{"pid": N}``.
 """
 
 from __future__ import annotations
@@ -25,17 +38,28 @@ import atexit
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 PRELOADED = ("sglang", "flashinfer", "openai", "torch._inductor.compile_fx")
+# What a scheduler process has imported when ``run_scheduler_process`` calls
+# ``load_plugins()``: its module imports these (``test_fork_server.py`` checks it on the
+# primary release; older ones need a GPU to import it), and more, but not the scheduler
+# module itself, whose import configures logging.
+SCHEDULER_MODULES = (
+    "sglang.srt.server_args",
+    "sglang.srt.configs.model_config",
+    "sglang.srt.layers.quantization",
+    "sglang.srt.layers.moe.fused_moe_triton.layer",
+)
 # Read only when plugins load (SGLang, the plugin), or by pytest: each child sets its own.
 PER_CHILD_VARIABLES = ("SGLANG_PLUGINS", "SGLANG_NVFP4_", "PYTEST_CURRENT_TEST")
 RECORDS_ENV = "SGLANG_NVFP4_PATCHES_RECORDS"
@@ -108,39 +132,84 @@ def _run_child(request: dict[str, Any], *, protocol_fds: Sequence[int]) -> None:
     os._exit(code)
 
 
+def _refuse_our_package(where: str) -> None:
+    ours = sorted(m for m in sys.modules if m.split(".")[0] == "sglang_nvfp4_patches")
+    if ours:  # a child would then not load the plugin the way a fresh process does
+        raise SystemExit(f"fork server: {where} imported the plugin itself: {ours}")
+
+
+def _serve(requests: IO[str], answers: IO[str]) -> None:
+    """Fork a child (or a zygote) per request until ``requests`` ends; then kill the
+    children still running."""
+    children: set[int] = set()
+    protocol_fds = (answers.fileno(), requests.fileno())
+    for line in requests:
+        request = json.loads(line)
+        if "wait" in request:
+            pid = request["wait"]
+            _, status = os.waitpid(pid, 0)
+            children.discard(pid)
+            answer: dict[str, Any] = {"returncode": os.waitstatus_to_exitcode(status)}
+        else:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0 and "start" in request:
+                _run_child(request["start"], protocol_fds=protocol_fds)
+            if pid == 0:
+                _become_zygote(request["zygote"], protocol_fds=protocol_fds)
+            children.add(pid)
+            answer = {"pid": pid}
+        answers.write(json.dumps(answer) + "\n")
+        answers.flush()
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+
+
+def _become_zygote(request: dict[str, Any], *, protocol_fds: Sequence[int]) -> None:
+    """In the forked child: import what a scheduler process has imported (from the copy
+    first, if any), then serve requests on the zygote's own FIFOs."""
+    for fd in protocol_fds:
+        os.close(fd)
+    for target, flags in ((0, os.O_RDONLY), (1, os.O_WRONLY), (2, os.O_WRONLY)):
+        # never the server's request pipe; what importing prints belongs to no child
+        null = os.open(os.devnull, flags)
+        if null != target:
+            os.dup2(null, target)
+            os.close(null)
+    requests = open(request["requests"])  # noqa: SIM115  # the client opens the other ends
+    answers = open(request["answers"], "w")  # noqa: SIM115
+    try:
+        import importlib
+
+        from edited_sglang import put_first  # this script's folder is first on sys.path
+
+        if request["copy"] is not None:
+            put_first(request["copy"])
+        for name in request["modules"]:
+            importlib.import_module(name)
+        _refuse_our_package("a zygote's imports")
+    except BaseException as error:
+        answers.write(json.dumps({"error": f"{type(error).__name__}: {error}"}) + "\n")
+        answers.flush()
+        os._exit(1)
+    answers.write(json.dumps({"ready": True}) + "\n")
+    answers.flush()
+    _serve(requests, answers)
+    os._exit(0)
+
+
 def serve() -> None:
     """Import SGLang once, then fork a child per request until stdin closes."""
-    requests = sys.stdin
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # whatever importing prints must not reach the protocol pipe
     import importlib
 
     for name in PRELOADED:
         importlib.import_module(name)
-    ours = sorted(m for m in sys.modules if m.split(".")[0] == "sglang_nvfp4_patches")
-    if ours:  # a child would then not load the plugin the way a fresh process does
-        raise SystemExit(f"fork server: preloading imported the plugin itself: {ours}")
-    children: set[int] = set()
-    for line in requests:
-        request = json.loads(line)
-        if "start" in request:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:
-                _run_child(request["start"], protocol_fds=(answers.fileno(), 0))
-            children.add(pid)
-            answer: dict[str, Any] = {"pid": pid}
-        else:
-            pid = request["wait"]
-            _, status = os.waitpid(pid, 0)
-            children.discard(pid)
-            answer = {"returncode": os.waitstatus_to_exitcode(status)}
-        answers.write(json.dumps(answer) + "\n")
-        answers.flush()
-    for pid in children:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
+    _refuse_our_package("preloading")
+    _serve(sys.stdin, answers)
 
 
 # ---------------------------------------------------------------- client side (pytest)
@@ -175,11 +244,25 @@ class Child:
 
 
 class ForkServer:
-    """The server process and a lock around its request/answer pipe."""
+    """A server process, or a zygote of one, and a lock around its request/answer pipes."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        requests: IO[str],
+        answers: IO[str],
+        *,
+        ends: Callable[[], None],
+        process: subprocess.Popen[str] | None = None,
+    ) -> None:
         self._lock = threading.Lock()
-        self._process = subprocess.Popen(
+        self._requests, self._answers, self._ends = requests, answers, ends
+        self._process = process
+        self._ready = process is not None  # a zygote says first whether its imports went well
+        self._zygotes: dict[str | None, ForkServer] = {}
+
+    @classmethod
+    def launch(cls) -> ForkServer:
+        process = subprocess.Popen(
             [sys.executable, __file__],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -187,21 +270,62 @@ class ForkServer:
             text=True,
             start_new_session=True,  # Ctrl-C reaches pytest, which then ends the server
         )
+        assert process.stdin is not None and process.stdout is not None
+
+        def ends() -> None:
+            process.wait(timeout=60)
+
+        return cls(process.stdin, process.stdout, ends=ends, process=process)
 
     def _ask(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        stdin, stdout = self._pipes()
-        stdin.write(json.dumps(request) + "\n")
-        stdin.flush()
-        if timeout is not None and not select.select([stdout], [], [], timeout)[0]:
+        if not self._ready:
+            first = self._read(None)
+            if "error" in first:
+                raise RuntimeError(f"fork server zygote failed to import: {first['error']}")
+            self._ready = True
+        self._requests.write(json.dumps(request) + "\n")
+        self._requests.flush()
+        return self._read(timeout)
+
+    def _read(self, timeout: float | None) -> dict[str, Any]:
+        if timeout is not None and not select.select([self._answers], [], [], timeout)[0]:
             raise TimeoutError
-        line = stdout.readline()
+        line = self._answers.readline()
         if not line:
-            raise RuntimeError(f"fork server exited with {self._process.wait()}")
+            raise RuntimeError("fork server exited")
         return json.loads(line)
 
-    def _pipes(self) -> tuple[IO[str], IO[str]]:
-        assert self._process.stdin is not None and self._process.stdout is not None
-        return self._process.stdin, self._process.stdout
+    def zygote(self, copy: Path | None = None) -> ForkServer:
+        """A server whose children start with :data:`SCHEDULER_MODULES` imported (from
+        ``copy``, an edited copy of SGLang, first when given); one per copy, ended with this
+        server or by :meth:`close`. It imports while the caller goes on."""
+        key = None if copy is None else str(copy)
+        if key in self._zygotes:
+            return self._zygotes[key]
+        fifos = Path(tempfile.mkdtemp(prefix="forkserver-zygote-"))
+        for name in ("requests", "answers"):
+            os.mkfifo(fifos / name)
+        request = {
+            "copy": key,
+            "modules": list(SCHEDULER_MODULES),
+            "requests": str(fifos / "requests"),
+            "answers": str(fifos / "answers"),
+        }
+        with self._lock:
+            pid = self._ask({"zygote": request})["pid"]
+        requests = open(fifos / "requests", "w")  # noqa: SIM115  # in the zygote's order
+        answers = open(fifos / "answers")  # noqa: SIM115
+
+        def ends() -> None:
+            answers.close()
+            self._zygotes.pop(key, None)
+            with self._lock:
+                self._ask({"wait": pid})
+            shutil.rmtree(fifos)
+
+        zygote = ForkServer(requests, answers, ends=ends)
+        self._zygotes[key] = zygote
+        return zygote
 
     def start(self, args: Sequence[str], env: Mapping[str, str] | None = None) -> Child:
         """Like ``subprocess.Popen([sys.executable, *args])`` with output captured, in the
@@ -234,19 +358,22 @@ class ForkServer:
                 return self._ask({"wait": pid}, timeout)["returncode"]
             except TimeoutError:
                 os.kill(pid, signal.SIGKILL)
-                self._pipes()[1].readline()  # the server's answer for the killed child
+                self._answers.readline()  # the server's answer for the killed child
                 raise
 
     def close(self) -> None:
-        """End the server; children still running are killed."""
-        stdin, _ = self._pipes()
-        if not stdin.closed:
-            stdin.close()
-        self._process.wait(timeout=60)
+        """End the server (its zygotes first); children still running are killed."""
+        for zygote in list(self._zygotes.values()):
+            zygote.close()
+        if not self._requests.closed:
+            self._requests.close()
+            self._ends()
 
     def kill(self) -> None:
-        self._process.kill()
-        self._process.wait()
+        """End the server process at once (one started ahead of need, without zygotes)."""
+        if self._process is not None:
+            self._process.kill()
+        self._zygotes.clear()
         self.close()
 
 
@@ -257,7 +384,7 @@ def server() -> ForkServer:
     """The session's fork server, started on first use and ended when Python exits."""
     global _server
     if _server is None:
-        _server = ForkServer()
+        _server = ForkServer.launch()
         atexit.register(_server.close)
     return _server
 
@@ -286,8 +413,10 @@ def run_python(
 
 
 def run_cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``python -m sglang_nvfp4_patches ARGS`` in a process forked after ``import sglang``."""
-    return run_python(["-m", "sglang_nvfp4_patches", *args], env, timeout=300)
+    """``python -m sglang_nvfp4_patches ARGS`` in a process forked from the zygote: SGLang's
+    scheduler modules imported, no plugin loaded yet."""
+    command = ["-m", "sglang_nvfp4_patches", *args]
+    return server().zygote().start(command, env).wait(timeout=300)
 
 
 _once: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], Any] = {}

@@ -48,7 +48,10 @@ def install(forced: bool, observe: bool) -> PatchReport:
 
 def summarize(observe: bool) -> PatchReport:
     """One report from the parts (``pending`` until SGLang imports the first; ``applied`` if
-    any had to be patched; ``not patched`` if any is live where nothing is patched)."""
+    any had to be patched; ``not patched`` if any is live where nothing is patched, before
+    ``unknown``, as :func:`.read_back.unpatched_report` ranks them: a process that imported
+    SGLang's modules before loading the plugin (a scheduler) reports what one that imports
+    them after does)."""
     parts = outcomes.recorded()
     if not parts:
         action = "probed" if observe else "patched"
@@ -61,12 +64,12 @@ def summarize(observe: bool) -> PatchReport:
     if failed:
         return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
     states = {report.state for report in parts.values()}
-    if PatchState.UNKNOWN in states:
-        reason = "; ".join(r.reason for r in parts.values() if r.state is PatchState.UNKNOWN)
-        return PatchReport(NAME, PatchState.UNKNOWN, f"{reason}; run `{VERIFY_COMMAND}`")
     reason = "; ".join(report.reason for report in parts.values())
     if PatchState.NOT_PATCHED in states:
         return PatchReport(NAME, PatchState.NOT_PATCHED, reason)
+    if PatchState.UNKNOWN in states:
+        reason = "; ".join(r.reason for r in parts.values() if r.state is PatchState.UNKNOWN)
+        return PatchReport(NAME, PatchState.UNKNOWN, f"{reason}; run `{VERIFY_COMMAND}`")
     if states == {PatchState.ALREADY_UPSTREAM} and len(parts) == 1 + len(REJECTING_METHODS):
         return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, reason)
     return PatchReport(NAME, PatchState.APPLIED, reason)

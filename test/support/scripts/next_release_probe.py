@@ -23,10 +23,13 @@ from typing import Any
 
 
 def _use_copy(copy: str) -> None:
-    import sglang
+    """``support/edited_sglang.py``'s ``put_first`` (this script runs without ``test/`` on
+    ``sys.path``): the copy's SGLang first, once."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from edited_sglang import put_first
 
-    sys.path.insert(0, copy)  # the copy's dist-info: the version it says
-    sglang.__path__.insert(0, str(Path(copy) / "sglang"))
+    sys.path.pop(0)
+    put_first(copy)
 
 
 def _layer() -> dict[str, Any]:
