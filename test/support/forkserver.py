@@ -183,9 +183,9 @@ def _become_zygote(request: dict[str, Any], *, protocol_fds: Sequence[int]) -> N
     try:
         import importlib
 
-        from edited_sglang import put_first  # this script's folder is first on sys.path
+        if request["copy"] is not None:  # only then: the plain zygote holds no test module
+            from edited_sglang import put_first  # this script's folder is first on sys.path
 
-        if request["copy"] is not None:
             put_first(request["copy"])
         for name in request["modules"]:
             importlib.import_module(name)
