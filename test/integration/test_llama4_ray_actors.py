@@ -12,6 +12,7 @@ import (``ray job submit`` cases: the job config Ray hands the entrypoint).
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -64,6 +65,12 @@ def test_actor_gets_the_plugin_from_the_job_setup_hook(ray_jobs: dict) -> None:
     assert state["driver_case"] == "HOOKED"
     assert state["driver_doctor_note"].startswith("--use-ray: applied in Ray scheduler actors (")
     assert warnings == []
+
+
+def test_actors_run_at_the_suites_niceness(ray_jobs: dict) -> None:
+    """Ray's default of 15 starved the actors' SGLang imports beside a busy suite (ten
+    minutes, a CI run); ``ray_jobs_runner.py`` sets Ray's worker niceness to 0."""
+    assert [ray_jobs[name][0]["actor"]["niceness"] for name in JOBS] == [os.nice(0)] * len(JOBS)
 
 
 def test_actor_without_the_hook_lacks_the_plugin_and_the_driver_warns(ray_jobs: dict) -> None:

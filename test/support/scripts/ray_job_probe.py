@@ -27,6 +27,7 @@ class PluginStateInActor:
 
     def read(self) -> dict[str, Any]:
         import importlib
+        import os
 
         import sglang_nvfp4_patches
         from sglang_nvfp4_patches import process_record
@@ -42,6 +43,7 @@ class PluginStateInActor:
             "registered": {name: r.state.value for name, r in process_record.reports().items()},
             "create_moe_runner_hooked": hooked,
             "doctor": {"status": report.state.value, "reason": report.reason},
+            "niceness": os.nice(0),
         }
 
 
