@@ -14,13 +14,21 @@ own handler, so that a stop an extension's import turned into another error stay
 SIGHUP ignored when the process starts
 (``nohup``) stays ignored. Inside :func:`stop_requests_held` (a clean-up that must finish)
 neither Ctrl-C nor a stop request interrupts.
+
+A KeyboardInterrupt raised inside a weakref callback or a ``__del__`` (an import lock's
+clean-up, ``importlib._bootstrap``'s ``cb``) is swallowed by Python, which prints "Exception
+ignored in" and goes on: once an ``accuracy run`` went on waiting for its server. Inside the
+block such a lost stop is sent again, and lands in the code that was running.
 """
 
 from __future__ import annotations
 
+import _thread
 import contextlib
+import functools
 import signal
-from collections.abc import Coroutine, Iterator
+import sys
+from collections.abc import Callable, Coroutine, Iterator
 from types import FrameType
 
 INTERRUPTED = "interrupted"  # the line a stopped command prints when it has nothing to add
@@ -64,6 +72,24 @@ def _in_main_thread() -> bool:
     return True
 
 
+def _send_stop_soon() -> None:
+    import time
+
+    time.sleep(0.01)
+    _thread.interrupt_main(signal.SIGTERM)  # handled in the main thread, as a signal is
+
+
+def _send_lost_stop_again(previous: Callable[[object], object], unraisable: object) -> None:
+    """``sys.unraisablehook`` inside the block: a stop Python swallowed is sent again (as a
+    stop request, which ends the command as Ctrl-C would); anything else goes on as before."""
+    if isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt) and _requested:
+        # From another thread, a moment later: sent from here, the handler would run at once,
+        # inside this hook, and Python would swallow it again.
+        _thread.start_new_thread(_send_stop_soon, ())
+        return
+    previous(unraisable)
+
+
 @contextlib.contextmanager
 def stop_requests_as_interrupt() -> Iterator[None]:
     """SIGTERM (and SIGHUP unless it is ignored) raise KeyboardInterrupt while the block runs,
@@ -81,9 +107,12 @@ def stop_requests_as_interrupt() -> Iterator[None]:
     previous = {stop: signal.signal(stop, _stop) for stop in stops}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, _interrupt)
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = functools.partial(_send_lost_stop_again, previous_hook)
     try:
         yield
     finally:
+        sys.unraisablehook = previous_hook
         for stop, handler in previous.items():
             signal.signal(stop, handler)
 

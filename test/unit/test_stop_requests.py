@@ -192,6 +192,41 @@ def test_an_accuracy_run_keeps_asyncios_own_ctrl_c_handling() -> None:
     assert getattr(getattr(during, "func", None), "__name__", "") == "_on_sigint", during
 
 
+def test_a_stop_python_swallows_in_a_weakref_callback_is_sent_again(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """Once an ``accuracy run``'s SIGTERM landed in an import lock's weakref callback
+    (``importlib._bootstrap``'s ``cb``): Python printed "Exception ignored in" and the run went
+    on waiting for its server. Here the stop lands in such a callback; the block must still
+    end with the KeyboardInterrupt, in the code after it, and print nothing."""
+    import weakref
+
+    from sglang_nvfp4_patches.interrupts import stop_requests_as_interrupt
+
+    class Held:
+        pass
+
+    def callback(_: object) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100_000):  # the handler runs here, inside the callback
+            pass
+
+    reached = []
+    stopped = False
+    try:
+        with stop_requests_as_interrupt():
+            held = Held()
+            ref = weakref.ref(held, callback)
+            del held  # the callback runs, and Python swallows what it raises
+            reached.append("after the callback")
+            time.sleep(5)
+    except KeyboardInterrupt:
+        stopped = True
+    assert ref() is None
+    assert (stopped, reached) == (True, ["after the callback"])
+    assert capfd.readouterr().err == ""
+
+
 def test_a_stop_noted_in_an_outer_block_counts_in_a_nested_one_not_in_the_next() -> None:
     """The console script's block holds the command line's own: a Ctrl-C that an import lost
     before the inner block began is still the stop there; a later command starts afresh."""
