@@ -51,6 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--address", required=True)
     parser.add_argument("--runtime-env", required=True, help="the job's runtime env (JSON)")
+    parser.add_argument("--actor-timeout", type=float, required=True, help="seconds")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
 
@@ -61,8 +62,7 @@ def main() -> None:
 
     ray.init(address=args.address, runtime_env=json.loads(args.runtime_env), log_to_driver=False)
     actor = ray.remote(PluginStateInActor).options(num_cpus=0).remote()
-    # under the runner's 600 s, so a stuck actor is reported here, with Ray's own error
-    state = {"actor": ray.get(actor.read.remote(), timeout=540)}
+    state = {"actor": ray.get(actor.read.remote(), timeout=args.actor_timeout)}
     state["driver_package"] = sglang_nvfp4_patches.__file__
     state["driver_case"] = ray_actors.check_ray_job().name  # what SGLang's engine import runs
     state["driver_doctor_note"] = ray_actors.doctor_note()

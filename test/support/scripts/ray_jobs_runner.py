@@ -24,6 +24,8 @@ from typing import Any
 
 JOB_PROBE = str(Path(__file__).with_name("ray_job_probe.py"))
 DRIVER_TIMEOUT_S = 600
+# Under the drivers' deadline: a stuck actor is reported by its driver, with Ray's own error.
+ACTOR_TIMEOUT_S = DRIVER_TIMEOUT_S - 60
 WORKER_NICENESS = "RAY_worker_niceness"  # Ray's config names are case-sensitive
 
 
@@ -34,9 +36,11 @@ def run_jobs(jobs: dict[str, Any]) -> dict[str, Any]:
     ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
         address = ray.get_runtime_context().gcs_address
+        probe = [sys.executable, JOB_PROBE, "--address", address]
+        probe += ["--actor-timeout", str(ACTOR_TIMEOUT_S)]
         drivers = {
             name: subprocess.Popen(
-                [sys.executable, JOB_PROBE, "--address", address, "--runtime-env", json.dumps(env)],
+                [*probe, "--runtime-env", json.dumps(env)],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
