@@ -12,6 +12,18 @@ import sys
 
 
 def main() -> int:
+    status = _command()
+    # Once a KeyboardInterrupt has left code that Python runs from a string (exec or eval of
+    # text: dataclasses and namedtuple build their methods that way while modules import),
+    # CPython notes it as uncaught, even when a caller catches it, and ends a ``python -m``
+    # process by SIGINT whatever it returns: a stop there printed "interrupted" and then
+    # ended the process by SIGINT (status -2 to a parent) instead of exit 130. Running an
+    # empty string clears that note.
+    exec("")
+    return status
+
+
+def _command() -> int:
     try:
         from sglang_nvfp4_patches.interrupts import stop_requests_as_interrupt
 

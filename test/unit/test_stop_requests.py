@@ -275,3 +275,42 @@ def test_a_stop_lost_while_the_command_line_is_imported_is_one_line_and_130(
         [str(console_script(tmp_path)), "doctor"], env=env, capture_output=True, text=True
     )
     assert (done.returncode, done.stderr.splitlines()) == (EXIT_INTERRUPTED, ["interrupted"])
+
+
+# Once ``python -m sglang_nvfp4_patches doctor``, stopped while dataclasses built a class's
+# methods from a string, printed "interrupted" and ended by SIGINT (status -2, not 130): a
+# KeyboardInterrupt out of code Python runs from a string marks the process for SIGINT at its
+# exit, caught or not. Here the stop lands in the first such string run once the stop handling
+# is in place (SIGTERM's handler set).
+STOP_IN_CODE_FROM_A_STRING = """import builtins, os, signal
+SET, EXEC, SIGNUM = signal.signal, builtins.exec, int(os.environ.pop("NVFP4_TEST_SIGNUM"))
+def exec_with_a_stop(source, *args):
+    if isinstance(source, str):
+        builtins.exec = EXEC
+        source = f"import os; os.kill(os.getpid(), {SIGNUM})\\n{source}"
+    return EXEC(source, *args)
+def set_and_arm(signum, handler):
+    previous = SET(signum, handler)
+    if signum == signal.SIGTERM and callable(handler):
+        signal.signal = SET
+        builtins.exec = exec_with_a_stop
+    return previous
+signal.signal = set_and_arm
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_stop_in_code_run_from_a_string_still_exits_130(
+    sig: signal.Signals, tmp_path: Path
+) -> None:
+    (tmp_path / "sitecustomize.py").write_text(STOP_IN_CODE_FROM_A_STRING)
+    path = os.pathsep.join([str(tmp_path), ENV["PYTHONPATH"]])
+    env = {**ENV, "PYTHONPATH": path, "NVFP4_TEST_SIGNUM": str(int(sig))}
+    done = subprocess.run(
+        [sys.executable, "-m", "sglang_nvfp4_patches", "doctor"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stderr.splitlines()) == (EXIT_INTERRUPTED, ["interrupted"])
