@@ -40,36 +40,49 @@ def console_script(directory: Path) -> Path:
     return script
 
 
+# The moment the stop handling is in place, as the tests below see it: this package sets
+# SIGTERM's handler. A ``sitecustomize`` built from this runs ``act(VALUE)`` at that moment,
+# in the process given ``NVFP4_TEST_VALUE`` only (popped: the processes it starts, such as
+# verify's, inherit neither the variable nor what ``act`` uses).
+ON_STOP_HANDLING = """import builtins, os, signal
+{act}
+VALUE, SET = os.environ.pop("NVFP4_TEST_VALUE", None), signal.signal
+def set_and_act(signum, handler):
+    previous = SET(signum, handler)
+    if signum == signal.SIGTERM and callable(handler):
+        signal.signal = SET
+        act(VALUE)
+    return previous
+if VALUE is not None:
+    signal.signal = set_and_act
+"""
+
 # The delays below count from the moment the stop handling is in place: this package sets
-# SIGTERM's handler (a wrapper of ``signal.signal`` put in by ``sitecustomize`` says when).
+# SIGTERM's handler (``ON_STOP_HANDLING`` with ``TELL_THE_PIPE`` says when).
 # What comes before it is Python's own start (site, .pth files, runpy for -m) and this
 # package's first few lines: on a machine under a load of 20, one CI run's process was
 # descheduled for over 50 ms right there, after a marker at this package's first import, and
 # SIGTERM's default action ended it. That window is checked without a clock instead:
-# ``test_the_stop_handling_is_in_place_before_any_module_python_did_not_load_already``. The
-# processes this one starts (verify's) inherit neither the variable nor the pipe.
-SITECUSTOMIZE = """import os, signal
-FD = os.environ.pop("NVFP4_TEST_STARTED_FD", None)
-SET = signal.signal
-def set_and_tell(signum, handler):
-    previous = SET(signum, handler)
-    if signum == signal.SIGTERM and callable(handler):
-        signal.signal = SET
-        os.write(int(FD), b"s")
-        os.close(int(FD))
-    return previous
-if FD is not None:
-    signal.signal = set_and_tell
+# ``test_the_stop_handling_is_in_place_before_any_module_python_did_not_load_already``.
+TELL_THE_PIPE = """def act(fd):
+    os.write(int(fd), b"s")
+    os.close(int(fd))
 """
+
+
+def with_sitecustomize(directory: Path, text: str, **extra: str) -> dict[str, str]:
+    """The environment of a Python that runs ``text`` as its ``sitecustomize`` first."""
+    (directory / "sitecustomize.py").write_text(text)
+    path = os.pathsep.join([str(directory), ENV["PYTHONPATH"]])
+    return {**ENV, "PYTHONPATH": path, **extra}
 
 
 def started_python(directory: Path) -> tuple[dict[str, str], int]:
     """The environment of a process that writes one byte to the returned pipe once this
     package has set SIGTERM's handler; the pipe's reading end."""
-    (directory / "sitecustomize.py").write_text(SITECUSTOMIZE)
     read, write = os.pipe()
-    path = os.pathsep.join([str(directory), ENV["PYTHONPATH"]])
-    return {**ENV, "PYTHONPATH": path, "NVFP4_TEST_STARTED_FD": str(write)}, read
+    text = ON_STOP_HANDLING.format(act=TELL_THE_PIPE)
+    return with_sitecustomize(directory, text, NVFP4_TEST_VALUE=str(write)), read
 
 
 @pytest.fixture
@@ -97,7 +110,7 @@ def test_a_stop_request_at_any_early_moment_is_one_line_and_130(
     for delay in DELAYS_S:
         for sig in (signal.SIGINT, signal.SIGTERM):
             env, started = started_python(tmp_path)
-            fd = int(env["NVFP4_TEST_STARTED_FD"])
+            fd = int(env["NVFP4_TEST_VALUE"])
             if sig == signal.SIGINT:  # Ctrl-C on the console script in the foreground
                 proc = subprocess.Popen(
                     [str(script), *argv], env=env, stderr=subprocess.PIPE, pass_fds=(fd,)
@@ -269,8 +282,7 @@ def test_a_stop_lost_while_the_command_line_is_imported_is_one_line_and_130(
 ) -> None:
     """The console script's own handling, before the command line's: an import that turned
     the Ctrl-C into an ImportError is the stop, never a traceback."""
-    (tmp_path / "sitecustomize.py").write_text(LOST_IN_THE_CLI_IMPORT)
-    env = {**ENV, "PYTHONPATH": os.pathsep.join([str(tmp_path), ENV["PYTHONPATH"]])}
+    env = with_sitecustomize(tmp_path, LOST_IN_THE_CLI_IMPORT)
     done = subprocess.run(
         [str(console_script(tmp_path)), "doctor"], env=env, capture_output=True, text=True
     )
@@ -282,20 +294,14 @@ def test_a_stop_lost_while_the_command_line_is_imported_is_one_line_and_130(
 # KeyboardInterrupt out of code Python runs from a string marks the process for SIGINT at its
 # exit, caught or not. Here the stop lands in the first such string run once the stop handling
 # is in place (SIGTERM's handler set).
-STOP_IN_CODE_FROM_A_STRING = """import builtins, os, signal
-SET, EXEC, SIGNUM = signal.signal, builtins.exec, int(os.environ.pop("NVFP4_TEST_SIGNUM"))
-def exec_with_a_stop(source, *args):
-    if isinstance(source, str):
-        builtins.exec = EXEC
-        source = f"import os; os.kill(os.getpid(), {SIGNUM})\\n{source}"
-    return EXEC(source, *args)
-def set_and_arm(signum, handler):
-    previous = SET(signum, handler)
-    if signum == signal.SIGTERM and callable(handler):
-        signal.signal = SET
-        builtins.exec = exec_with_a_stop
-    return previous
-signal.signal = set_and_arm
+STOP_IN_THE_NEXT_STRING = """EXEC = builtins.exec
+def act(signum):
+    def exec_with_a_stop(source, *args):
+        if isinstance(source, str):
+            builtins.exec = EXEC
+            source = f"import os; os.kill(os.getpid(), {signum})\\n{source}"
+        return EXEC(source, *args)
+    builtins.exec = exec_with_a_stop
 """
 
 
@@ -303,9 +309,8 @@ signal.signal = set_and_arm
 def test_a_stop_in_code_run_from_a_string_still_exits_130(
     sig: signal.Signals, tmp_path: Path
 ) -> None:
-    (tmp_path / "sitecustomize.py").write_text(STOP_IN_CODE_FROM_A_STRING)
-    path = os.pathsep.join([str(tmp_path), ENV["PYTHONPATH"]])
-    env = {**ENV, "PYTHONPATH": path, "NVFP4_TEST_SIGNUM": str(int(sig))}
+    text = ON_STOP_HANDLING.format(act=STOP_IN_THE_NEXT_STRING)
+    env = with_sitecustomize(tmp_path, text, NVFP4_TEST_VALUE=str(int(sig)))
     done = subprocess.run(
         [sys.executable, "-m", "sglang_nvfp4_patches", "doctor"],
         env=env,
