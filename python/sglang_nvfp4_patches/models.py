@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 # Gemma 4: MoE when its text config sets ``enable_moe_block``.
 GEMMA4_ARCHITECTURES: frozenset[str] = frozenset(
     {
@@ -27,3 +30,70 @@ def moe_family(architecture: str | None, enable_moe_block: object = None) -> str
     if architecture in GEMMA4_ARCHITECTURES and bool(enable_moe_block):
         return GEMMA4
     return None
+
+
+# A MoE layer's settings, read off any architecture's config by the fields SGLang's own MoE
+# models read (never by its name): experts per layer, experts per token, and the gated
+# activation. A config with none of the expert fields builds no MoE layer.
+EXPERTS_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+TOP_K_FIELDS = ("num_experts_per_tok", "top_k_experts", "moe_topk", "num_experts_per_token")
+ACTIVATION_FIELDS = ("hidden_act", "hidden_activation")
+DEFAULT_ACTIVATION = "silu"  # FusedMoE's, where the config names none
+
+
+def _field(config: object, name: str) -> object:
+    if isinstance(config, Mapping):
+        return config.get(name)
+    return getattr(config, name, None)
+
+
+def text_part(config: object) -> object:
+    """The text model's config: ``text_config`` where the checkpoint nests one."""
+    inner = _field(config, "text_config")
+    return inner if inner is not None and not isinstance(inner, (str, int, float)) else config
+
+
+def _first(config: object, names: tuple[str, ...]) -> object:
+    return next((v for v in (_field(config, n) for n in names) if v is not None), None)
+
+
+def _activation(name: object) -> str:
+    """FusedMoE's name for a config's activation (``gelu_pytorch_tanh`` is ``gelu``)."""
+    if not isinstance(name, str) or not name:
+        return DEFAULT_ACTIVATION
+    lowered = name.lower()
+    if lowered.startswith("gelu"):
+        return "gelu"
+    if lowered in ("silu", "swish", "swiglu"):
+        return "silu"
+    return lowered
+
+
+@dataclass(frozen=True)
+class MoeSettings:
+    """What a MoE layer's fate depends on, beyond the GPU and the launch line."""
+
+    activation: str  # as FusedMoE takes it: silu, gelu, relu2, ...
+    top_k: int  # experts per token
+
+    @property
+    def key(self) -> str:
+        """``silu, top-1`` or ``gelu, top-k``: the evidence is kept per such key."""
+        return f"{self.activation}, top-{1 if self.top_k == 1 else 'k'}"
+
+
+def moe_settings(config: object) -> MoeSettings | None:
+    """The MoE layer settings of a checkpoint's config (a ``config.json`` mapping or the HF
+    config object), ``None`` where it builds no MoE layer (no expert count above one, or a
+    Gemma-style ``enable_moe_block`` switched off)."""
+    text = text_part(config)
+    switch = "enable_moe_block"
+    present = switch in text if isinstance(text, Mapping) else hasattr(text, switch)
+    if present and not _field(text, switch):
+        return None
+    experts = _first(text, EXPERTS_FIELDS)
+    if not isinstance(experts, int) or isinstance(experts, bool) or experts < 2:
+        return None
+    top_k = _first(text, TOP_K_FIELDS)
+    top_k = top_k if isinstance(top_k, int) and not isinstance(top_k, bool) and top_k > 0 else 1
+    return MoeSettings(_activation(_first(text, ACTIVATION_FIELDS)), top_k)

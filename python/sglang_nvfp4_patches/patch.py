@@ -93,7 +93,8 @@ class Lazy:
 @dataclass(frozen=True)
 class Patch:
     name: str  # what users type (SGLANG_NVFP4_PATCHES_DISABLE / _FORCE) and doctor prints
-    architectures: frozenset[str]  # the models it concerns (explain's rows and notes)
+    # the models it concerns (explain's rows and notes); None: every architecture
+    architectures: frozenset[str] | None
     install: Install
     state: ReadState
     unpatched: ReadState
@@ -108,6 +109,10 @@ class Patch:
     @property
     def forceable(self) -> bool:
         return not self.not_forceable_because
+
+    def concerns(self, architecture: str | None) -> bool:
+        """Whether an ``explain`` row of ``architecture`` is one of this patch's."""
+        return self.architectures is None or architecture in self.architectures
 
 
 # Each field that names a function of the patch's package, and the protocol it follows.
@@ -125,7 +130,7 @@ def declare(
     package: str,
     *,
     name: str,
-    architectures: frozenset[str],
+    architectures: frozenset[str] | None,
     install: str,
     state: str,
     unpatched: str,

@@ -57,12 +57,17 @@ def test_doctor_reports_what_sglang_holds() -> None:
     if ships(MOE_RUNNER_MISMATCH):
         assert runner["status"] == "applied"
         assert (
-            "registry: with no MoE runner given, Llama 4 on sm100, sm103, sm120, sm121 gets "
-            "flashinfer_cutlass (SGLang's own layer fails on the flashinfer_trtllm runner it "
-            "builds at the first forward: "
+            "registry: ModelOpt NVFP4 MoE layers, any architecture, with no MoE runner given "
+            "and no --quantization: gelu, top-k on sm120, sm121; silu, top-1 on sm100, sm103, "
+            "sm120, sm121; silu, top-k on sm100, sm103, sm120, sm121 get flashinfer_cutlass "
+            "(SGLang's own layer fails on the flashinfer_trtllm runner it builds at the first "
+            "forward: "
         ) in runner["reason"], runner
-        assert "; Gemma 4 on sm120, sm121 gets flashinfer_cutlass (" in runner["reason"]
-        assert "; Gemma 4 on sm100, sm103 is not affected (SGLang publishes" in runner["reason"]
+        assert (
+            "; --quantization modelopt_fp4: silu, top-1 on sm100, sm103; silu, top-k on "
+            in (runner["reason"])
+        )
+        assert "gelu, top-k on sm100, sm103 are not covered (no stand-in" in runner["reason"]
     else:
         assert runner["status"] == "not applicable", runner
         assert "gets flashinfer_cutlass" not in runner["reason"]

@@ -1,12 +1,15 @@
-"""``nvfp4-moe-runner`` on the SGLang under test: a plain launch (no ``--quantization``, no
-``--moe-runner-backend``) of the bundled ModelOpt NVFP4 Llama 4 and Gemma 4 MoE configs on a
-simulated RTX PRO 6000 (SM120) or DGX Spark (SM121), both quantization formats.
+"""``nvfp4-moe-runner`` on the SGLang under test, for every ModelOpt NVFP4 MoE architecture at
+hand (Llama 4, Gemma 4, Qwen3-MoE, Mixtral, DeepSeek-V3, GLM-4.5: the first four are the
+evidence's stand-ins, the last two only read through their configs and SGLang's own
+overrides), on every simulated Blackwell GPU, launched with no flags and with the model
+cards' ``--quantization modelopt_fp4``.
 
-Where SGLang's own layer fails there (``MOE_RUNNER_MISMATCH`` on: each release's code read),
-the published runner is ``flashinfer_cutlass`` and the layer, built by SGLang's ``FusedMoE``
-with its weights loaded and processed, serves one forward (Llama 4: ``expert(x * w)``);
-without the patches the same launch fails as SGLang ships it; and the launch resolves exactly
-as ``--moe-runner-backend flashinfer_cutlass`` does. Given flags are SGLang's, field for field.
+Each launch either keeps what SGLang publishes itself (a model override's runner, or its
+``modelopt_fp4`` rule on SM12x), or gets ``flashinfer_cutlass`` where SGLang's own layer fails,
+and then the layer, built by SGLang's ``FusedMoE`` with its weights loaded and processed,
+serves one forward. Negative controls: without the patches the same launch fails as SGLang
+ships it, and given flags resolve as SGLang resolves them. ``--quantization modelopt``, which
+SGLang's layer cannot serve on any runner here, is refused naming the line that works.
 """
 
 from __future__ import annotations
@@ -17,32 +20,43 @@ from typing import Any
 import pytest
 
 from sglang_nvfp4_patches.explain.run import patches_suspended as as_sglang_ships
+from sglang_nvfp4_patches.simulation.bundled import (
+    GEMMA4_NVFP4_MOE,
+    LLAMA4_NVFP4,
+    MIXTRAL_NVFP4,
+    QWEN3_MOE_NVFP4,
+)
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
 from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
-from sglang_nvfp4_patches.simulation.server_args import quiet_sglang, resolve, resolved_server_args
-from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4, hf_quant_copy
+from sglang_nvfp4_patches.simulation.server_args import (
+    ServerArgsRejected,
+    quiet_sglang,
+    resolve,
+    resolved_server_args,
+)
 from support.release import MOE_RUNNER_MISMATCH, ships
 
 pytestmark = pytest.mark.release_matrix
 AFFECTED = ships(MOE_RUNNER_MISMATCH)
 CUTLASS = "flashinfer_cutlass"
-MODELS = {"Llama 4": LLAMA4_NVFP4, "Gemma 4": GEMMA4_NVFP4_MOE}
-LAUNCHES = [(family, gpu) for family in MODELS for gpu in ("sm120", "sm121")]
-
-
-@pytest.fixture(scope="module", params=["config.json", "hf_quant_config.json"])
-def checkpoints(request: pytest.FixtureRequest, tmp_path_factory: Any) -> dict[str, Path]:
-    if request.param == "config.json":
-        return MODELS
-    return {
-        family: hf_quant_copy(model, tmp_path_factory.mktemp(family.replace(" ", "")))
-        for family, model in MODELS.items()
-    }
-
-
-# Drawn at random for each record that is not given one: not a resolution.
-RANDOM = ("random_seed",)
-PLAIN = (str, int, float, bool, type(None), list, tuple, dict)
+MOE_CONFIGS = Path(__file__).parents[1] / "support" / "moe_configs"
+MODELS = {
+    "Llama 4": LLAMA4_NVFP4,
+    "Gemma 4": GEMMA4_NVFP4_MOE,
+    "Qwen3-MoE": QWEN3_MOE_NVFP4,
+    "Mixtral": MIXTRAL_NVFP4,
+    "DeepSeek-V3": MOE_CONFIGS / "deepseek-v3-nvfp4",
+    "GLM-4.5": MOE_CONFIGS / "glm-4.5-air-nvfp4",
+}
+# SGLang reads the major alone (SM103 resolves as SM100, SM121 as SM120): every model on one
+# of each, Llama 4 (no model override publishes its runner) on all four.
+LAUNCHES = [
+    *((name, gpu) for name in MODELS for gpu in ("sm100", "sm120")),
+    ("Llama 4", "sm103"),
+    ("Llama 4", "sm121"),
+]
+LINES = {"no flags": {}, "--quantization modelopt_fp4": {"quantization": "modelopt_fp4"}}
+RANDOM = ("random_seed",)  # drawn at random for each record not given one
 
 
 def resolved(model: Path, gpu: str, **flags: Any) -> dict[str, Any]:
@@ -51,60 +65,61 @@ def resolved(model: Path, gpu: str, **flags: Any) -> dict[str, Any]:
         server_args = resolved_server_args(model, **flags)
         if hasattr(server_args, "resolved_dict"):
             fields = dict(server_args.resolved_dict())
-        else:  # the record resolved in place, objects it built (a ModelConfig) left out
+        else:
+            plain = (str, int, float, bool, type(None), list, tuple, dict)
             fields = {
                 k: v
                 for k, v in vars(server_args).items()
-                if not k.startswith("_") and isinstance(v, PLAIN)
+                if not k.startswith("_") and isinstance(v, plain)
             }
     return {name: value for name, value in fields.items() if name not in RANDOM}
 
 
-def test_sglang_detects_modelopt_fp4_from_either_file(checkpoints: dict[str, Path]) -> None:
-    for model in checkpoints.values():
-        assert resolve(model, GPU_PROFILES["sm120"]).quantization in (None, "modelopt_fp4")
-        with as_sglang_ships():
-            assert resolve(model, GPU_PROFILES["sm120"]).moe_runner_backend == "auto"
-
-
-@pytest.mark.parametrize(("family", "gpu"), LAUNCHES)
-def test_a_plain_launch_gets_a_runner_its_layer_serves(
-    checkpoints: dict[str, Path], family: str, gpu: str
-) -> None:
-    model = checkpoints[family]
-    published = resolve(model, GPU_PROFILES[gpu]).moe_runner_backend
-    layer = run_first_moe_layer(model, GPU_PROFILES[gpu])
-    assert layer is not None and layer.family == family
-    if not AFFECTED:  # nothing shown failing here: SGLang's own answer stands
-        assert published == "auto", published
-        assert layer.verdict is not LayerVerdict.SERVES or layer.runner != CUTLASS
-        return
-    assert published == CUTLASS
-    assert (layer.runner, layer.verdict) == (CUTLASS, LayerVerdict.SERVES), layer.detail
-    meaning = "expert(x*w)" if family == "Llama 4" else "sum_k w_k*expert_k(x)"
-    assert layer.detail.startswith(f"output = {meaning}")
-
-
-@pytest.mark.skipif(not AFFECTED, reason=f"no plain launch fails before {MOE_RUNNER_MISMATCH}")
-@pytest.mark.parametrize(("family", "gpu"), LAUNCHES)
-def test_without_the_patches_the_plain_launch_fails_as_sglang_ships(
-    checkpoints: dict[str, Path], family: str, gpu: str
-) -> None:
+@pytest.mark.parametrize("line", LINES)
+@pytest.mark.parametrize(("name", "gpu"), LAUNCHES)
+def test_every_operator_launch_serves_or_is_sglangs_own(name: str, gpu: str, line: str) -> None:
+    model, flags, profile = MODELS[name], LINES[line], GPU_PROFILES[gpu]
     with as_sglang_ships():
-        layer = run_first_moe_layer(checkpoints[family], GPU_PROFILES[gpu])
-    assert layer is not None and layer.runner == "flashinfer_trtllm"
-    assert layer.verdict is LayerVerdict.FAILS
-    assert layer.detail.startswith("at the first forward: ")
-    assert "g1_scale_c" in layer.detail or "Unsupported moe_runner_backend" in layer.detail
+        own = resolve(model, profile, **flags).moe_runner_backend
+        shipped = run_first_moe_layer(model, profile, flags)
+    published = resolve(model, profile, **flags).moe_runner_backend
+    assert shipped is not None
+    if own != "auto" or not AFFECTED or not shipped.broken:
+        assert published == own, (own, shipped)  # SGLang's choice, or nothing shown failing
+        return
+    # the negative control: as SGLang ships, this launch fails at the first forward
+    assert shipped.runner == "flashinfer_trtllm" and shipped.verdict is LayerVerdict.FAILS
+    assert "g1_scale_c" in shipped.detail or "Unsupported moe_runner_backend" in shipped.detail
+    layer = run_first_moe_layer(model, profile, flags)
+    assert published == CUTLASS
+    assert layer is not None and (layer.runner, layer.verdict) == (CUTLASS, LayerVerdict.SERVES)
+    meaning = "expert(x*w)" if name == "Llama 4" else "sum_k w_k*expert_k(x)"
+    assert layer.detail.startswith(f"output = {meaning}"), layer.detail
 
 
 @pytest.mark.skipif(not AFFECTED, reason=f"the patch acts from {MOE_RUNNER_MISMATCH} only")
-@pytest.mark.parametrize(("family", "gpu"), [*LAUNCHES, ("Llama 4", "sm100"), ("Llama 4", "sm103")])
-def test_the_plain_launch_resolves_as_the_cutlass_flag_does(family: str, gpu: str) -> None:
-    patched = resolved(MODELS[family], gpu)
+@pytest.mark.parametrize("gpu", ["sm100", "sm120"])
+def test_a_plain_launch_resolves_as_the_cutlass_flag_does(gpu: str) -> None:
+    patched = resolved(QWEN3_MOE_NVFP4 if gpu == "sm120" else MIXTRAL_NVFP4, gpu)
     with as_sglang_ships():
-        flagged = resolved(MODELS[family], gpu, moe_runner_backend=CUTLASS)
+        model = QWEN3_MOE_NVFP4 if gpu == "sm120" else MIXTRAL_NVFP4
+        flagged = resolved(model, gpu, moe_runner_backend=CUTLASS)
     assert patched == flagged
+
+
+@pytest.mark.skipif(not AFFECTED, reason=f"the patch acts from {MOE_RUNNER_MISMATCH} only")
+@pytest.mark.parametrize("name", ["Llama 4", "Qwen3-MoE"])
+def test_a_line_no_runner_serves_is_refused_naming_the_one_that_does(name: str) -> None:
+    with as_sglang_ships():
+        shipped = run_first_moe_layer(
+            MODELS[name], GPU_PROFILES["sm120"], {"quantization": "modelopt"}
+        )
+    assert shipped is not None and shipped.verdict is LayerVerdict.FAILS  # SGLang's own fails
+    with pytest.raises(ServerArgsRejected) as refused:
+        resolve(MODELS[name], GPU_PROFILES["sm120"], quantization="modelopt")
+    message = str(refused.value)
+    assert "[nvfp4-moe-runner]" in message and "--quantization modelopt on SM120" in message
+    assert "Launch it with --quantization modelopt_fp4 instead" in message
 
 
 @pytest.mark.parametrize(
@@ -112,14 +127,14 @@ def test_the_plain_launch_resolves_as_the_cutlass_flag_does(family: str, gpu: st
     [
         {"moe_runner_backend": "flashinfer_trtllm"},
         {"moe_runner_backend": CUTLASS},
-        {"moe_runner_backend": "auto", "quantization": "modelopt_fp4"},
+        {"moe_runner_backend": CUTLASS, "quantization": "modelopt_fp4"},
     ],
 )
-@pytest.mark.parametrize("gpu", ["sm100", "sm120"])  # SM121 resolves as SM120 (major 12)
-def test_given_flags_resolve_exactly_as_sglang_resolves_them(
+@pytest.mark.parametrize("gpu", ["sm100", "sm120"])
+def test_given_runners_resolve_exactly_as_sglang_resolves_them(
     flags: dict[str, str], gpu: str
 ) -> None:
-    for model in MODELS.values():
+    for model in (LLAMA4_NVFP4, QWEN3_MOE_NVFP4, MODELS["DeepSeek-V3"]):
         patched = resolved(model, gpu, **flags)
         with as_sglang_ships():
             assert patched == resolved(model, gpu, **flags)

@@ -57,7 +57,7 @@ def test_a_message_worded_over_several_lines_stays_on_its_note_line(field: str) 
 def test_a_layer_that_fails_before_it_has_a_runner_says_so() -> None:
     layer = LayerOutcome(None, fails=PYDANTIC, fails_unpatched=PYDANTIC)
     table, notes = _table_and_notes(_row(layer=layer))
-    assert table[2].split()[3:6] == ["auto", "(layer", "fails)"], table
+    assert table[2].split()[3:6] == ["auto", "(fails)", "sglang"], table
     assert "None" not in notes[0] and "the MoE layer fails when it is built" in notes[0]
 
 

@@ -1,62 +1,87 @@
 """What ``doctor`` says of ``nvfp4-moe-runner`` from a record's facts: applied where the
-evidence is live (naming where and why, one clause per family and state), upstream or not
-applicable where nothing fails, ``unknown`` (run verify) wherever the evidence cannot tell."""
+evidence is live (naming where and why, one clause per launch line and state), upstream or
+not applicable where nothing fails, ``unknown`` (run verify) wherever the evidence cannot
+tell; layers no stand-in covers are named, never the patch's state."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from sglang_nvfp4_patches.nvfp4_moe_runner.read_back import summary
+from sglang_nvfp4_patches.nvfp4_moe_runner.rule import evidence_key
 from sglang_nvfp4_patches.status import PatchState
+
+SETTINGS = {"llama": "silu, top-1", "gemma": "gelu, top-k"}
+LAUNCHES = {"plain": "no --quantization", "card": "--quantization modelopt_fp4"}
 
 
 def facts(**states: str) -> dict[str, Any]:
-    """``llama_sm120="live"`` -> ``{"Llama 4 on sm120": {...}}``."""
+    """``llama_sm120_plain="live"`` -> ``{"silu, top-1 on sm120, no --quantization": ...}``."""
     found = {}
-    for key, state in states.items():
-        family, gpu = key.split("_")
-        name = {"llama": "Llama 4", "gemma": "Gemma 4"}[family]
-        found[f"{name} on {gpu}"] = {"state": state, "detail": f"{name} {gpu} {state}"}
+    for name, state in states.items():
+        settings, gpu, launch = name.split("_")
+        key = evidence_key(SETTINGS[settings], gpu, LAUNCHES[launch])
+        found[key] = {"state": state, "detail": f"{settings} {gpu} {state}"}
     return found
 
 
 def test_live_evidence_is_applied_and_says_where_in_a_fixed_order() -> None:
     report = summary(
         facts(
-            gemma_sm121="live", llama_sm120="live", llama_sm100="live", gemma_sm100="not affected"
+            gemma_sm121_plain="live",
+            llama_sm120_plain="live",
+            llama_sm100_plain="live",
+            gemma_sm100_plain="not affected",
+            llama_sm100_card="live",
         ),
         "CI",
         PatchState.APPLIED,
     )
     assert report.state is PatchState.APPLIED
     assert report.reason == (
-        "with no MoE runner given, Llama 4 on sm100, sm120 gets flashinfer_cutlass (Llama 4 "
-        "sm100 live); Gemma 4 on sm121 gets flashinfer_cutlass (Gemma 4 sm121 live); Gemma 4 "
-        "on sm100 is not affected (Gemma 4 sm100 not affected) (evidence: CI)"
+        "ModelOpt NVFP4 MoE layers, any architecture, with no MoE runner given and no "
+        "--quantization: gelu, top-k on sm121; silu, top-1 on sm100, sm120 get "
+        "flashinfer_cutlass (gemma sm121 live); no --quantization: gelu, top-k on sm100 are "
+        "not affected (gemma sm100 not affected); --quantization modelopt_fp4: silu, top-1 on "
+        "sm100 get flashinfer_cutlass (llama sm100 live) (evidence: CI)"
     )
 
 
 def test_where_nothing_is_patched_a_live_failure_is_not_patched() -> None:
-    report = summary(facts(llama_sm120="live"), "CI", PatchState.NOT_PATCHED)
+    report = summary(facts(llama_sm120_plain="live"), "CI", PatchState.NOT_PATCHED)
     assert report.state is PatchState.NOT_PATCHED
-    assert "Llama 4 on sm120 would get flashinfer_cutlass" in report.reason
+    assert "silu, top-1 on sm120 would get flashinfer_cutlass" in report.reason
 
 
 def test_nothing_failing_is_upstream_or_not_applicable() -> None:
     upstream = summary(
-        facts(llama_sm120="upstream", gemma_sm100="not affected"), "x", PatchState.APPLIED
+        facts(llama_sm120_plain="upstream", gemma_sm100_plain="not affected"),
+        "x",
+        PatchState.APPLIED,
     )
     assert upstream.state is PatchState.ALREADY_UPSTREAM
-    assert "Llama 4 on sm120 is upstream (Llama 4 sm120 upstream)" in upstream.reason
+    assert "silu, top-1 on sm120 are upstream (llama sm120 upstream)" in upstream.reason
     quiet = summary(
-        facts(llama_sm120="not affected", gemma_sm120="no remedy"), "x", PatchState.APPLIED
+        facts(llama_sm120_plain="not affected", gemma_sm120_card="no remedy"),
+        "x",
+        PatchState.APPLIED,
     )
     assert quiet.state is PatchState.NOT_APPLICABLE
-    assert "Gemma 4 on sm120 has no runner to publish" in quiet.reason
+    assert "gelu, top-k on sm120 fail on every runner this plugin can publish" in quiet.reason
 
 
 def test_evidence_that_cannot_tell_is_unknown_even_beside_a_live_failure() -> None:
-    report = summary(facts(llama_sm120="live", gemma_sm120="unknown"), "x", PatchState.APPLIED)
+    report = summary(
+        facts(llama_sm120_plain="live", gemma_sm120_plain="unknown"), "x", PatchState.APPLIED
+    )
     assert report.state is PatchState.UNKNOWN
-    assert "Gemma 4 on sm120 is unknown" in report.reason
+    assert "gelu, top-k on sm120 are unknown" in report.reason
     assert report.reason.endswith("run `sglang-nvfp4-patches verify`")
+
+
+def test_layers_no_stand_in_covers_are_named_but_decide_nothing() -> None:
+    report = summary(
+        facts(llama_sm120_plain="live", gemma_sm100_plain="not covered"), "x", PatchState.APPLIED
+    )
+    assert report.state is PatchState.APPLIED
+    assert "gelu, top-k on sm100 are not covered" in report.reason

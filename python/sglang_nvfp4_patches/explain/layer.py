@@ -25,6 +25,9 @@ class LayerOutcome:
     fails_unpatched: str | None = None  # SGLang as it ships fails there: how
     # For a layer refused because no runner it patches serves it: the runners tried instead
     search: RunnerSearch | None = None
+    # What one forward showed (simulation.moe_forward.LayerVerdict values), patched and not
+    verdict: str | None = None
+    unpatched_verdict: str | None = None
 
 
 def _failure(run: Any) -> str | None:
@@ -38,8 +41,8 @@ def layer_outcome(
     as_it_ships: Callable[[], contextlib.AbstractContextManager[None]],
     patched: bool,
 ) -> LayerOutcome | None:
-    """The row's layer (``None``: not a Llama 4 or Gemma 4 NVFP4 MoE checkpoint on a Blackwell
-    GPU). ``as_it_ships`` suspends every patch; ``patched``: this process's hooks are live."""
+    """The row's layer (``None``: not a quantized MoE checkpoint on a Blackwell GPU).
+    ``as_it_ships`` suspends every patch; ``patched``: this process's hooks are live."""
     from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
 
     with as_it_ships():
@@ -58,4 +61,6 @@ def layer_outcome(
         unpatched.runner,
         _failure(unpatched),
         search,
+        run.verdict.value,
+        unpatched.verdict.value,
     )

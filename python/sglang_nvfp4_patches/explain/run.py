@@ -22,7 +22,7 @@ from sglang_nvfp4_patches.explain.input import (
 )
 from sglang_nvfp4_patches.explain.layer import layer_outcome
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
-from sglang_nvfp4_patches.models import moe_family
+from sglang_nvfp4_patches.models import moe_settings
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.process_record import decision, not_loaded_reason, read_back
 from sglang_nvfp4_patches.process_record import reports as plugin_reports
@@ -56,7 +56,7 @@ def explain_one(
     files = read_checkpoint(model_dir)
     config = files[model_dir / CONFIG_NAME]
     arch = architecture(config)
-    concerned = [patch for patch in PATCHES if arch in patch.architectures]
+    concerned = [patch for patch in PATCHES if patch.concerns(arch)]
     with sglang_reading(files):
         with patches_suspended():
             unpatched = resolve(model_dir, gpu, **flags)
@@ -67,8 +67,7 @@ def explain_one(
         for name, report in (disabled or {}).items()
         if name in {patch.name for patch in concerned}
     )
-    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-    is_moe = moe_family(arch, text.get("enable_moe_block")) is not None
+    is_moe = moe_settings(config) is not None
     return ExplainRow(
         model,
         gpu,

@@ -5,7 +5,6 @@ same layer forward (:func:`..simulation.moe_forward.run_first_moe_layer`)."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,12 +33,9 @@ def searched_for(refusal: str) -> bool:
 
 def runner_choices() -> tuple[str, ...]:
     """The MoE runner backends the installed SGLang's own server parser offers."""
-    from sglang.srt.server_args import ServerArgs
+    from sglang_nvfp4_patches.simulation.server_args import flag_choices
 
-    parser = argparse.ArgumentParser(add_help=False)
-    ServerArgs.add_cli_args(parser)
-    action = next(a for a in parser._actions if RUNNER_FLAG in a.option_strings)
-    return tuple(str(choice) for choice in action.choices or ())
+    return flag_choices(RUNNER_FLAG)
 
 
 def search_runners(model_dir: Path, gpu: GpuProfile, flags: Mapping[str, Any]) -> RunnerSearch:

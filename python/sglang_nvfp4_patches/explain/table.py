@@ -90,7 +90,7 @@ class ExplainRow:
                 else ""
             )
             for patch in PATCHES
-            if self.architecture in patch.architectures
+            if patch.concerns(self.architecture)
         ]
         if self.refused:
             search = self.layer.search if self.layer is not None else None
@@ -171,18 +171,31 @@ def _format_pair(before: str | None, after: str | None, with_patches: bool) -> s
     return f"{before} -> {after}"
 
 
-def _layer_cell(row: ExplainRow) -> str:
-    """The runner the MoE layer builds, where it differs from what resolution says."""
-    runner = row.moe_layer_runner
-    if runner is None:
-        return " (layer fails)" if row.fails else ""
-    if row.refused:
-        return f" (layer: {runner}, refused)"
-    if row.fails:
-        return f" (layer: {runner}, fails)"
-    if runner == row.final.moe_runner_backend:
+def _fate(published: str | None, runner: str | None, verdict: str | None) -> str:
+    """What the MoE layer does on one side of a row: ``(serves)``, ``(fails on
+    flashinfer_trtllm)``, ``(refused)``, or ``(unknown on ...)`` where the CPU cannot tell."""
+    if verdict is None:
         return ""
-    return f" (layer: {runner})"
+    on = "" if runner in (None, published) else f" on {runner}"
+    words = {"serves": "serves", "wrong": "wrong", "fails": "fails", "no kernel": "fails"}
+    if verdict == "refused":
+        return " (refused)"
+    return f" ({words.get(verdict, 'unknown')}{on})"
+
+
+def _runner_cell(row: ExplainRow, with_patches: bool) -> str:
+    """The MoE runner resolution publishes, unpatched and patched, each with its layer's
+    fate where a layer was run."""
+    layer = row.layer
+    before = str(row.unpatched.moe_runner_backend)
+    after = str(row.final.moe_runner_backend)
+    if layer is not None:
+        unpatched = layer.unpatched_verdict or ("fails" if layer.fails_unpatched else None)
+        patched = layer.verdict or ("fails" if layer.fails else None)
+        patched = "refused" if layer.refused else patched
+        before += _fate(before, layer.unpatched_runner, unpatched)
+        after += _fate(after, row.moe_layer_runner, patched)
+    return _format_pair(before, after, with_patches)
 
 
 # The widest a cell other than the model's may be; a longer value (whatever SGLang returns)
@@ -212,8 +225,7 @@ def format_table(rows: list[ExplainRow], with_patches: bool) -> str:
         final = row.final
         cells = (
             _format_pair(row.unpatched.attention_backend, final.attention_backend, with_patches),
-            _format_pair(row.unpatched.moe_runner_backend, final.moe_runner_backend, with_patches)
-            + _layer_cell(row),
+            _runner_cell(row, with_patches),
             row.decided_by,
         )
         columns = zip(cells, header[2:], strict=True)

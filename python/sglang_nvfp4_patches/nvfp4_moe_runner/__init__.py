@@ -1,12 +1,15 @@
-"""Patch ``nvfp4-moe-runner``: a ModelOpt NVFP4 MoE checkpoint of Llama 4 or Gemma 4 launched
-with no ``--moe-runner-backend`` (and no ``--quantization``) gets ``flashinfer_cutlass``
-published where SGLang's own layer would fail at its first forward (sglang#39807).
+"""Patch ``nvfp4-moe-runner``: a ModelOpt NVFP4 MoE checkpoint of any architecture launched
+with no ``--moe-runner-backend`` (with no ``--quantization``, or the model cards'
+``--quantization modelopt_fp4``) gets ``flashinfer_cutlass`` published where SGLang's own
+layer would fail at its first forward (sglang#39807); a launch line whose layer no runner
+serves is refused before the weights load where another line serves it.
 
 What it does, where it is wired, how it is tested:
 
 * the decision, pure: :mod:`.rule` (per launch, from the evidence; the evidence's states);
-* the evidence: :mod:`.evidence` runs SGLang's first MoE layer on simulated Blackwell GPUs
-  (:mod:`..simulation.moe_forward`) and is kept as a record (:mod:`..evidence_records`);
+* the evidence: :mod:`.evidence` runs SGLang's first MoE layer of stand-in checkpoints on
+  simulated Blackwell GPUs (:mod:`..simulation.moe_forward`), kept per MoE layer settings,
+  GPU and launch line as a record (:mod:`..evidence_records`);
 * the seams: :mod:`..override_seam` finds where this SGLang lets a model declare defaults,
   :mod:`.seam_hooks` holds the hook for each kind, :mod:`.launch_facts` reads a launch there,
   :mod:`.decision` runs the rule in this process (record, log lines), :mod:`.suspension`
@@ -18,7 +21,6 @@ What it does, where it is wired, how it is tested:
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES, LLAMA4_ARCHITECTURES
 from sglang_nvfp4_patches.patch import declare
 from sglang_nvfp4_patches.patch_names import NVFP4_MOE_RUNNER
 
@@ -26,7 +28,7 @@ NAME = NVFP4_MOE_RUNNER
 PATCH = declare(
     __name__,
     name=NAME,
-    architectures=GEMMA4_ARCHITECTURES | LLAMA4_ARCHITECTURES,
+    architectures=None,  # every architecture: decided by the checkpoint's MoE layer
     install="install.install",
     state="read_back.current_state",
     unpatched="read_back.unpatched_report",

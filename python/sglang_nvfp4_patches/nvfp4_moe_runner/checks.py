@@ -2,48 +2,53 @@
 weight loader and ModelOpt NVFP4 method on simulated Blackwell GPUs; only kernels are stood in
 for (:mod:`..simulation.moe_forward`).
 
-* the evidence: SGLang's first MoE layer, launched with no flags as SGLang ships it, and with
-  ``--moe-runner-backend flashinfer_cutlass``, per family and GPU; it must agree with the
-  record CI shipped for this SGLang, or becomes this machine's record;
-* a server launched with no flags (bundled Llama 4 and Gemma 4 ModelOpt configs): the runner
-  published is ``flashinfer_cutlass`` where the evidence shows SGLang's own layer failing,
-  SGLang's own elsewhere, and the layer built on it serves (Llama 4: ``expert(x * w)``);
-* ``--moe-runner-backend`` or ``--quantization`` given: resolution is SGLang's own, field for
-  field.
+* the evidence: SGLang's first MoE layer of each stand-in checkpoint, launched as SGLang ships
+  it and with ``--moe-runner-backend flashinfer_cutlass``, per GPU and launch line; it must
+  agree with the record CI shipped for this SGLang, or becomes this machine's record;
+* each stand-in launched as operators do, with no flags and with the model cards'
+  ``--quantization modelopt_fp4``, on every simulated Blackwell GPU: the runner published is
+  ``flashinfer_cutlass`` where the evidence shows SGLang's own layer failing, SGLang's own
+  elsewhere, and the layer built on it serves (Llama 4: ``expert(x * w)``);
+* a launch line no runner serves is refused before the weights load, naming the line that
+  works;
+* ``--moe-runner-backend`` given: resolution is SGLang's own, field for field.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from sglang_nvfp4_patches.check_result import CheckFailed, CheckResult, NotApplicable, run_check
 from sglang_nvfp4_patches.evidence_check import agrees_or_kept
-from sglang_nvfp4_patches.models import GEMMA4, LLAMA4
 from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
 from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import (
     SOURCES,
-    bundled_models,
     current_record,
     gather,
+    settings_of,
+    stand_ins,
 )
-from sglang_nvfp4_patches.nvfp4_moe_runner.rule import CUTLASS, EvidenceState, evidence_key
+from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
+    AUTO,
+    CUTLASS,
+    EVIDENCE_GPUS,
+    NO_QUANTIZATION,
+    NVFP4,
+    EvidenceState,
+    LaunchRefused,
+    evidence_key,
+    launch_name,
+)
 
-# Where a plain launch is checked: every GPU SGLang's own rule names flashinfer_cutlass for,
-# and SM10X for Llama 4 (its TRT-LLM FP4 path weights expert outputs, never inputs).
-SERVER_LAUNCHES: tuple[tuple[str, str], ...] = (
-    (LLAMA4, "sm120"),
-    (LLAMA4, "sm121"),
-    (GEMMA4, "sm120"),
-    (GEMMA4, "sm121"),
-    (LLAMA4, "sm100"),
-    (LLAMA4, "sm103"),
-)
+# The launch lines operators use: no flags, and the model cards' --quantization.
+OPERATOR_LAUNCHES: tuple[str | None, ...] = (None, NVFP4)
 # Flags that make the launch the user's: resolution must be SGLang's own.
 GIVEN_FLAGS: tuple[dict[str, str], ...] = (
     {"moe_runner_backend": "flashinfer_trtllm"},
     {"moe_runner_backend": CUTLASS},
-    {"quantization": "modelopt_fp4"},
+    {"moe_runner_backend": CUTLASS, "quantization": NVFP4},
 )
 
 
@@ -61,12 +66,16 @@ def outline(facts: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
 
 
 def _evidence(found: dict[str, Any]) -> str:
-    summary = "; ".join(f"{key}: {fact['state']}" for key, fact in found.items())
+    states = [fact["state"] for fact in found.values()]
+    counts = ", ".join(f"{state} {states.count(state)}" for state in sorted(set(states)))
+    summary = f"{len(found)} MoE layer settings x GPU x launch line: {counts}"
     return agrees_or_kept(NAME, SOURCES, current_record(), found, outline, summary)
 
 
-def _server_launch(family: str, gpu: str) -> str:
-    """A server launched with no flags, as this process's hooks resolve it."""
+def _launch(model_dir: Path, gpu: str, quantization: str | None) -> str:
+    """One launch as this process's hooks resolve it, against the evidence; the layer built
+    on the published runner must serve where the evidence says the patch acts."""
+    from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
     from sglang_nvfp4_patches.simulation.server_args import resolve
@@ -74,29 +83,70 @@ def _server_launch(family: str, gpu: str) -> str:
     record = current_record()
     if record is None:
         raise CheckFailed("no evidence record for this SGLang, so the patch cannot act")
-    fact = record.facts[evidence_key(family, gpu)]
+    launch = launch_name(quantization)
+    fact = record.facts[evidence_key(settings_of(model_dir), gpu, launch)]
     state = EvidenceState(fact["state"])
-    model_dir, profile = bundled_models()[family], GPU_PROFILES[gpu]
-    published = resolve(model_dir, profile).moe_runner_backend
+    flags = {} if quantization is None else {"quantization": quantization}
+    profile = GPU_PROFILES[gpu]
+    published = resolve(model_dir, profile, **flags).moe_runner_backend
+    with suspended():
+        own = resolve(model_dir, profile, **flags).moe_runner_backend
+    if own not in (None, AUTO):  # SGLang publishes a runner for this launch: it stands
+        if published != own:
+            raise CheckFailed(f"{gpu}, {launch}: SGLang publishes {own}, yet {published} is")
+        return f"{gpu}, {launch}: SGLang's own {own} published"
     if state is EvidenceState.LIVE and published != CUTLASS:
-        raise CheckFailed(f"the evidence is live ({fact['detail']}), yet {published} is published")
-    if state is not EvidenceState.LIVE and published != fact["published"]:
-        raise CheckFailed(
-            f"the evidence is {state.value}, yet {published} is published, not SGLang's "
-            f"{fact['published']}"
-        )
-    layer = run_first_moe_layer(model_dir, profile)
-    if layer is None:
-        raise CheckFailed("no MoE layer was built for the bundled config")
-    nothing_to_publish = (EvidenceState.NOT_AFFECTED, EvidenceState.NO_REMEDY)
-    if state in nothing_to_publish and layer.verdict is not LayerVerdict.SERVES:
-        raise NotApplicable(f"{fact['detail']}; published {published}, layer: {layer.detail}")
-    if layer.verdict is not LayerVerdict.SERVES:
-        raise CheckFailed(
-            f"published {published}; the layer on {layer.runner} does not serve: "
-            f"{layer.verdict.value}: {layer.detail}"
-        )
-    return f"published {published}; the layer on {layer.runner} serves: {layer.detail}"
+        raise CheckFailed(f"{gpu}, {launch}: the evidence is live, yet {published} is published")
+    if state is not EvidenceState.LIVE:
+        return f"{gpu}, {launch}: {state.value}, {published} published"
+    layer = run_first_moe_layer(model_dir, profile, flags)
+    if layer is None or layer.verdict is not LayerVerdict.SERVES:
+        what = "no layer" if layer is None else f"{layer.verdict.value}: {layer.detail}"
+        raise CheckFailed(f"{gpu}, {launch}: published {published}; the layer: {what}")
+    return f"{gpu}, {launch}: {published} serves"
+
+
+def _stand_in_launches(model_dir: Path) -> str:
+    """Every operator launch of one stand-in on every simulated Blackwell GPU."""
+    done = [
+        _launch(model_dir, gpu, quantization)
+        for gpu in EVIDENCE_GPUS.values()
+        for quantization in OPERATOR_LAUNCHES
+    ]
+    if not any(line.endswith(" serves") for line in done):
+        raise NotApplicable("; ".join(done))
+    return "; ".join(done)
+
+
+def _refusals() -> str:
+    """Each launch line the evidence shows failing on every runner, where another line
+    serves, is refused by resolution, naming that line."""
+    from sglang_nvfp4_patches.nvfp4_moe_runner.rule import launch_that_works, split_key
+    from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
+    from sglang_nvfp4_patches.simulation.server_args import ServerArgsRejected, resolve
+
+    record = current_record()
+    if record is None:
+        raise CheckFailed("no evidence record for this SGLang, so the patch cannot act")
+    by_settings = {settings_of(model_dir): model_dir for model_dir in stand_ins().values()}
+    refused = []
+    for key, fact in record.facts.items():
+        instead = launch_that_works(record.facts, key)
+        if fact["state"] != EvidenceState.NO_REMEDY.value or instead is None:
+            continue
+        settings, gpu, launch = split_key(key)
+        flags = {} if launch == NO_QUANTIZATION else {"quantization": launch.split()[-1]}
+        try:
+            resolve(by_settings[settings], GPU_PROFILES[gpu], **flags)
+        except ServerArgsRejected as error:
+            if not isinstance(error.__cause__, LaunchRefused) or instead not in str(error):
+                raise CheckFailed(f"{key}: refused, but not naming {instead}: {error}") from error
+            refused.append(key)
+            continue
+        raise CheckFailed(f"{key}: fails on every runner, yet the launch was not refused")
+    if not refused:
+        raise NotApplicable("no launch line fails on every runner where another serves")
+    return f"refused, naming the launch line that works: {'; '.join(refused)}"
 
 
 def _given_flags_honoured() -> str:
@@ -105,15 +155,18 @@ def _given_flags_honoured() -> str:
     from sglang_nvfp4_patches.simulation.server_args import resolve
 
     checked = []
-    for family, model_dir in bundled_models().items():
-        for flags in GIVEN_FLAGS:
-            patched = resolve(model_dir, GPU_PROFILES["sm120"], **flags)
-            with suspended():
-                unpatched = resolve(model_dir, GPU_PROFILES["sm120"], **flags)
-            if patched != unpatched:
-                raise CheckFailed(f"{family} with {flags}: {patched} instead of {unpatched}")
-            checked.append(f"{family} {flags}: {patched.moe_runner_backend}")
-    return "resolved as SGLang resolves them on SM120: " + "; ".join(checked)
+    for stand_in, model_dir in stand_ins().items():
+        for gpu in ("sm100", "sm120"):
+            for flags in GIVEN_FLAGS:
+                patched = resolve(model_dir, GPU_PROFILES[gpu], **flags)
+                with suspended():
+                    unpatched = resolve(model_dir, GPU_PROFILES[gpu], **flags)
+                if patched != unpatched:
+                    raise CheckFailed(f"{stand_in} with {flags}: {patched} not {unpatched}")
+        checked.append(stand_in)
+    return f"{len(GIVEN_FLAGS)} flag sets on sm100 and sm120 resolved as SGLang resolves them: " + (
+        ", ".join(checked)
+    )
 
 
 def run_checks() -> list[CheckResult]:
@@ -127,16 +180,15 @@ def run_checks() -> list[CheckResult]:
             found.update(gather())
             return _evidence(found)
 
-        results = [run_check(NAME, "evidence (no flags, SGLang as it ships)", evidence)]
-        for family, gpu in SERVER_LAUNCHES:
+        results = [run_check(NAME, "evidence (SGLang as it ships)", evidence)]
+        for stand_in, model_dir in stand_ins().items():
             results.append(
                 run_check(
                     NAME,
-                    f"{family} ModelOpt NVFP4 MoE on {gpu}, no flags",
-                    lambda family=family, gpu=gpu: _server_launch(family, gpu),
+                    f"{stand_in}, no flags and --quantization {NVFP4}, every Blackwell GPU",
+                    lambda model_dir=model_dir: _stand_in_launches(model_dir),
                 )
             )
-        results.append(
-            run_check(NAME, "given --moe-runner-backend/--quantization", _given_flags_honoured)
-        )
+        results.append(run_check(NAME, "launch lines no runner serves", _refusals))
+        results.append(run_check(NAME, "given --moe-runner-backend", _given_flags_honoured))
     return results

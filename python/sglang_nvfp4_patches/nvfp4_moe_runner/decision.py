@@ -1,19 +1,23 @@
 """The rule as this process runs it, for every seam's hook: the evidence record read when a
-launch needs it, and the decision's log lines (one per model and
-GPU per process)."""
+launch needs it, the decision's log lines (one per model and GPU per process), and the
+refusal of a launch no runner serves where another launch line does."""
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
+    AUTO,
     CUTLASS,
     Decision,
     EvidenceState,
     LaunchFacts,
+    LaunchRefused,
     decide,
+    refusal,
 )
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import sglang_version
@@ -33,31 +37,56 @@ def _once(model_path: str, decision: Decision) -> bool:
         return True
 
 
-def decide_and_log(facts: LaunchFacts, model_path: str) -> Decision:
+def decide_and_log(
+    facts: LaunchFacts, model_path: str, sglang_alone: Callable[[], str | None] | None = None
+) -> Decision:
     """The decision for one launch, with its INFO line where it publishes and one ERROR where
-    the evidence cannot tell (the way out named)."""
+    the evidence cannot tell (the way out named); :class:`LaunchRefused` where the layer
+    fails on every runner this patch can publish and another launch line serves it."""
     from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import current_facts
 
     decision = decide(facts, current_facts)
+    acts = decision.runner is not None or decision.instead is not None
+    if acts and sglang_alone is not None:
+        own = sglang_alone()
+        if own not in (None, AUTO):
+            return Decision(None, f"SGLang publishes {own} itself")
+    if decision.instead is not None:
+        raise LaunchRefused(f"[{NAME}] {refusal(decision, model_path, sglang_version())}")
     if decision.state is None or not _once(model_path, decision):
         return decision
     if decision.runner is not None:
         logger.info(
-            "[%s] %s: with the MoE runner left at auto, %s; publishing %s, SGLang's own runner "
-            "for modelopt_fp4 on SM110/SM120 (pass --moe-runner-backend to choose another).",
+            "[%s] %s: with the MoE runner left at auto (%s), %s; publishing %s, SGLang's own "
+            "runner for modelopt_fp4 on SM110/SM120 (pass --moe-runner-backend to choose "
+            "another).",
             NAME,
             model_path,
+            decision.key,
             decision.reason,
             decision.runner,
         )
-    elif decision.state is EvidenceState.UNKNOWN:
+    elif decision.state is EvidenceState.NO_REMEDY:
         logger.error(
-            "[%s] %s: cannot tell whether SGLang %s's ModelOpt NVFP4 MoE layer serves with the "
-            "MoE runner left at auto (%s), so it is left as SGLang ships it. Run `%s`, or pass "
-            "--moe-runner-backend %s.",
+            "[%s] %s: SGLang %s's ModelOpt NVFP4 MoE layer fails here (%s) on every runner this "
+            "plugin can publish, and no other launch line is shown to serve it: %s. It is left "
+            "as SGLang ships it.",
             NAME,
             model_path,
             sglang_version(),
+            decision.key,
+            decision.reason,
+        )
+    elif decision.state in (EvidenceState.UNKNOWN, EvidenceState.NOT_COVERED):
+        logger.error(
+            "[%s] %s: cannot tell whether SGLang %s's ModelOpt NVFP4 MoE layer serves with the "
+            "MoE runner left at auto (%s%s), so it is left as SGLang ships it; where that layer "
+            "builds the flashinfer_trtllm runner on weights prepared for another, it fails at "
+            "the first forward. Run `%s`, or pass --moe-runner-backend %s.",
+            NAME,
+            model_path,
+            sglang_version(),
+            f"{decision.key}: " if decision.key else "",
             decision.reason,
             VERIFY_COMMAND,
             CUTLASS,

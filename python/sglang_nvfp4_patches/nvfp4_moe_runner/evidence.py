@@ -1,38 +1,59 @@
 """The evidence behind ``nvfp4-moe-runner``, gathered on CPU and kept as a record.
 
-Per model family (the bundled ModelOpt NVFP4 configs of Llama 4 Scout and Gemma 4 26B-A4B)
-and per simulated Blackwell GPU, :func:`gather` asks SGLang what it publishes with no flags,
-runs the first MoE layer once as SGLang ships it (this patch suspended) and once with
-``--moe-runner-backend flashinfer_cutlass`` (:mod:`..simulation.moe_forward`), and
-:func:`.rule.evidence_of` says what that shows. ``verify`` gathers it and keeps the record
-(:mod:`..evidence_records`); a server reads the record (:func:`current_facts`).
+Per MoE layer settings (activation, experts per token: :class:`..models.MoeSettings`), per
+simulated Blackwell GPU and per launch line (no ``--quantization``, and each spelling of it
+under which SGLang builds the checkpoint with its ModelOpt NVFP4 method), :func:`gather` asks
+SGLang what it publishes for a stand-in checkpoint with those settings, runs its first MoE
+layer once as SGLang ships it (this patch suspended) and once with ``--moe-runner-backend
+flashinfer_cutlass`` (:mod:`..simulation.moe_forward`), and :func:`.rule.evidence_of` says what
+that shows. The stand-ins are bundled configs of published checkpoints; where two share
+settings, one whose runner SGLang leaves at ``auto`` is the measurement (a model override
+that publishes a runner is read per launch, never from here). ``verify`` gathers it and keeps
+the record (:mod:`..evidence_records`); a server reads the record (:func:`current_facts`).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from sglang_nvfp4_patches.evidence_records import SHIPPED_NAME, Record, find_record
-from sglang_nvfp4_patches.models import GEMMA4, LLAMA4
+from sglang_nvfp4_patches.models import moe_settings
 from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
+    AUTO,
     CUTLASS,
     EVIDENCE_GPUS,
+    NVFP4,
+    EvidenceState,
     evidence_key,
     evidence_of,
+    launch_name,
 )
 from sglang_nvfp4_patches.simulation.moe_forward import SGLANG_SOURCES
 from sglang_nvfp4_patches.status import sglang_version
 
 SOURCES = SGLANG_SOURCES  # the sources its runs go through
 SHIPPED = Path(__file__).with_name(SHIPPED_NAME)
+QUANTIZATION_FLAG = "--quantization"
+NVFP4_SPELLINGS = (NVFP4, "modelopt")
 
 
-def bundled_models() -> dict[str, Path]:
-    from sglang_nvfp4_patches.simulation.bundled import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
+def stand_ins() -> dict[str, Path]:
+    """The bundled ModelOpt NVFP4 MoE configs the evidence runs, by the checkpoint each
+    stands for: their layers span the settings published MoE checkpoints have."""
+    from sglang_nvfp4_patches.simulation.bundled import EVIDENCE_STAND_INS
 
-    return {LLAMA4: LLAMA4_NVFP4, GEMMA4: GEMMA4_NVFP4_MOE}
+    return dict(EVIDENCE_STAND_INS)
+
+
+def settings_of(model_dir: Path) -> str:
+    found = moe_settings(json.loads((model_dir / "config.json").read_text()))
+    if found is None:
+        raise ValueError(f"{model_dir}/config.json builds no MoE layer")
+    return found.key
 
 
 def current_record() -> Record | None:
@@ -45,41 +66,111 @@ def current_facts() -> dict[str, Any] | None:
     return None if record is None else dict(record.facts)
 
 
-def gather_one(family: str, gpu: str) -> dict[str, Any]:
-    """The evidence for one family on one simulated GPU (in a process where SGLang loaded
-    the plugin: the other patches act as they would in a server)."""
+def nvfp4_spellings() -> tuple[str, ...]:
+    """The ``--quantization`` values of SGLang's own parser that launch a ModelOpt NVFP4
+    checkpoint with its ModelOpt NVFP4 method: the model cards' ``modelopt_fp4``, and
+    ModelOpt's ``modelopt``, from which SGLang reads FP4 off the checkpoint."""
+    from sglang_nvfp4_patches.simulation.server_args import flag_choices
+
+    offered = flag_choices(QUANTIZATION_FLAG)
+    return tuple(spelling for spelling in NVFP4_SPELLINGS if spelling in offered)
+
+
+def _cutlass_run(model_dir: Path, profile: Any, flags: dict[str, Any]) -> dict[str, Any] | None:
+    """The layer with ``--moe-runner-backend flashinfer_cutlass`` added; where SGLang refuses
+    that flag beside the others, a failure that says so."""
+    from sglang_nvfp4_patches.simulation.moe_forward import run_first_moe_layer
+
+    try:
+        run = run_first_moe_layer(model_dir, profile, {**flags, "moe_runner_backend": CUTLASS})
+    except (ValueError, AssertionError) as refused:  # how SGLang refuses server arguments
+        reason = " ".join(str(refused).split()) or type(refused).__name__
+        return {"runner": None, "verdict": "fails", "detail": f"SGLang refuses it: {reason}"}
+    return None if run is None else run.as_json()
+
+
+def gather_one(model_dir: Path, gpu: str, quantization: str | None = None) -> dict[str, Any]:
+    """The evidence of one stand-in on one simulated GPU, launched with ``quantization`` (in
+    a process where SGLang loaded the plugin: the other patches act as in a server)."""
     from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.moe_forward import run_first_moe_layer
     from sglang_nvfp4_patches.simulation.server_args import resolve
 
-    model_dir, profile = bundled_models()[family], GPU_PROFILES[gpu]
+    profile = GPU_PROFILES[gpu]
+    flags = {} if quantization is None else {"quantization": quantization}
     with suspended():
-        published = resolve(model_dir, profile).moe_runner_backend
+        published = resolve(model_dir, profile, **flags).moe_runner_backend
         unpatched = None
-        if published in (None, "auto"):
-            unpatched = run_first_moe_layer(model_dir, profile)
+        if published in (None, AUTO):
+            unpatched = run_first_moe_layer(model_dir, profile, flags)
     cutlass = None
     if unpatched is not None and unpatched.broken:
-        cutlass = run_first_moe_layer(model_dir, profile, {"moe_runner_backend": CUTLASS})
+        cutlass = _cutlass_run(model_dir, profile, flags)
     state, detail = evidence_of(
-        published,
-        None if unpatched is None else unpatched.as_json(),
-        None if cutlass is None else cutlass.as_json(),
+        published, None if unpatched is None else unpatched.as_json(), cutlass
     )
     return {
         "state": state.value,
         "detail": detail,
         "published": published,
         "unpatched": None if unpatched is None else unpatched.as_json(),
-        CUTLASS: None if cutlass is None else cutlass.as_json(),
+        CUTLASS: cutlass,
     }
+
+
+def _measured(fact: Mapping[str, Any]) -> bool:
+    """Whether SGLang left the stand-in's runner at auto, so its layer was run."""
+    return fact["published"] in (None, AUTO)
+
+
+def merged(
+    stand_in: str, fact: dict[str, Any], kept: dict[str, Any] | None, general: str | None
+) -> dict[str, Any]:
+    """The fact kept for one key when ``stand_in`` adds ``fact`` to what is ``kept``.
+    ``general`` is the runner SGLang publishes on that GPU and launch for the control, a
+    stand-in no model override concerns: a runner every architecture gets. A run layer wins
+    over a stand-in whose model override publishes a runner (that says nothing of other
+    architectures, whose launches read their own overrides); run layers that disagree are
+    ``unknown``."""
+    fact = {**fact, "stand_in": stand_in}
+    if not _measured(fact) and fact["published"] == general:
+        fact["detail"] = f"SGLang publishes {general} itself, whatever the architecture"
+    elif not _measured(fact):
+        fact["state"] = EvidenceState.NOT_COVERED.value
+        fact["detail"] = (
+            f"no stand-in with these settings leaves the runner at auto here ({stand_in}'s "
+            f"model override publishes {fact['published']})"
+        )
+    if kept is None or (not _measured(kept) and _measured(fact)):
+        return fact
+    if _measured(fact) and kept["state"] != fact["state"]:
+        return {
+            **kept,
+            "state": EvidenceState.UNKNOWN.value,
+            "detail": f"stand-ins with these settings disagree: {kept['stand_in']}: "
+            f"{kept['detail']}; {stand_in}: {fact['detail']}",
+        }
+    return kept
 
 
 def gather() -> dict[str, Any]:
-    """Every family on every simulated GPU the evidence covers."""
-    return {
-        evidence_key(family, gpu): gather_one(family, gpu)
-        for family in bundled_models()
-        for gpu in EVIDENCE_GPUS.values()
-    }
+    """Every settings key the stand-ins give, on every simulated GPU and launch line; the
+    control first, whose published runner is what SGLang gives every architecture."""
+    from sglang_nvfp4_patches.simulation.bundled import EVIDENCE_CONTROL
+
+    found: dict[str, Any] = {}
+    general: dict[tuple[str, str], str | None] = {}
+    models = sorted(stand_ins().items(), key=lambda item: item[1] != EVIDENCE_CONTROL)
+    spellings = nvfp4_spellings()
+    for stand_in, model_dir in models:
+        settings = settings_of(model_dir)
+        for gpu in EVIDENCE_GPUS.values():
+            for quantization in (None, *spellings):
+                launch = launch_name(quantization)
+                fact = gather_one(model_dir, gpu, quantization)
+                if model_dir == EVIDENCE_CONTROL:
+                    general[gpu, launch] = fact["published"]
+                key = evidence_key(settings, gpu, launch)
+                found[key] = merged(stand_in, fact, found.get(key), general[gpu, launch])
+    return dict(sorted(found.items()))

@@ -1,20 +1,20 @@
-"""One launch's facts, read where each seam's hook stands: the model family (its config), the
-checkpoint's quantization as SGLang detects it, the quantization and MoE runner resolution has
-so far (the user's flags, or a model override's declarations), and the GPU's capability."""
+"""One launch's facts, read where each seam's hook stands: the MoE layer settings its config
+gives (any architecture), the checkpoint's quantization as SGLang detects it, the
+quantization and MoE runner resolution has so far (the user's flags, or a model override's
+declarations), and the GPU's capability."""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
-from sglang_nvfp4_patches.models import moe_family
+from sglang_nvfp4_patches.models import moe_settings
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import LaunchFacts
 
 
-def _family(hf_config: Any) -> str | None:
-    architecture = next(iter(getattr(hf_config, "architectures", None) or ()), None)
-    text = getattr(hf_config, "text_config", None) or hf_config
-    return moe_family(architecture, getattr(text, "enable_moe_block", None))
+def _settings(hf_config: Any) -> str | None:
+    found = moe_settings(hf_config)
+    return None if found is None else found.key
 
 
 def device_capability(device: str | None) -> tuple[int, int] | None:
@@ -42,7 +42,7 @@ def resolving_facts(server_args: Any, hf_config: Any) -> LaunchFacts:
 
     view = resolving_view(server_args)
     return LaunchFacts(
-        family=_family(hf_config),
+        settings=_settings(hf_config),
         quantization=view.quantization,
         runner=view.moe_runner_backend,
         capability=device_capability(view.device),
@@ -56,9 +56,42 @@ def record_facts(server_args: Any, hf_config: Any = None) -> LaunchFacts:
     if hf_config is None:
         hf_config = server_args.get_model_config().hf_config
     return LaunchFacts(
-        family=_family(hf_config),
+        settings=_settings(hf_config),
         quantization=server_args.quantization,
         runner=server_args.moe_runner_backend,
         capability=device_capability(server_args.device),
         checkpoint_quantization=lambda: server_args.get_model_config().quantization,
     )
+
+
+def sglang_alone(server_args: Any) -> str | None:
+    """The MoE runner SGLang's whole resolution publishes for this launch's raw arguments
+    with this patch suspended: what a model's own later passes choose (DeepSeek's on SM100
+    runs after the providers), which a provider cannot see. Asked of a twin record built from
+    the same raw fields, with SGLang's log lines held back and the process environment
+    (which resolution may write) put back."""
+    import dataclasses
+    import logging
+    import os
+
+    from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
+
+    module = importlib.import_module("sglang.srt.server_args")
+    cls = type(server_args)
+    reader = getattr(module, "record_fields", dataclasses.fields)
+    raw = {f.name: getattr(server_args, f.name) for f in reader(cls) if getattr(f, "init", True)}
+    sglang_logger = logging.getLogger("sglang")
+    level, environ = sglang_logger.level, dict(os.environ)
+    sglang_logger.setLevel(logging.ERROR)
+    try:
+        with suspended():
+            twin = cls(**raw)
+            if hasattr(twin, "resolve_once"):
+                twin.resolve_once()
+            if hasattr(twin, "resolved_dict"):
+                return twin.resolved_dict().get("moe_runner_backend")
+            return getattr(twin, "moe_runner_backend", None)
+    finally:
+        sglang_logger.setLevel(level)
+        os.environ.clear()
+        os.environ.update(environ)

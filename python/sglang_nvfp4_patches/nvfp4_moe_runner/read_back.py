@@ -1,43 +1,56 @@
 """What ``doctor`` reads back of ``nvfp4-moe-runner``: whether its hook is on the seam, and
-what the evidence record for this SGLang says, per model family and GPU."""
+what the evidence record for this SGLang says, per launch line, MoE layer settings and GPU."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from sglang_nvfp4_patches.models import LLAMA4
 from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
-from sglang_nvfp4_patches.nvfp4_moe_runner.rule import CUTLASS, EVIDENCE_GPUS, EvidenceState
+from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
+    CUTLASS,
+    EVIDENCE_GPUS,
+    NO_QUANTIZATION,
+    EvidenceState,
+    split_key,
+)
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
-# What each state means for one family on the GPUs it was found on.
+# What each state means for the MoE layers and GPUs it was found on (LIVE: the verb given).
 PHRASES = {
-    EvidenceState.UPSTREAM: "is upstream",
-    EvidenceState.NOT_AFFECTED: "is not affected",
-    EvidenceState.NO_REMEDY: "has no runner to publish",
-    EvidenceState.UNKNOWN: "is unknown",
+    EvidenceState.LIVE: "",
+    EvidenceState.NO_REMEDY: "fail on every runner this plugin can publish",
+    EvidenceState.UNKNOWN: "are unknown",
+    EvidenceState.NOT_COVERED: "are not covered",
+    EvidenceState.UPSTREAM: "are upstream",
+    EvidenceState.NOT_AFFECTED: "are not affected",
 }
 
 
 def _clauses(facts: Mapping[str, Any], live_verb: str) -> list[tuple[EvidenceState, str]]:
-    """One clause per family and state, families and GPUs in a fixed order: ``Llama 4 on
-    sm100, sm120 gets flashinfer_cutlass (why)``."""
+    """One clause per launch line and state, MoE layer settings and GPUs in a fixed order:
+    ``no --quantization: silu, top-1 on sm100, sm120; gelu, top-k on sm120 get
+    flashinfer_cutlass (why)``."""
     gpus = list(EVIDENCE_GPUS.values())
-    groups: dict[tuple[str, EvidenceState], list[str]] = {}
+    groups: dict[tuple[str, EvidenceState], dict[str, list[str]]] = {}
     for key, fact in facts.items():
-        family, _, gpu = key.partition(" on ")
-        groups.setdefault((family, EvidenceState(fact["state"])), []).append(gpu)
+        settings, gpu, launch = split_key(key)
+        where = groups.setdefault((launch, EvidenceState(fact["state"])), {})
+        where.setdefault(settings, []).append(gpu)
     clauses = []
-    for family, state in sorted(
-        groups,
-        key=lambda g: (g[0] != LLAMA4, g[0], list(PHRASES).index(g[1]) if g[1] in PHRASES else -1),
+    for launch, state in sorted(
+        groups, key=lambda g: (g[0] != NO_QUANTIZATION, g[0], list(PHRASES).index(g[1]))
     ):
-        found = sorted(groups[family, state], key=gpus.index)
-        detail = facts[f"{family} on {found[0]}"]["detail"]
+        where = groups[launch, state]
+        layers = "; ".join(
+            f"{settings} on {', '.join(sorted(found, key=gpus.index))}"
+            for settings, found in sorted(where.items())
+        )
+        first, found = min(where.items())
+        detail = facts[f"{first} on {sorted(found, key=gpus.index)[0]}, {launch}"]["detail"]
         what = live_verb if state is EvidenceState.LIVE else PHRASES[state]
-        clauses.append((state, f"{family} on {', '.join(found)} {what} ({detail})"))
+        clauses.append((state, f"{launch}: {layers} {what} ({detail})"))
     return clauses
 
 
@@ -53,11 +66,11 @@ def no_record() -> PatchReport:
 def summary(facts: Mapping[str, Any], origin: str, live_state: PatchState) -> PatchReport:
     """One report from the record's facts; ``live_state`` is what a live failure means here
     (``applied`` where the hook acts, ``not patched`` where nothing is wired)."""
-    verb = "gets" if live_state is PatchState.APPLIED else "would get"
+    verb = "get" if live_state is PatchState.APPLIED else "would get"
     clauses = _clauses(facts, f"{verb} {CUTLASS}")
     states = {state for state, _ in clauses}
     reason = (
-        "with no MoE runner given, "
+        "ModelOpt NVFP4 MoE layers, any architecture, with no MoE runner given and "
         + "; ".join(text for _, text in clauses)
         + f" (evidence: {origin})"
     )

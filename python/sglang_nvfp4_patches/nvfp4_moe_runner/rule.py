@@ -5,13 +5,15 @@ SGLang's own rule picks ``flashinfer_cutlass`` for ``modelopt_fp4`` on SM110/SM1
 trtllm-gen MoE kernels are SM100-only), but it reads ``--quantization``, not the checkpoint's
 quantization. With no flag the published MoE runner stays ``auto``; the ModelOpt NVFP4 method
 then prepares its weights for one runner and builds another, and the layer fails at its first
-forward (sglang#39807). On SM10X the Llama 4 layer fails the same way, and its TRT-LLM FP4
-path scales expert outputs, never inputs, which Llama 4's router weight needs; the CUTLASS
-runner with ``llama4-router-weight`` is the one shown to compute ``expert(x * w)``.
+forward (sglang#39807). The cause lives in the method, not in a model: every architecture
+built with it fails so on SM12x, and on SM10X wherever no model override publishes a runner,
+with or without ``--quantization modelopt_fp4`` (that rule covers SM110/SM120 only).
 
 Whether that failure is live on this SGLang is not read off its code: it is **evidence**, one
-forward through SGLang's own layer on a simulated GPU (:mod:`.evidence`), per model family and
-GPU. This module turns that evidence and one launch's facts into the decision.
+forward through SGLang's own layer on a simulated GPU (:mod:`.evidence`), kept per MoE layer
+settings (activation, experts per token), GPU and launch line. A launch is decided by those
+facts of its own checkpoint and by the runner resolution has so far (the user's flag, or what
+its model override publishes), never by the model's name.
 """
 
 from __future__ import annotations
@@ -46,10 +48,30 @@ class EvidenceState(str, enum.Enum):
     NOT_AFFECTED = "not affected"  # SGLang publishes a runner itself, or runner and weights agree
     NO_REMEDY = "no remedy"  # SGLang's own layer fails there, and on flashinfer_cutlass too
     UNKNOWN = "unknown"  # the simulation could not tell
+    # no stand-in with these settings has its runner left at auto on that GPU and launch (a
+    # model override publishes one): a launch of another architecture there is not covered
+    NOT_COVERED = "not covered"
 
 
-def evidence_key(family: str, gpu: str) -> str:
-    return f"{family} on {gpu}"
+NO_QUANTIZATION = "no --quantization"
+
+
+def launch_name(quantization: str | None) -> str:
+    """The launch line's part that matters: ``no --quantization``, or the flag as given."""
+    return NO_QUANTIZATION if quantization is None else f"--quantization {quantization}"
+
+
+def evidence_key(settings: str, gpu: str, launch: str) -> str:
+    """``silu, top-k on sm120, no --quantization``: one MoE layer's settings
+    (:attr:`..models.MoeSettings.key`) on one GPU, launched one way."""
+    return f"{settings} on {gpu}, {launch}"
+
+
+def split_key(key: str) -> tuple[str, str, str]:
+    """``(settings, gpu, launch)`` of an :func:`evidence_key`."""
+    settings, _, rest = key.rpartition(" on ")
+    gpu, _, launch = rest.partition(", ")
+    return settings, gpu, launch
 
 
 def evidence_of(
@@ -90,7 +112,7 @@ def evidence_of(
 class LaunchFacts:
     """One launch, as resolution sees it when model overrides run."""
 
-    family: str | None  # "Llama 4" / "Gemma 4" MoE, else None
+    settings: str | None  # the MoE layer's settings key (MoeSettings.key), None: no MoE layer
     quantization: str | None  # the quantization resolution has so far (--quantization)
     runner: str | None  # the MoE runner backend resolution has so far
     capability: tuple[int, int] | None  # the GPU's, None off CUDA
@@ -103,6 +125,47 @@ class Decision:
     runner: str | None  # the MoE runner backend to publish, or None: leave SGLang's
     reason: str
     state: EvidenceState | None = None  # the evidence consulted, if any
+    key: str = ""  # the evidence key consulted
+    # No runner this patch can publish serves the launch, but this launch line does
+    instead: str | None = None
+
+
+class LaunchRefused(ValueError):
+    """A launch whose MoE layer fails with every runner this patch can publish, refused
+    before the weights load (SGLang reports a ValueError from resolution as bad arguments)."""
+
+
+# What a launch shows its layer serving with, or SGLang choosing a runner for it.
+WORKING_STATES = frozenset({"live", "upstream", "not affected"})
+
+
+def launch_that_works(record: Mapping[str, Any], key: str) -> str | None:
+    """Another launch line of the same MoE layer settings on the same GPU whose evidence
+    shows it serving (a ``--quantization`` spelling first: the nearest change of the line)."""
+    settings, gpu, launch = split_key(key)
+    found = [
+        other
+        for other_key, fact in record.items()
+        for s, g, other in [split_key(other_key)]
+        if (s, g) == (settings, gpu) and other != launch and fact.get("state") in WORKING_STATES
+    ]
+    found.sort(key=lambda other: other == NO_QUANTIZATION)
+    return found[0] if found else None
+
+
+def refusal(decision: Decision, model_path: str, version: str) -> str:
+    """The message of a :class:`LaunchRefused`: what fails, and the launch line that works."""
+    settings, gpu, launch = split_key(decision.key)
+    instead = (
+        "without --quantization"
+        if decision.instead == NO_QUANTIZATION
+        else (f"with {decision.instead}")
+    )
+    return (
+        f"{model_path}: launched with {launch} on {gpu.upper()}, SGLang {version}'s ModelOpt "
+        f"NVFP4 MoE layer ({settings}) fails with every MoE runner this plugin can publish "
+        f"({decision.reason}). Launch it {instead} instead (refused before the weights load)."
+    )
 
 
 def _gpu_name(capability: tuple[int, int]) -> str:
@@ -115,11 +178,9 @@ Evidence = Mapping[str, Any]
 def decide(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Decision:
     """Publish ``flashinfer_cutlass`` for this launch, or leave SGLang's runner. ``evidence()``
     (asked only when the launch needs it) maps :func:`evidence_key` to ``{"state": ...,
-    "detail": ...}``, or is ``None`` where this SGLang has no record."""
-    if facts.family is None:
-        return Decision(None, "not a Llama 4 or Gemma 4 MoE checkpoint")
-    if facts.quantization is not None:
-        return Decision(None, f"--quantization {facts.quantization} is given: SGLang decides")
+    "detail": ...}``, or is ``None`` where this SGLang has no record. Any architecture: what
+    counts is the checkpoint's quantization, its MoE layer's settings, the launch line, the
+    runner resolution has so far (the user's, or its model override's) and the GPU."""
     if facts.runner not in (None, AUTO):
         return Decision(None, f"the MoE runner backend is already {facts.runner}")
     if facts.capability is None:
@@ -127,15 +188,28 @@ def decide(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Decis
     gpu = EVIDENCE_GPUS.get(facts.capability)
     if gpu is None:
         return Decision(None, f"{_gpu_name(facts.capability)} is not a GPU this patch simulates")
+    if facts.settings is None:
+        return Decision(None, "not a MoE checkpoint")
     if facts.checkpoint_quantization() != NVFP4:
         return Decision(None, "not a ModelOpt NVFP4 checkpoint")
+    launch = launch_name(facts.quantization)
     record = evidence()
     if record is None:
         return Decision(None, "no verified record for this SGLang", EvidenceState.UNKNOWN)
-    found = record.get(evidence_key(facts.family, gpu))
+    if launch not in {split_key(key)[2] for key in record}:
+        return Decision(None, f"{launch} is given, a launch the evidence does not concern")
+    key = evidence_key(facts.settings, gpu, launch)
+    found = record.get(key)
     if not isinstance(found, Mapping):
-        return Decision(None, f"the record has no {facts.family} evidence", EvidenceState.UNKNOWN)
+        return Decision(
+            None,
+            f"the evidence has no MoE layer with {facts.settings}",
+            EvidenceState.NOT_COVERED,
+            key,
+        )
     state = EvidenceState(found["state"])
     if state is EvidenceState.LIVE:
-        return Decision(CUTLASS, found["detail"], state)
-    return Decision(None, found["detail"], state)
+        return Decision(CUTLASS, found["detail"], state, key)
+    if state is EvidenceState.NO_REMEDY:
+        return Decision(None, found["detail"], state, key, launch_that_works(record, key))
+    return Decision(None, found["detail"], state, key)

@@ -14,7 +14,20 @@ BUNDLED_MODELS: dict[str, str] = {
     "llama-4-scout-17b-16e-nvfp4-compressed-tensors": (
         "RedHatAI/Llama-4-Scout-17B-16E-Instruct-NVFP4"
     ),
+    "qwen3-30b-a3b-nvfp4": "nvidia/Qwen3-30B-A3B-FP4",
 }
 GEMMA4_NVFP4_MOE = EXAMPLES_DIR / "gemma-4-26b-a4b-nvfp4"
 LLAMA4_NVFP4 = EXAMPLES_DIR / "llama-4-scout-17b-16e-nvfp4"
 LLAMA4_NVFP4_CT = EXAMPLES_DIR / "llama-4-scout-17b-16e-nvfp4-compressed-tensors"
+QWEN3_MOE_NVFP4 = EXAMPLES_DIR / "qwen3-30b-a3b-nvfp4"
+# A SwiGLU top-2 MoE no SGLang model override concerns (not one of explain's rows): the
+# evidence's control, whose published runner is what SGLang gives every architecture.
+MIXTRAL_NVFP4 = EXAMPLES_DIR / "mixtral-8x7b-nvfp4"
+EVIDENCE_CONTROL = MIXTRAL_NVFP4
+# The ModelOpt NVFP4 MoE stand-ins nvfp4-moe-runner's evidence runs, by what each stands for.
+EVIDENCE_STAND_INS: dict[str, Path] = {
+    BUNDLED_MODELS[LLAMA4_NVFP4.name]: LLAMA4_NVFP4,
+    BUNDLED_MODELS[GEMMA4_NVFP4_MOE.name]: GEMMA4_NVFP4_MOE,
+    BUNDLED_MODELS[QWEN3_MOE_NVFP4.name]: QWEN3_MOE_NVFP4,
+    "a ModelOpt NVFP4 Mixtral-8x7B": MIXTRAL_NVFP4,
+}

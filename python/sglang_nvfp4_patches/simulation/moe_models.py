@@ -1,10 +1,13 @@
-"""How SGLang's Llama 4 and Gemma 4 build their MoE layers, read off a checkpoint's config
-(pure: no SGLang, no torch).
+"""How SGLang's MoE models build their MoE layers, read off a checkpoint's config (pure: no
+SGLang, no torch).
 
-The CPU simulation builds a real ``FusedMoE`` with exactly what the model passes it (Llama 4:
-``apply_router_weight_on_input=True`` and its own routing method, no ``top_k``; Gemma 4:
-``top_k`` and ``activation="gelu"``), at small sizes, and routes each token to the model's
-number of experts. The gated activation is named as FlashInfer names it, for the reference.
+The CPU simulation builds a real ``FusedMoE`` with what the model passes it, at small sizes,
+and routes each token to the model's number of experts. Any MoE architecture is built from
+the settings its config gives (:func:`..models.moe_settings`: activation, experts per token)
+on ``FusedMoE``'s defaults otherwise; Llama 4 and Gemma 4 pass more than their configs say
+(Llama 4: ``apply_router_weight_on_input=True`` and its own routing method, no ``top_k``;
+Gemma 4: ``activation="gelu"``), which their models' code fixes and this module states. The
+gated activation is named as FlashInfer names it, for the reference.
 """
 
 from __future__ import annotations
@@ -13,21 +16,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sglang_nvfp4_patches.models import GEMMA4, LLAMA4, moe_family
+from sglang_nvfp4_patches.models import GEMMA4, LLAMA4, moe_family, moe_settings
 
 # The prefix SGLang gives the first MoE layer's experts (quantization configs match it).
 LLAMA4_EXPERTS = "language_model.model.layers.0.feed_forward.experts"
 GEMMA4_EXPERTS = "model.language_model.layers.0.experts"
+# Any other architecture's first MoE layer (the decoder layers' usual ``mlp.experts``).
+GENERIC_EXPERTS = "model.layers.0.mlp.experts"
+# FlashInfer's gated activation for each FusedMoE activation the reference computes.
+GATED = {"silu": "Swiglu", "gelu": "Geglu"}
 
 
 @dataclass(frozen=True)
 class MoeModel:
     """One model family's first MoE layer, as its SGLang model builds it."""
 
-    family: str  # "Llama 4" or "Gemma 4"
+    family: str  # "Llama 4", "Gemma 4", or the architecture's name
     prefix: str
     top_k: int  # experts per token
-    gate_activation: str  # FlashInfer's ActivationType name: Swiglu or Geglu
+    gate_activation: str | None  # FlashInfer's ActivationType name (None: not computed)
     router_weight_on_input: bool
     # FusedMoE arguments the model passes besides sizes, quant config and prefix; a
     # ``routing_method_type`` is given by the name of SGLang's ``RoutingMethodType`` member.
@@ -93,8 +100,7 @@ def moe_field_problem(config: Mapping[str, Any]) -> str | None:
 
 
 def moe_model(config: Mapping[str, Any]) -> MoeModel | None:
-    """The MoE layer of a Llama 4 or Gemma 4 checkpoint's ``config.json`` (``None``: neither
-    family, or a Gemma 4 without MoE blocks)."""
+    """The first MoE layer of a checkpoint's ``config.json`` (``None``: it builds none)."""
     family = _family(config)
     text = text_config(config)
     if family == LLAMA4:
@@ -116,4 +122,15 @@ def moe_model(config: Mapping[str, Any]) -> MoeModel | None:
             router_weight_on_input=False,
             fused_moe_args={"top_k": top_k, "activation": "gelu"},
         )
-    return None
+    settings = moe_settings(config)
+    architecture = next(iter(config.get("architectures") or ()), None)
+    if settings is None or not isinstance(architecture, str):
+        return None
+    return MoeModel(
+        architecture,
+        GENERIC_EXPERTS,
+        top_k=settings.top_k,
+        gate_activation=GATED.get(settings.activation),
+        router_weight_on_input=False,
+        fused_moe_args={"top_k": settings.top_k, "activation": settings.activation},
+    )

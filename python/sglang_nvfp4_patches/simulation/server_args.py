@@ -7,6 +7,7 @@ Recent SGLang has an official seam for that, ``runtime_context.override_platform
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import logging
@@ -133,3 +134,14 @@ def _reason(error: BaseException) -> str:
     frames = traceback.extract_tb(error.__traceback__)
     line = (frames[-1].line or "").strip() if frames else ""
     return f"{type(error).__name__} at `{line}`" if line else type(error).__name__
+
+
+def flag_choices(flag: str) -> tuple[str, ...]:
+    """The values the installed SGLang's own server parser offers for ``flag``
+    (``--moe-runner-backend``, ``--quantization``)."""
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser(add_help=False)
+    ServerArgs.add_cli_args(parser)
+    action = next(a for a in parser._actions if flag in a.option_strings)
+    return tuple(str(choice) for choice in action.choices or ())
