@@ -109,12 +109,13 @@ def test_any_server_flag_gives_sglangs_answer_for_that_command_line(
     (row,) = [json.loads(line) for line in out.splitlines()]
     expected = _sglang_serve_answer(LLAMA4_NVFP4, *flags)
     assert (row["unpatched_attention_backend"], row["unpatched_moe_runner_backend"]) == expected
-    runner_given = "--moe-runner-backend" in flags or "--quantization" in flags
+    runner_given = "--moe-runner-backend" in flags
     if runner_given or not ships(MOE_RUNNER_MISMATCH):  # SGLang's answer, field for field
         assert (row["attention_backend"], row["moe_runner_backend"]) == expected
         assert row["decided_by"] == ("user" if "--attention-backend" in flags else "sglang")
         return
-    # no runner given: nvfp4-moe-runner publishes the one Llama 4's layer serves on SM100
+    # no runner given (with or without the model cards' --quantization modelopt_fp4):
+    # nvfp4-moe-runner publishes the one Llama 4's layer serves on SM100
     assert (row["attention_backend"], row["moe_runner_backend"]) == (
         expected[0],
         "flashinfer_cutlass",

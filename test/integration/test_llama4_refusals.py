@@ -231,7 +231,8 @@ def test_a_layer_without_a_quant_method_is_refused_as_an_unknown_holder(build_la
 
 
 # Llama 4 on a simulated B200 with the FlashInfer TRT-LLM MoE runner: SGLang's ModelOpt default
-# there (``auto``), or asked for; the compressed-tensors scheme builds it when asked.
+# there (``auto``, as SGLang resolves it), or asked for; the compressed-tensors scheme builds it
+# when asked.
 OTHER_RUNNERS = [
     pytest.param(
         modelopt_layer, LLAMA4_NVFP4, {"quantization": "modelopt_fp4"}, id="modelopt-auto"
@@ -256,8 +257,12 @@ def test_a_method_on_another_runner_keeps_sglangs_own_view_of_the_flag(
     build_layer: Any, source: Path, flags: dict[str, Any]
 ) -> None:
     """The lift is for the CUTLASS runner only: elsewhere the method builds what SGLang's own
-    create_moe_runner builds, and reads the layer's real config, flag and all."""
-    with moe_layer_build_on("sm100", source, **flags):
+    create_moe_runner builds, and reads the layer's real config, flag and all (the runner
+    left at auto as SGLang resolves it: nvfp4-moe-runner, which would publish CUTLASS for the
+    model cards' line on SM100, suspended)."""
+    from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
+
+    with suspended(), moe_layer_build_on("sm100", source, **flags):
         layer, _, config = build_layer()
         build(layer, config)
         twin_layer, _, twin_config = build_layer()

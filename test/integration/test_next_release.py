@@ -151,6 +151,12 @@ def test_next_release_without_the_opt_in_leaves_the_layer_as_sglang_builds_it(ru
     warnings = our_lines(done.stderr, "WARNING")
     assert any(NEXT_RELEASE in line and "nothing is patched" in line for line in warnings)
     assert any(BOTH_REJECTIONS[0] in line and "live here" in line for line in warnings)
+    # no record of this SGLang: the likely failure and the flag that avoids it, before any load
+    assert any(
+        "[nvfp4-moe-runner] no verified record" in line
+        and "'g1_scale_c'); --moe-runner-backend flashinfer_cutlass avoids it." in line
+        for line in warnings
+    ), warnings
 
 
 def test_next_release_explain_does_not_claim_the_prescale(runs: dict) -> None:

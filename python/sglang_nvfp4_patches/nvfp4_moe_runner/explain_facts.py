@@ -1,4 +1,4 @@
-"""What ``explain`` says on a Llama 4 or Gemma 4 row about ``nvfp4-moe-runner``."""
+"""What ``explain`` says on a ModelOpt NVFP4 MoE row about ``nvfp4-moe-runner``."""
 
 from __future__ import annotations
 

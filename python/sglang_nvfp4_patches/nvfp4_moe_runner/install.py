@@ -15,7 +15,7 @@ from sglang_nvfp4_patches.post_import import when_imported
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
 
 logger = logging.getLogger("sglang_nvfp4_patches.nvfp4_moe_runner")
-PENDING = "decided when SGLang resolves a Llama 4 or Gemma 4 ModelOpt NVFP4 MoE checkpoint"
+PENDING = "decided when SGLang resolves a ModelOpt NVFP4 MoE checkpoint"
 _failures: list[str] = []
 
 
@@ -39,7 +39,17 @@ def install(forced: bool, observe: bool) -> PatchReport:
     nothing, say from the evidence whether the failure is live here. ``forced`` is never
     true: this patch cannot be forced (its declaration says why)."""
     if observe:
-        return unpatched_report()
+        report = unpatched_report()
+        if report.state is PatchState.UNKNOWN:  # nothing wired, nothing known: say what to do
+            logger.warning(
+                "[%s] %s. A ModelOpt NVFP4 MoE checkpoint launched here with the MoE runner "
+                "left at auto may fail at its first forward (the layer building the "
+                "flashinfer_trtllm runner on weights prepared for CUTLASS: 'g1_scale_c'); "
+                "--moe-runner-backend flashinfer_cutlass avoids it.",
+                NAME,
+                report.reason,
+            )
+        return report
     module = seam_module()
     when_imported(module, wire)
     if _failures:

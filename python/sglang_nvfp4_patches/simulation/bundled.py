@@ -24,7 +24,7 @@ QWEN3_MOE_NVFP4 = EXAMPLES_DIR / "qwen3-30b-a3b-nvfp4"
 # evidence's control, whose published runner is what SGLang gives every architecture.
 MIXTRAL_NVFP4 = EXAMPLES_DIR / "mixtral-8x7b-nvfp4"
 EVIDENCE_CONTROL = MIXTRAL_NVFP4
-# The ModelOpt NVFP4 MoE stand-ins nvfp4-moe-runner's evidence runs, by what each stands for.
+# The ModelOpt NVFP4 MoE stand-ins the MoE runner evidence runs, by what each stands for.
 EVIDENCE_STAND_INS: dict[str, Path] = {
     BUNDLED_MODELS[LLAMA4_NVFP4.name]: LLAMA4_NVFP4,
     BUNDLED_MODELS[GEMMA4_NVFP4_MOE.name]: GEMMA4_NVFP4_MOE,
