@@ -10,7 +10,7 @@ from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS
 from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4_CT
 from support.forkserver import json_lines, run_cli_once
 from support.forkserver import run_cli as cli
-from support.release import KV_SCALES_APPLIED, ships
+from support.release import KV_SCALES_APPLIED, recorded_llama4_state, ships
 
 NVFP4_MOE = "nvidia/Gemma-4-26B-A4B-NVFP4"
 
@@ -142,6 +142,11 @@ def test_explain_asks_sglang_which_runner_a_compressed_tensors_llama4_layer_gets
     done = cli("explain", "--json", "--model", str(LLAMA4_NVFP4_CT), "--gpu", "sm120")
     assert done.returncode == 0, done.stderr[-3000:]
     (row,) = json_lines(done.stdout)
+    if recorded_llama4_state(COMPRESSED_TENSORS.part) == "lifted, wrong":
+        # refused when it is built, as doctor says: never computed wrong
+        assert "computes something other than expert(x*w)" in row["moe_layer_refused"], row
+        assert row["moe_layer_fails"] is None and "pre-scales" not in row["note"], row
+        return
     scheme = getattr(importlib.import_module(COMPRESSED_TENSORS.module), COMPRESSED_TENSORS.cls)
     builds_cutlass = "FLASHINFER_CUTLASS" in inspect.getsource(scheme.create_moe_runner)
     assert (row["moe_layer_runner"] == "flashinfer_cutlass") is builds_cutlass, row

@@ -6,22 +6,33 @@ builds its ``MoeRunner`` and runs ``apply`` through the fused-function registry.
 FlashInfer kernel is replaced (the CPU reference of its contract; NVFP4 weights with unit
 scales decode exactly). Results are compared with Llama 4's semantics ``expert(x * w)``,
 computed here from the weight values the test chose.
+
+Where the record for this SGLang shows the lifted layer computing something other than
+``expert(x * w)`` (0.5.16, whose loader keeps W13 as ``[gate; up]``), every such layer is
+refused when it is built; the other W13 order, planted, is what the evidence catches.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import gc
 import importlib
 import inspect
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import torch
 
+from sglang_nvfp4_patches.llama4_router_weight import evidence
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import reading_of
 from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
-from sglang_nvfp4_patches.llama4_router_weight.refusals import TopKNotOneError
+from sglang_nvfp4_patches.llama4_router_weight.refusals import (
+    LiftedLayerWrongError,
+    TopKNotOneError,
+)
 from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import COMPRESSED_TENSORS
 from sglang_nvfp4_patches.simulation.cutlass_kernel import (
     cpu_cutlass_kernel,
@@ -36,13 +47,22 @@ from sglang_nvfp4_patches.simulation.llama4_layers import (
     runs_on_flashinfer_cutlass,
 )
 from sglang_nvfp4_patches.simulation.scheduler import scheduler_on
+from sglang_nvfp4_patches.status import PatchState, sglang_version
 from support.configs import LLAMA4_NVFP4_CT
+from support.release import recorded_llama4_state, shipped_llama4_serving
 from support.sglang_cpu import (
     needs_runner_module,
 )
 
 TOKENS = 7
 pytestmark = [pytest.mark.release_matrix, needs_runner_module()]
+# The record's states (evidence.py): the lifted layer computes wrong; it serves.
+LIFTED_WRONG, LIFT_SERVES = "lifted, wrong", "lift serves"
+REFUSED_HERE = "test_where_the_record_shows_the_lifted_layer_wrong_it_is_refused_when_built"
+
+
+def recorded_state() -> str | None:
+    return recorded_llama4_state(COMPRESSED_TENSORS.part)
 
 
 def builds_flashinfer_cutlass_runner(scheme_cls: type) -> bool:
@@ -66,7 +86,12 @@ class CompressedTensorsLayer:
 
     def build(self) -> None:
         """FusedMoE's order: runner, then the weights' post-processing (after loading)."""
-        self.moe.build()
+        try:
+            self.moe.build()
+        except LiftedLayerWrongError:
+            if recorded_state() != LIFTED_WRONG:
+                raise
+            pytest.skip(f"not applicable: the layer is refused on this release ({REFUSED_HERE})")
         if not runs_on_flashinfer_cutlass(self.moe):
             backend = getattr(getattr(self.scheme, "runner", None), "runner_backend", None)
             # Only a scheme that cannot build that runner at all may skip (0.5.15.post1's
@@ -85,8 +110,8 @@ class CompressedTensorsLayer:
         return self.moe.apply(x, weights, ids)
 
 
-@pytest.fixture
-def on_sm120() -> Any:
+@contextlib.contextmanager
+def sm120_scheduler() -> Iterator[Any]:
     """A simulated SM120 scheduler serving the compressed-tensors Llama 4 config."""
     with (
         cpu_cutlass_kernel() as kernel,
@@ -94,6 +119,12 @@ def on_sm120() -> Any:
         device_capability(GPU_PROFILES["sm120"]),
         scheduler_on("sm120", LLAMA4_NVFP4_CT),
     ):
+        yield kernel
+
+
+@pytest.fixture
+def on_sm120() -> Iterator[Any]:
+    with sm120_scheduler() as kernel:
         yield kernel
 
 
@@ -171,10 +202,87 @@ def test_doctor_state_names_the_compressed_tensors_half() -> None:
     report = current_state()
     scheme_module = importlib.import_module(COMPRESSED_TENSORS.module)
     scheme_cls = getattr(scheme_module, COMPRESSED_TENSORS.cls)
-    if reading_of(COMPRESSED_TENSORS, scheme_cls).rejects:
+    if recorded_state() == LIFTED_WRONG:  # never "lifted": what verify says, refused
+        assert report.state is PatchState.APPLIED
+        assert "compressed-tensors NVFP4 rejection: refused when the layer is built (" in (
+            report.reason
+        )
+    elif reading_of(COMPRESSED_TENSORS, scheme_cls).rejects:
         assert "compressed-tensors NVFP4 rejection: lifted" in report.reason
     else:
         assert "compressed-tensors NVFP4 rejection: none in this release" in report.reason
+
+
+def test_where_the_record_shows_the_lifted_layer_wrong_it_is_refused_when_built(
+    on_sm120: Any,
+) -> None:
+    """Before its weights load, naming the releases the shipped records show serving it and
+    the ModelOpt checkpoint this release's record shows serving; SGLang's own check stands."""
+    if recorded_state() != LIFTED_WRONG:
+        pytest.skip("not applicable: the record for this SGLang shows no lifted layer wrong")
+    moe = CompressedTensorsLayer(on_sm120, top_k=1)
+    with pytest.raises(LiftedLayerWrongError) as refused:
+        moe.moe.build()
+    message = str(refused.value)
+    assert f"on SGLang {sglang_version()} this MoE layer's {COMPRESSED_TENSORS.cls}" in message
+    assert "computes something other than expert(x*w)" in message
+    *older, newest = shipped_llama4_serving(COMPRESSED_TENSORS.part)
+    assert f"SGLang {', '.join(older)} or {newest} (shown serving there)" in message, message
+    assert "a ModelOpt NVFP4 checkpoint of the model" in message
+    assert moe.scheme.moe_runner_config is moe.runner_config  # SGLang's own view: the flag
+    assert on_sm120.calls == []
+
+
+@pytest.fixture
+def other_w13_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planted: the scheme's processed W13 holds its halves the other way round (``[gate;
+    up]`` where the CUTLASS kernel reads ``[up; gate]``, or back)."""
+    scheme_module = importlib.import_module(COMPRESSED_TENSORS.module)
+    scheme_cls = getattr(scheme_module, COMPRESSED_TENSORS.cls)
+    process = scheme_cls.process_weights_after_loading
+
+    def swapped(self: Any, layer: Any) -> None:
+        process(self, layer)
+        w13 = layer.w13_weight.data
+        half = w13.shape[-2] // 2
+        layer.w13_weight.data = torch.cat([w13[..., half:, :], w13[..., :half, :]], dim=-2)
+
+    monkeypatch.setattr(scheme_cls, "process_weights_after_loading", swapped)
+
+
+@pytest.mark.usefixtures("other_w13_order")
+def test_the_other_w13_order_is_caught_and_the_layer_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the lifted layer serves, the evidence verify gathers calls the other order
+    "lifted, wrong", and a record saying so has every such layer refused when built."""
+    if recorded_state() != LIFT_SERVES:
+        pytest.skip("not applicable: the record for this SGLang does not show the lift serving")
+    fact = evidence.method_fact(COMPRESSED_TENSORS.part)
+    assert fact["state"] == LIFTED_WRONG, fact
+    assert fact["lifted"]["detail"].startswith("output != expert(x*w)"), fact
+    shipped = evidence.current_record()
+    assert shipped is not None
+    planted = dataclasses.replace(shipped, facts={**shipped.facts, COMPRESSED_TENSORS.part: fact})
+    monkeypatch.setattr(evidence, "current_record", lambda: planted)
+    with sm120_scheduler() as kernel:
+        moe = CompressedTensorsLayer(kernel, top_k=1)
+        with pytest.raises(LiftedLayerWrongError, match=r"output != expert\(x\*w\)"):
+            moe.moe.build()
+        assert kernel.calls == []
+    assert "compressed-tensors NVFP4 rejection: refused when the layer is built (" in (
+        current_state().reason
+    )
+
+
+@pytest.mark.usefixtures("other_w13_order")
+def test_where_the_record_shows_the_lifted_layer_wrong_the_other_w13_order_serves() -> None:
+    """The fault the record shows (0.5.16) is the W13 order: with the halves swapped back,
+    the lifted layer, loaded as a server loads it, computes expert(x*w)."""
+    if recorded_state() != LIFTED_WRONG:
+        pytest.skip("not applicable: the record for this SGLang shows no lifted layer wrong")
+    fact = evidence.method_fact(COMPRESSED_TENSORS.part)
+    assert fact["state"] == LIFT_SERVES, fact
 
 
 def test_the_scheme_sees_what_fused_moe_writes_after_building_the_runner(on_sm120: Any) -> None:

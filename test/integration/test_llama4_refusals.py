@@ -30,6 +30,7 @@ from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import COMPRESS
 from sglang_nvfp4_patches.simulation.moe_layer import LLAMA4_MOE_PREFIX, fused_moe_layer
 from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on
 from support.configs import LLAMA4_NVFP4, LLAMA4_NVFP4_CT, edited_copy
+from support.release import recorded_llama4_state
 from support.sglang_cpu import (
     a2a_dispatch_switch,
     llama4_runner_config,
@@ -294,6 +295,11 @@ def test_per_token_activations_are_not_quantized_by_the_all_to_all_and_build(
 
 
 def test_compressed_tensors_main_path_is_lifted() -> None:
+    if recorded_llama4_state(COMPRESSED_TENSORS.part) == "lifted, wrong":
+        pytest.skip(
+            "not applicable: the record shows the lifted layer computing wrong here, so it is "
+            "refused (test_llama4_compressed_tensors_method.py)"
+        )
     with moe_layer_build_on("sm120", LLAMA4_NVFP4_CT):
         layer, method, config = compressed_tensors_layer()
         assert_lifted(layer, layer.scheme, config)

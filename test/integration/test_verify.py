@@ -15,6 +15,9 @@ from sglang_nvfp4_patches.check_result import Outcome
 from sglang_nvfp4_patches.gemma4_attention import checks as gemma4
 from sglang_nvfp4_patches.llama4_router_weight import checks as llama4
 from sglang_nvfp4_patches.llama4_router_weight import method_lift
+from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
+from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import COMPRESSED_TENSORS
+from support.release import recorded_llama4_state
 
 
 @pytest.mark.release_matrix
@@ -36,6 +39,15 @@ def test_every_llama4_check_holds_or_has_nothing_to_exercise() -> None:
     assert Outcome.FAILED not in outcomes.values(), [r.line() for r in results]
     if "ModelOpt NVFP4 top-1 with the flag" in outcomes:  # a release with the CUTLASS runner
         assert outcomes["ModelOpt NVFP4 top-1 with the flag"] is Outcome.HELD
+    if recorded_llama4_state(COMPRESSED_TENSORS.part) == "lifted, wrong":
+        # verify says what doctor says: refused when it is built, never served
+        top1 = f"{COMPRESSED_TENSORS.label} top-1 with the flag"
+        reasons = {r.check: r.reason for r in results}
+        for check in (top1, f"{top1}, as a server loads it"):
+            assert reasons[check].startswith("refused when"), (check, reasons[check])
+        assert "compressed-tensors NVFP4 rejection: refused when the layer is built (" in (
+            current_state().reason
+        )
 
 
 @pytest.mark.release_matrix

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 from packaging.version import Version
 
 from sglang_nvfp4_patches.status import sglang_version
@@ -31,3 +33,22 @@ def ships(first_release: str) -> bool:
 # sgl_kernel, whose common_ops needs libcuda (README: overlays). Only there is this an expected
 # gap; on any other release the same failure fails the test.
 NO_CPU_KERNEL_RELEASES = ("0.5.12", "0.5.12.post1")
+
+
+def recorded_llama4_state(part: str) -> str | None:
+    """The state the ``llama4-router-weight`` record for this SGLang gives ``part`` (``None``:
+    no record, or nothing of that part)."""
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import current_facts
+
+    fact = (current_facts() or {}).get(part)
+    return fact.get("state") if isinstance(fact, dict) else None
+
+
+def shipped_llama4_serving(part: str) -> list[str]:
+    """The releases whose shipped ``llama4-router-weight`` record shows ``part``'s layer
+    serving (SGLang's own, or lifted), oldest first: the file read here, on its own."""
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import SHIPPED
+
+    records = json.loads(SHIPPED.read_text())["records"]
+    states = {r["sglang"]: r["facts"].get(part, {}).get("state") for r in records}
+    return sorted((r for r, s in states.items() if s in ("upstream", "lift serves")), key=Version)

@@ -8,9 +8,10 @@ CPU stand-in of its contract (:mod:`sglang_nvfp4_patches.simulation.cutlass_kern
 * top-2 without the flag is SGLang's own output weighting, unchanged;
 * top-k 2 with the flag, and the FP4 all-gather, are refused when the layer is built,
   naming their switches;
-* ModelOpt's layer as a server loads it (``FusedMoE`` built, weights loaded and processed,
-  ``process_weights_after_loading`` included, one top-1 forward): ``expert(x * w)``, or
-  SGLang's own error (compressed-tensors' layer above already processes its weights);
+* each method's layer as a server loads it (``FusedMoE`` built, weights through SGLang's
+  loader and processed, one top-1 forward): ``expert(x * w)``, or SGLang's own error;
+* where the record shows a method's lifted layer computing something other than
+  ``expert(x * w)`` on this release, its top-1 layers are refused when they are built;
 * the evidence (:mod:`.evidence`): SGLang's own registered fused function and methods, on
   CPU; it must agree with the record for this SGLang, or becomes this machine's record.
 """
@@ -18,6 +19,7 @@ CPU stand-in of its contract (:mod:`sglang_nvfp4_patches.simulation.cutlass_kern
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -35,9 +37,13 @@ from sglang_nvfp4_patches.llama4_router_weight import NAME
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import FLAG
 from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     FP4_ALLGATHER_SWITCH,
+    LiftedLayerWrongError,
     RouterWeightOnInputError,
 )
-from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import MODELOPT as MODELOPT_METHOD
+from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
+    REJECTING_METHODS,
+    RejectingMethod,
+)
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import DOUBLE_WEIGHTING
 from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
 from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4, LLAMA4_NVFP4_CT
@@ -102,7 +108,10 @@ def _only_call(kernel: RecordingCutlassKernel) -> dict[str, Any]:
 
 def _top1_with_the_flag(kernel: RecordingCutlassKernel, build: LayerBuilder, what: str) -> str:
     moe = build(top_k=1)
-    _built_on_cutlass(moe, what)
+    try:
+        _built_on_cutlass(moe, what)
+    except LiftedLayerWrongError as refused:  # only where the record shows it computing wrong
+        return f"refused when the layer is built: {refused}"
     x, weights, ids = batch(TOKENS, 1, torch.bfloat16, seed=1)
     kernel.calls.clear()
     out = moe.apply(x, weights, ids)
@@ -189,10 +198,15 @@ def _refused(
     )
 
 
-def _as_a_server_loads_it(part: str) -> str:
+def _as_a_server_loads_it(rejecting: RejectingMethod) -> str:
+    """Served, or refused when it is built where the record shows it computing wrong."""
     from sglang_nvfp4_patches.llama4_router_weight.evidence import run_as_the_server
+    from sglang_nvfp4_patches.llama4_router_weight.method_lift import decision_here
 
-    run = run_as_the_server(part)
+    run = run_as_the_server(rejecting.part)
+    refusal = decision_here(rejecting).refusal
+    if run["verdict"] == "refused" and refusal is not None and refusal in run["detail"]:
+        return f"refused {run['detail']}"
     if run["runner"] != CUTLASS_RUNNER:
         raise NotApplicable(f"this SGLang builds the {run['runner']} MoE runner for it on SM120")
     if run["verdict"] != "serves":
@@ -263,13 +277,13 @@ def run_checks() -> list[CheckResult]:
             lambda: _top1_with_the_flag(kernel, compressed_tensors_layer, "compressed-tensors"),
         )
     with quiet_sglang():
-        # compressed-tensors' check above already loads and processes its weights as FusedMoE
-        results.append(
-            run_check(
-                NAME,
-                f"{MODELOPT_METHOD.label} top-1 with the flag, as a server loads it",
-                lambda: _as_a_server_loads_it(MODELOPT_METHOD.part),
+        for rejecting in REJECTING_METHODS:
+            results.append(
+                run_check(
+                    NAME,
+                    f"{rejecting.label} top-1 with the flag, as a server loads it",
+                    functools.partial(_as_a_server_loads_it, rejecting),
+                )
             )
-        )
         results.append(run_check(NAME, EVIDENCE_CHECK, _evidence))
     return results

@@ -23,9 +23,13 @@ with ``expert(x*w)`` (:func:`..simulation.moe_forward.run_first_moe_layer`):
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from packaging.version import Version
 
 from sglang_nvfp4_patches.evidence_records import SHIPPED_NAME, Record, find_record
 from sglang_nvfp4_patches.llama4_router_weight import NAME
@@ -44,6 +48,7 @@ LIFT_SERVES = "lift serves"  # SGLang's own method does not serve; lifted, it do
 LIFTED_WRONG = "lifted, wrong"  # SGLang's own raises; lifted, it computes, but not expert(x*w)
 FAILS = "fails"  # neither serves
 NOT_SHOWN = "not shown"  # the runner: no layer shows SGLang's fused function serving
+SERVING = (UPSTREAM, LIFT_SERVES)  # the method's layer serves top-1 with the flag on the runner
 
 
 def current_record() -> Record | None:
@@ -54,6 +59,26 @@ def current_record() -> Record | None:
 def current_facts() -> dict[str, Any] | None:
     record = current_record()
     return None if record is None else dict(record.facts)
+
+
+@functools.cache
+def _shipped_states(shipped: Path) -> tuple[tuple[str, Mapping[str, Any]], ...]:
+    """Each release the records in ``shipped`` cover, and its facts."""
+    try:
+        items = json.loads(shipped.read_text())["records"]
+        return tuple((item["sglang"], item["facts"]) for item in items)
+    except (OSError, ValueError, KeyError, TypeError):
+        return ()
+
+
+def releases_serving(part: str) -> tuple[str, ...]:
+    """The releases whose shipped record shows ``part``'s layer serving, oldest first."""
+    found = [
+        release
+        for release, facts in _shipped_states(SHIPPED)
+        if isinstance(facts.get(part), dict) and facts[part].get("state") in SERVING
+    ]
+    return tuple(sorted(found, key=Version))
 
 
 def shown_by(record: Record | None) -> str:
@@ -131,7 +156,7 @@ def _serves(run: dict[str, Any]) -> bool:
     return run["verdict"] == "serves"
 
 
-def _method_fact(part: str) -> dict[str, Any]:
+def method_fact(part: str) -> dict[str, Any]:
     own, lifted = _run(part, lifted=False), _run(part, lifted=True)
     if _serves(own):
         state = UPSTREAM
@@ -167,7 +192,7 @@ def gather() -> dict[str, Any]:
     facts = {RUNNER: _runner_fact()}
     with _runner_as_recorded(facts[RUNNER]["state"] == UPSTREAM):
         for part in _layers():
-            facts[part] = _method_fact(part)
+            facts[part] = method_fact(part)
     return facts
 
 

@@ -9,13 +9,15 @@ ships it) where the reader cannot tell. An AROUND hook on each method's
 ``create_moe_runner`` lets SGLang build the runner with the real config, then decides for
 this layer (:mod:`.rule`): refuse it now, naming the switch, or hand the method a flag-free
 view for its own check while the ``MoeRunner`` keeps the real config, which the runner's
-pre-scale honours.
+pre-scale honours. Where the record shows the lifted layer computing something other than
+``expert(x*w)`` on this release, every such layer is refused instead (:func:`decide`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -25,6 +27,11 @@ from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
     without_router_weight_on_input,
 )
 from sglang_nvfp4_patches.llama4_router_weight.layer_facts import layer_facts
+from sglang_nvfp4_patches.llama4_router_weight.refusals import (
+    LiftedLayerWrongError,
+    lifted_wrong_message,
+    served_instead,
+)
 from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
     REJECTING_METHODS,
     RejectingMethod,
@@ -82,7 +89,7 @@ def create_moe_runner_hook(
     config = getattr(method, "moe_runner_config", None)
     if config is not None and config.apply_router_weight_on_input and runs_on_cutlass(method):
         layer = args[0] if args else kwargs.get("layer")
-        refusal = refusal_for(layer_facts(layer, method, config))
+        refusal = refusal_for(layer_facts(layer, method, config)) or lifted_wrong_here(method)
         if refusal is not None:
             raise refusal
         problem = runner_problem()
@@ -110,6 +117,7 @@ class MethodDecision:
     reason: str
     note: str
     lift: bool
+    refusal: str | None = None  # why each layer is refused when it is built, if it is
 
 
 def what_it_reads(reading: Reading) -> str:
@@ -135,22 +143,36 @@ def still_rejects(rejecting: RejectingMethod, reading: Reading | None = None) ->
     return f"{rejecting.cls}.{rejecting.checked_in} still rejects {what}"
 
 
-def decide(rejecting: RejectingMethod, reading: Reading, record: Record | None) -> MethodDecision:
+def _fact(record: Record | None, part: str) -> dict[str, Any] | None:
+    """What ``record`` shows of ``part``, if anything."""
+    fact = None if record is None else record.facts.get(part)
+    return fact if isinstance(fact, dict) else None
+
+
+def decide(
+    rejecting: RejectingMethod,
+    reading: Reading,
+    record: Record | None,
+    serving: tuple[str, ...] = (),
+) -> MethodDecision:
     """Lift where the code is read to reject the flag, or a record shows only the lifted layer
-    serving; stand down only where a record shows SGLang's own layer serving (or running on
-    another runner); otherwise lift, and say it cannot tell."""
+    serving; refuse every layer where it shows the lifted one computing wrong (naming the
+    ``serving`` releases, where the shipped records show it serving, and the other methods
+    the record shows serving here); stand down only where a record shows SGLang's own layer
+    serving (or running on another runner); otherwise lift, and say it cannot tell."""
     # the record's vocabulary (imported here: plugin load never reads a record)
     from sglang_nvfp4_patches.llama4_router_weight.evidence import (
         FAILS,
         LIFT_SERVES,
         LIFTED_WRONG,
         OTHER_RUNNER,
+        SERVING,
         UPSTREAM,
         shown_by,
     )
 
-    fact = None if record is None else record.facts.get(rejecting.part)
-    state = None if not isinstance(fact, dict) else fact.get("state")
+    fact = _fact(record, rejecting.part)
+    state = None if fact is None else fact.get("state")
     shown = shown_by(record)
     if state in (UPSTREAM, OTHER_RUNNER):
         how = "serves" if state == UPSTREAM else "does not run on the FlashInfer CUTLASS runner"
@@ -170,16 +192,22 @@ def decide(rejecting: RejectingMethod, reading: Reading, record: Record | None) 
             f"{shown})"
         )
         return MethodDecision(PatchState.APPLIED, reason, "lifted", True)
-    if state == LIFTED_WRONG:
+    if record is not None and state == LIFTED_WRONG:
+        evidence = f"{fact['lifted']['detail']}; {shown}"
+        here = [
+            other.label
+            for other in REJECTING_METHODS
+            if (_fact(record, other.part) or {}).get("state") in SERVING
+        ]
+        elsewhere = tuple(release for release in serving if release != record.sglang)
+        served = served_instead(rejecting.label, record.sglang, elsewhere, here)
         reason = (
-            f"{rejecting.cls}'s own layer: {fact['sglang']['detail']}; lifted, it computes "
-            f"but not expert(x*w) ({fact['lifted']['detail']}; {shown}): a fault of the layer "
-            "beside the flag, which this patch does not fix"
+            f"lifted, {rejecting.cls} computes something other than expert(x*w) ({evidence}); "
+            f"{served}"
         )
-        if reading.rejects:
-            return MethodDecision(PatchState.APPLIED, reason, f"lifted ({reason})", True)
-        reason = f"{reason}; run `{VERIFY_COMMAND}`"
-        return MethodDecision(PatchState.UNKNOWN, reason, "cannot tell", True)
+        refusal = lifted_wrong_message(rejecting.cls, record.sglang, evidence, served)
+        note = f"refused when the layer is built ({reason})"
+        return MethodDecision(PatchState.APPLIED, reason, note, True, refusal)
     if state == FAILS:
         reason = (
             f"the {rejecting.label} layer fails with top-1 and apply_router_weight_on_input, "
@@ -198,9 +226,27 @@ def decide(rejecting: RejectingMethod, reading: Reading, record: Record | None) 
 
 def decision_for(rejecting: RejectingMethod, method_cls: type) -> MethodDecision:
     """:func:`decide` for the installed SGLang (its record read now)."""
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import current_record
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import (
+        current_record,
+        releases_serving,
+    )
 
-    return decide(rejecting, reading_of(rejecting, method_cls), current_record())
+    reading = reading_of(rejecting, method_cls)
+    return decide(rejecting, reading, current_record(), releases_serving(rejecting.part))
+
+
+def decision_here(rejecting: RejectingMethod) -> MethodDecision:
+    """:func:`decision_for` ``rejecting``'s method as the installed SGLang defines it."""
+    method_cls = getattr(importlib.import_module(rejecting.module), rejecting.cls)
+    return decision_for(rejecting, method_cls)
+
+
+def lifted_wrong_here(method: Any) -> LiftedLayerWrongError | None:
+    """The refusal of a layer of ``method`` where the record shows it, lifted, computing
+    something other than ``expert(x*w)`` (:func:`decide`, the record read now)."""
+    rejecting = rejecting_method_of(method)
+    refusal = None if rejecting is None else decision_for(rejecting, type(method)).refusal
+    return None if refusal is None else LiftedLayerWrongError(refusal)
 
 
 def is_lifted(rejecting: RejectingMethod) -> bool:

@@ -5,10 +5,13 @@ The CUTLASS kernel scales expert outputs only; the plugin makes Llama 4's input-
 weight exact by pre-scaling the activations, which needs top-1 routing, unquantized
 activations, and a method that hands its experts exactly what the runner pre-scaled. Each
 configuration that breaks one of those is refused when the MoE layer is built, with the
-one switch that turns the breaking part off.
+one switch that turns the breaking part off; so is a method whose lifted layer is shown
+computing wrong on this release, naming what serves instead.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 # What to do about activations quantized before dispatch when the caller cannot name the
 # switch of the path that quantized them (the shell names it per release).
@@ -104,4 +107,40 @@ def wrapper_refusal(wrapper: str, method: str) -> UnverifiedWrapperError:
         "it runs itself would weight their outputs instead: wrong results, no error). "
         f"sglang-nvfp4-patches lifts SGLang's rejection only for an unwrapped {method}; "
         f"{way_out}, or use another MoE runner backend."
+    )
+
+
+class LiftedLayerWrongError(RouterWeightOnInputError):
+    """The method, its rejection lifted, is shown computing something other than
+    ``expert(x*w)`` on this release: a fault of its layer there, which no switch fixes."""
+
+
+def _one_of(releases: Sequence[str]) -> str:
+    *others, last = releases
+    return f"{', '.join(others)} or {last}" if others else last
+
+
+def served_instead(label: str, release: str, releases: Sequence[str], here: Sequence[str]) -> str:
+    """What serves a Llama 4 model whose ``label`` layer computes wrong on ``release``: that
+    checkpoint on the ``releases`` shown serving it, or a checkpoint in another format
+    (``here``) shown serving on ``release``."""
+    ways = [
+        f"serve a {other} checkpoint of the model (shown serving on SGLang {release})"
+        for other in here
+    ]
+    if releases:
+        ways.insert(
+            0, f"serve this {label} checkpoint on SGLang {_one_of(releases)} (shown serving there)"
+        )
+    return ", or ".join(ways) or f"no tested SGLang release is shown serving a {label} layer"
+
+
+def lifted_wrong_message(method: str, release: str, evidence: str, served: str) -> str:
+    """Why a layer of ``method`` is refused on ``release`` (``evidence``: what the lifted layer
+    computed, and who showed it), and ``served``: :func:`served_instead`."""
+    return (
+        f"apply_router_weight_on_input=True (Llama 4): on SGLang {release} this MoE layer's "
+        f"{method}, with its rejection of the flag lifted, computes something other than "
+        f"expert(x*w) on the FlashInfer CUTLASS MoE runner ({evidence}): wrong results, no "
+        f"error, so sglang-nvfp4-patches refuses the layer. {served[:1].upper()}{served[1:]}."
     )
