@@ -22,13 +22,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sglang_nvfp4_patches.patch_names import EVIDENCE_MODULES
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "python" / "sglang_nvfp4_patches"
-# patch -> the package module that gathers its evidence
-EVIDENCE = {
-    "nvfp4-moe-runner": "sglang_nvfp4_patches.nvfp4_moe_runner.evidence",
-    "llama4-router-weight": "sglang_nvfp4_patches.llama4_router_weight.evidence",
-}
+EVIDENCE = EVIDENCE_MODULES  # patch -> the package module that gathers its evidence
 ONE = "--this-environment"
 
 
@@ -43,7 +41,7 @@ def gather_here(patches: list[str]) -> None:
 
     from sglang.srt.plugins import load_plugins
 
-    from sglang_nvfp4_patches.evidence_records import Record, fingerprint
+    from sglang_nvfp4_patches.evidence_records import SHIPPED_BY, Record, fingerprint
     from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
     from sglang_nvfp4_patches.status import sglang_version
 
@@ -53,7 +51,7 @@ def gather_here(patches: list[str]) -> None:
         evidence = importlib.import_module(EVIDENCE[patch])
         with quiet_sglang():
             facts = evidence.gather()
-        record = Record(patch, sglang_version(), fingerprint(evidence.SOURCES), "CI", facts)
+        record = Record(patch, sglang_version(), fingerprint(evidence.SOURCES), SHIPPED_BY, facts)
         print("RECORD " + json.dumps(record.as_json(), sort_keys=True))
 
 

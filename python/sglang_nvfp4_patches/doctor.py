@@ -39,7 +39,7 @@ def _gpu_seen() -> str:
 
 def _release_line(gate: ReleaseGate) -> str:
     if gate.tested:
-        return "tested"
+        return f"tested: {gate.sources_note()}" if gate.same_sources_as else "tested"
     action = "patches applied by opt-in" if gate.opted_in else "nothing patched"
     return f"untested: {untested_phrase(gate.version)}; {action}"
 

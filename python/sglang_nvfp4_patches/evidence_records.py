@@ -3,16 +3,20 @@
 
 Some facts take seconds of CPU simulation to establish (build a layer, load and process its
 weights, run one forward); a server must not pay that at every start. ``verify`` runs the
-simulation and writes a **record**: the patch, the SGLang version, a fingerprint of the SGLang
-sources the simulation runs through, and the facts it found. A server process reads the record
-whose version and fingerprint match the SGLang it imported, and acts on its facts; with none,
-the patch cannot tell (``unknown``) and ``doctor`` says to run ``verify``.
+simulation and writes a **record**: the patch, the SGLang version it ran on, a fingerprint of
+the SGLang sources the simulation runs through, and the facts it found. A server process reads
+the record whose fingerprint matches the sources of the SGLang it imported, whatever version
+the record was made for (a local, pre- or post-release build of a tested release with that
+release's sources gets its record), and acts on its facts; with none, the patch cannot tell
+(``unknown``) and ``doctor`` says to run ``verify``.
 
 Records come from two places: the ones CI produced for every tested release, shipped inside
 the patch's package (``verified_releases.json``, checked against a fresh simulation by
 ``verify`` on each release in CI), and the ones ``verify`` wrote on this machine
 (``$SGLANG_NVFP4_PATCHES_RECORDS``, else ``~/.cache/sglang-nvfp4-patches/records``).
-Any edit to a fingerprinted source, or another version string, matches no record.
+Any edit to a fingerprinted source matches no record. The same sources under a version string
+outside the tested window, where every patch that decides from records finds CI's for one
+tested release, are that release (:func:`release_with_these_sources`).
 """
 
 from __future__ import annotations
@@ -26,20 +30,30 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sglang_nvfp4_patches.supported_releases import is_tested
+
 RECORDS_ENV = "SGLANG_NVFP4_PATCHES_RECORDS"
 SHIPPED_NAME = "verified_releases.json"
+SHIPPED_BY = "CI"  # who made the records shipped in the package
+KEPT_BY = "verify on this machine"  # who made the ones kept in records_dir()
 
 
 @dataclass(frozen=True)
 class Record:
     patch: str
-    sglang: str  # the version string SGLang's metadata gives
+    sglang: str  # the version string SGLang's metadata gave where it was made
     fingerprint: str
-    made_by: str  # "CI" (shipped) or "verify on this machine"
+    made_by: str  # SHIPPED_BY or KEPT_BY
     facts: Mapping[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def origin(self, version: str) -> str:
+        """Where it comes from, said on SGLang ``version``: ``recorded by CI for SGLang
+        0.5.23``, and ``, whose sources this build has`` where ``version`` is another."""
+        made = f"recorded by {self.made_by} for SGLang {self.sglang}"
+        return made if version == self.sglang else f"{made}, whose sources this build has"
 
 
 class RecordConflict(RuntimeError):
@@ -125,24 +139,42 @@ def find_record(
     shipped: Path,
     roots: tuple[str, ...] | None = None,
 ) -> Record | None:
-    """The record for ``patch`` on this SGLang (``version`` and the fingerprint of
-    ``sources`` under ``roots``, by default the imported package's), shipped or written here;
-    ``None`` when there is none. The sources are only hashed when some record names this
-    version."""
-    candidates = [(item, "CI") for item in _read(shipped) if item.get("sglang") == version] + [
-        (item, "verify on this machine")
-        for path in _local_files(patch)
-        for item in _read(path)
-        if item.get("sglang") == version
+    """The record for ``patch`` whose fingerprint is that of ``sources`` under ``roots`` (by
+    default the imported package's), shipped or written here, whatever version it was made
+    for: the shipped ones first, and of each, one made for ``version`` first; ``None`` when
+    there is none. The sources are only hashed when some record of ``patch`` exists."""
+    candidates = [(item, SHIPPED_BY) for item in _read(shipped)] + [
+        (item, KEPT_BY) for path in _local_files(patch) for item in _read(path)
     ]
-    candidates = [(item, origin) for item, origin in candidates if item.get("patch") == patch]
+    candidates = [
+        (item, origin)
+        for item, origin in candidates
+        if item.get("patch") == patch
+        and isinstance(item.get("sglang"), str)
+        and isinstance(item.get("facts"), dict)
+    ]
     if not candidates:
         return None
     wanted = fingerprint_at(_sglang_roots() if roots is None else roots, sources)
+    candidates.sort(key=lambda found: (found[1] != SHIPPED_BY, found[0]["sglang"] != version))
     for item, origin in candidates:
-        if item.get("fingerprint") == wanted and isinstance(item.get("facts"), dict):
-            return Record(patch, version, wanted, origin, item["facts"])
+        if item.get("fingerprint") == wanted:
+            return Record(patch, item["sglang"], wanted, origin, item["facts"])
     return None
+
+
+def release_with_these_sources(records: Iterable[Record | None]) -> str | None:
+    """The tested release whose shipped records ``records`` all are: each patch that decides
+    from records (its record for this SGLang, :func:`find_record`) found CI's, made for one
+    tested release. ``None`` where a record is missing, kept by ``verify``, or made for
+    another release than the others'."""
+    found = list(records)
+    releases = {record.sglang for record in found if record is not None}
+    if not found or len(releases) != 1:
+        return None
+    (release,) = releases
+    shipped = all(record is not None and record.made_by == SHIPPED_BY for record in found)
+    return release if shipped and is_tested(release) else None
 
 
 def write_record(record: Record) -> Path:

@@ -21,7 +21,11 @@ from sglang_nvfp4_patches.process_record import Decision, decision, keep, report
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, ReleaseGate
 from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_ENV
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
-from sglang_nvfp4_patches.supported_releases import NEWEST_TESTED, OLDEST_SUPPORTED
+from sglang_nvfp4_patches.supported_releases import (
+    NEWEST_TESTED,
+    OLDEST_SUPPORTED,
+    untested_phrase,
+)
 
 logger = logging.getLogger("sglang_nvfp4_patches")
 
@@ -43,9 +47,16 @@ def _install_one(name: str, installer: Callable[[], PatchReport]) -> PatchReport
 
 
 def _announce(gate: ReleaseGate) -> None:
-    """One line per process where the release is untested: what the plugin does about it."""
+    """One line per process where the version is untested: what the plugin does about it."""
     if gate.opt_in_error:
         logger.error("%s", gate.opt_in_error)
+    if gate.same_sources_as:
+        logger.info(
+            "sglang-nvfp4-patches: %s, but %s: the patches apply as on %s.",
+            untested_phrase(gate.version),
+            gate.sources_note(),
+            gate.same_sources_as,
+        )
     if gate.tested:
         return
     if gate.opted_in:

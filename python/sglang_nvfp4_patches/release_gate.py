@@ -1,7 +1,9 @@
 """Whether the patches are applied on this SGLang, and what to say where they are not (pure).
 
 Inside the tested window (:mod:`.supported_releases`) the patches apply as their probes
-decide. Outside it they apply only when the user opts in with
+decide, and so they do on a version outside it whose sources are a tested release's (a post
+release or build that changed none of them: :func:`release_gate`'s ``sources_of``). Otherwise
+they apply outside it only when the user opts in with
 ``SGLANG_NVFP4_PATCHES_UNTESTED=apply``; without it every patch still runs its probes
 read-only, and ``doctor``, ``explain`` and the server log say where a bug is live and
 unpatched, and how to opt in.
@@ -9,7 +11,7 @@ unpatched, and how to opt in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from sglang_nvfp4_patches.settings import UNTESTED_ENV, InvalidUntestedError, untested_opt_in
@@ -21,9 +23,11 @@ VERIFY_COMMAND = "sglang-nvfp4-patches verify"
 @dataclass(frozen=True)
 class ReleaseGate:
     version: str
-    tested: bool
+    tested: bool  # by its version, or by its sources (same_sources_as)
     opted_in: bool
     opt_in_error: str = ""  # an invalid SGLANG_NVFP4_PATCHES_UNTESTED value, explained
+    # Where the version is untested: the tested release whose sources it has.
+    same_sources_as: str = ""
 
     @property
     def applies(self) -> bool:
@@ -40,15 +44,28 @@ class ReleaseGate:
             "tested release"
         )
 
+    def sources_note(self) -> str:
+        """Why an untested version is tested here (empty where it is not)."""
+        if not self.same_sources_as:
+            return ""
+        return f"its sources equal tested release {self.same_sources_as}'s"
+
     def opt_in_note(self) -> str:
         """What ``doctor`` adds to a patch applied outside the window."""
         return f"applied on untested SGLang {self.version} by opt-in ({UNTESTED_ENV}=apply)"
 
 
-def release_gate(version: str, environ: Mapping[str, str] | None = None) -> ReleaseGate:
-    tested = is_tested(version)
+def release_gate(
+    version: str,
+    environ: Mapping[str, str] | None = None,
+    sources_of: Callable[[], str | None] = lambda: None,
+) -> ReleaseGate:
+    """The gate for SGLang ``version``; ``sources_of`` names the tested release whose sources
+    this SGLang has, if any, and is asked only where ``version`` is untested (it hashes them)."""
+    same_sources_as = "" if is_tested(version) else sources_of() or ""
+    tested = is_tested(version) or bool(same_sources_as)
     try:
         opted_in = untested_opt_in(environ)
     except InvalidUntestedError as error:
-        return ReleaseGate(version, tested, False, str(error))
-    return ReleaseGate(version, tested, opted_in and not tested)
+        return ReleaseGate(version, tested, False, str(error), same_sources_as)
+    return ReleaseGate(version, tested, opted_in and not tested, "", same_sources_as)

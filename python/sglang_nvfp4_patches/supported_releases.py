@@ -15,7 +15,8 @@ The rule for a version ``V`` (PEP 440), with ``P`` its public part (a local labe
   and post releases of the newest one (``0.5.23.post1``, ``0.5.23.post1.dev3+g...``), whose
   code nobody has run the probes on;
 * older when ``P < OLDEST_SUPPORTED`` (``0.5.12rc0``, ``0.5.11``), unknown when it does not
-  parse. Newer, older and unknown are all *untested*.
+  parse. Newer, older and unknown are all *untested*; the release gate still treats one whose
+  sources are a tested release's as that release (:mod:`.release_gate`).
 """
 
 from __future__ import annotations

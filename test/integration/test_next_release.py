@@ -2,9 +2,11 @@
 each run in a process forked from a zygote that imported the copy's scheduler modules (the
 copy goes first on ``sglang.__path__`` and ``sys.path``, as it would first on ``PYTHONPATH``).
 
-* 0.5.23's code under ``0.5.24.dev0``: without the opt-in nothing is patched, both method
-  rejections are reported live and ``doctor`` exits 1; with ``SGLANG_NVFP4_PATCHES_UNTESTED=
-  apply`` the patches apply and ``verify``'s Llama 4 checks hold;
+* 0.5.23's code under ``0.5.24.dev0``, one line added to a MoE source the records
+  fingerprint (else it would be 0.5.23 to the release gate): without the opt-in nothing is
+  patched, both method rejections are reported live and ``doctor`` exits 1; with
+  ``SGLANG_NVFP4_PATCHES_UNTESTED=apply`` the patches apply and ``verify``'s Llama 4 checks
+  hold;
 * the ModelOpt assert removed: nothing reads the flag, which proves nothing: that half is
   ``unknown`` (lifted all the same) until ``verify`` records SGLang's own layer serving;
 * ``HookRegistry._apply_target`` missing: one ERROR, SGLang untouched, plugin load survives;
@@ -32,6 +34,7 @@ from support.edited_sglang import (
     CUTLASS_RUNNER,
     MODELOPT,
     NEXT_RELEASE,
+    NEXT_RELEASE_EDITS,
     RUNNER_BASE,
     make_edited_copy,
     modelopt_assert_removed,
@@ -62,7 +65,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     def copy(name: str, edits: dict | None = None, version: str | None = None) -> str:
         return str(make_edited_copy(tmp_path_factory.mktemp(name), edits, version))
 
-    nxt = copy("next", version=NEXT_RELEASE)
+    nxt = copy("next", NEXT_RELEASE_EDITS, NEXT_RELEASE)
     no_assert = copy("no_assert", {MODELOPT: modelopt_assert_removed})
     gone = copy("gone", {CUTLASS_RUNNER: prescale_gone, RUNNER_BASE: registry_renamed})
     twice = copy("twice", {CUTLASS_RUNNER: prescale_keeps_router_weights})

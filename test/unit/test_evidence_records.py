@@ -1,6 +1,8 @@
-"""Evidence records: keyed by version and by the content of the SGLang sources they ran
-through; a shipped record and one ``verify`` wrote are both found; a record is never
-overwritten by a different one."""
+"""Evidence records: found by the content of the SGLang sources they ran through, whatever
+version they were made for (the one made for this version first); a shipped record and one
+``verify`` wrote are both found, the shipped one first; a record is never overwritten by a
+different one; an untested version whose records are all CI's for one tested release is
+that release."""
 
 from __future__ import annotations
 
@@ -10,11 +12,14 @@ from pathlib import Path
 import pytest
 
 from sglang_nvfp4_patches.evidence_records import (
+    KEPT_BY,
     RECORDS_ENV,
+    SHIPPED_BY,
     Record,
     RecordConflict,
     find_record,
     fingerprint_at,
+    release_with_these_sources,
     write_record,
 )
 
@@ -69,27 +74,72 @@ def shipped_file(tmp_path: Path, *records: Record) -> Path:
     return path
 
 
-def test_a_shipped_record_is_found_for_its_version_and_sources_only(
+def test_a_shipped_record_is_found_by_its_sources_whatever_version_it_names(
     package: Path, tmp_path: Path
 ) -> None:
     roots = (str(package),)
+    other_release = Record("p", "0.5.22", digest(package), "CI", {"k": 2})
     mine = Record("p", "0.5.23", digest(package), "CI", {"k": 1})
-    other_version = Record("p", "0.5.22", digest(package), "CI", {"k": 2})
-    shipped = shipped_file(tmp_path, mine, other_version)
+    shipped = shipped_file(tmp_path, other_release, mine)
     found = find_record("p", "0.5.23", SOURCES, shipped, roots)
-    assert found is not None and found.facts == {"k": 1} and found.made_by == "CI"
+    assert found == mine  # of two made for these sources, the one made for this version
+    # a local or post build with these sources: the first record made for them
+    assert find_record("p", "0.5.23+gabc123", SOURCES, shipped, roots) == other_release
+    assert find_record("p", "0.5.23.post1", SOURCES, shipped, roots) == other_release
     assert find_record("q", "0.5.23", SOURCES, shipped, roots) is None  # another patch's
     (package / "srt" / "server_args.py").write_text("ARGS = edited\n")
     fingerprint_at.cache_clear()
     assert find_record("p", "0.5.23", SOURCES, shipped, roots) is None
+    assert find_record("p", "0.5.23+gabc123", SOURCES, shipped, roots) is None
 
 
-def test_no_record_for_the_version_means_no_hashing(tmp_path: Path) -> None:
-    shipped = shipped_file(tmp_path, Record("p", "0.5.22", "x", "CI", {}))
+def test_a_shipped_record_comes_before_one_verify_kept(package: Path, tmp_path: Path) -> None:
+    roots = (str(package),)
+    write_record(Record("p", "0.5.23+gabc123", digest(package), KEPT_BY, {"k": 0}))
+    shipped = shipped_file(tmp_path, Record("p", "0.5.23", digest(package), SHIPPED_BY, {}))
+    found = find_record("p", "0.5.23+gabc123", SOURCES, shipped, roots)
+    assert found is not None and found.made_by == SHIPPED_BY and found.sglang == "0.5.23"
+
+
+def test_the_origin_names_the_release_a_record_was_made_for() -> None:
+    record = Record("p", "0.5.23", "f", SHIPPED_BY, {})
+    assert record.origin("0.5.23") == "recorded by CI for SGLang 0.5.23"
+    assert record.origin("0.5.23+gabc123") == (
+        "recorded by CI for SGLang 0.5.23, whose sources this build has"
+    )
+
+
+def test_no_record_of_the_patch_means_no_hashing(tmp_path: Path) -> None:
+    shipped = shipped_file(tmp_path, Record("q", "0.5.22", "x", "CI", {}))
     missing = (str(tmp_path / "nowhere"),)  # hashing would record these sources as absent
     fingerprint_at.cache_clear()
     assert find_record("p", "0.5.24.dev0", SOURCES, shipped, missing) is None
     assert fingerprint_at.cache_info().currsize == 0
+    assert find_record("q", "0.5.24.dev0", SOURCES, shipped, missing) is None
+    assert fingerprint_at.cache_info().currsize == 1
+
+
+def shipped_for(release: str) -> Record:
+    return Record("p", release, "f", SHIPPED_BY, {})
+
+
+@pytest.mark.parametrize(
+    ("records", "release"),
+    [
+        ([shipped_for("0.5.23"), shipped_for("0.5.23")], "0.5.23"),
+        ([shipped_for("0.5.13")], "0.5.13"),
+        ([shipped_for("0.5.23"), None], None),  # one patch finds no record for these sources
+        ([shipped_for("0.5.23"), shipped_for("0.5.22")], None),  # not one release's
+        ([shipped_for("0.5.23"), Record("q", "0.5.23", "f", KEPT_BY, {})], None),
+        ([Record("p", "0.5.24.dev0", "f", KEPT_BY, {})], None),  # verify's: untested sources
+        ([shipped_for("0.5.24")], None),  # a shipped record of a release outside the window
+        ([], None),
+    ],
+)
+def test_an_untested_version_is_a_tested_release_only_where_all_its_records_are_cis(
+    records: list[Record | None], release: str | None
+) -> None:
+    assert release_with_these_sources(iter(records)) == release
 
 
 def test_a_record_verify_wrote_is_found_and_never_overwritten(

@@ -113,3 +113,31 @@ def test_the_opt_in_is_read_from_the_process_environment(monkeypatch: pytest.Mon
     assert release_gate("0.5.24.dev0").opted_in
     monkeypatch.delenv("SGLANG_NVFP4_PATCHES_UNTESTED")
     assert not release_gate("0.5.24.dev0").applies
+
+
+def test_an_untested_version_with_a_tested_releases_sources_is_that_release() -> None:
+    asked: list[str] = []
+
+    def sources_of() -> str | None:
+        asked.append("asked")
+        return "0.5.23"
+
+    gate = release_gate("0.5.23.post1", {}, sources_of)
+    assert gate == ReleaseGate("0.5.23.post1", True, False, "", "0.5.23")
+    assert gate.applies and not gate.opted_in  # no opt-in needed, none noted
+    assert gate.sources_note() == "its sources equal tested release 0.5.23's"
+    opt_in = {"SGLANG_NVFP4_PATCHES_UNTESTED": "apply"}
+    assert not release_gate("0.5.23.post1", opt_in, sources_of).opted_in
+    unreadable = {"SGLANG_NVFP4_PATCHES_UNTESTED": "yes"}  # an error, and still that release
+    assert release_gate("0.5.23.post1", unreadable, sources_of).same_sources_as == "0.5.23"
+    assert len(asked) == 3
+    # a tested version's sources are never hashed to decide it
+    assert release_gate("0.5.23+gabc123", {}, sources_of).same_sources_as == ""
+    assert len(asked) == 3
+
+
+def test_an_untested_version_with_other_sources_stays_untested() -> None:
+    gate = release_gate("0.5.23.post1", {}, lambda: None)
+    assert gate == ReleaseGate("0.5.23.post1", False, False)
+    assert not gate.applies and gate.sources_note() == ""
+    assert "0.5.23.post1 is newer than the newest tested release" in gate.not_patched_because()

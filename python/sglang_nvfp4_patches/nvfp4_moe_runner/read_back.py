@@ -89,8 +89,7 @@ def _evidence(live_state: PatchState) -> PatchReport:
     record = current_record()
     if record is None:
         return no_record()
-    origin = f"recorded by {record.made_by} for SGLang {record.sglang}"
-    return summary(record.facts, origin, live_state)
+    return summary(record.facts, record.origin(sglang_version()), live_state)
 
 
 def current_state() -> PatchReport:

@@ -9,8 +9,8 @@ on) on a simulated SM120 and say whether its method still sees the flag, and doc
 ``create_moe_runner`` carries, and doctor's state;
 ``next_release_probe.py COPY agree``: ``doctor --json``'s result and exit status, then
 ``verify``'s Llama 4 checks, in one process (doctor first, as a user runs it);
-``next_release_probe.py COPY doctor``: ``doctor --json``'s result and exit status alone (after
-``verify`` kept its record, in a fresh process).
+``next_release_probe.py COPY doctor``: ``doctor --json``'s release line, result and exit status
+alone (after ``verify`` kept its record, in a fresh process).
 """
 
 from __future__ import annotations
@@ -73,7 +73,11 @@ def _doctor() -> dict[str, Any]:
     from sglang_nvfp4_patches import doctor
 
     found = doctor.collect()
-    return {"doctor": found["patches"], "doctor_exit": doctor.exit_status(found)}
+    return {
+        "release": found["release"],
+        "doctor": found["patches"],
+        "doctor_exit": doctor.exit_status(found),
+    }
 
 
 def _agree() -> dict[str, Any]:
