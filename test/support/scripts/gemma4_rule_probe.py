@@ -4,8 +4,10 @@ several Gemma 4 configurations on simulated GPUs and print what it picked.
 ``gemma4_rule_probe.py CASES_JSON`` where CASES_JSON is a list of
 ``{"model": DIR, "gpu": "sm100", "flags": {...}}``. Prints one line
 ``RESULT {"sglang", "mode", "state", "cases": [{"attention_backend", "warnings"}...]}``;
-``warnings`` are this plugin's WARNING messages logged while that case resolved. Nothing
-here replaces SGLang code: the environment (FORCE, DISABLE, PYTHONPATH) is the scenario.
+``warnings`` are this plugin's WARNING messages logged while that case resolved, but for the
+MoE runner patch's (its own launch lines: a GeGLU NVFP4 MoE layer no runner serves on 0.5.12
+says so there). Nothing here replaces SGLang code: the environment (FORCE, DISABLE,
+PYTHONPATH) is the scenario.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 BACKEND_MODULE = "sglang.srt.layers.attention.trtllm_mha_backend"
+MOE_RUNNER_LOGGER = "sglang_nvfp4_patches.nvfp4_moe_runner"
 
 
 class _Collect(logging.Handler):
@@ -25,7 +28,8 @@ class _Collect(logging.Handler):
         self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+        if not record.name.startswith(MOE_RUNNER_LOGGER):
+            self.messages.append(record.getMessage())
 
 
 def resolved_attention(model: str, gpu: str, flags: dict[str, Any]) -> str | None:
