@@ -5,7 +5,10 @@ declarations), and the GPU's capability."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 from sglang_nvfp4_patches.models import moe_settings
@@ -64,6 +67,19 @@ def record_facts(server_args: Any, hf_config: Any = None) -> LaunchFacts:
     )
 
 
+@contextlib.contextmanager
+def sglang_logs_held_back() -> Iterator[None]:
+    """SGLang's INFO and WARNING lines held back while the hook asks SGLang something a second
+    time (they come once, from SGLang's own call)."""
+    sglang_logger = logging.getLogger("sglang")
+    level = sglang_logger.level
+    sglang_logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        sglang_logger.setLevel(level)
+
+
 def sglang_alone(server_args: Any) -> str | None:
     """The MoE runner SGLang's whole resolution publishes for this launch's raw arguments
     with this patch suspended: what a model's own later passes choose (DeepSeek's on SM100
@@ -71,7 +87,6 @@ def sglang_alone(server_args: Any) -> str | None:
     the same raw fields, with SGLang's log lines held back and the process environment
     (which resolution may write) put back."""
     import dataclasses
-    import logging
     import os
 
     from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
@@ -80,11 +95,9 @@ def sglang_alone(server_args: Any) -> str | None:
     cls = type(server_args)
     reader = getattr(module, "record_fields", dataclasses.fields)
     raw = {f.name: getattr(server_args, f.name) for f in reader(cls) if getattr(f, "init", True)}
-    sglang_logger = logging.getLogger("sglang")
-    level, environ = sglang_logger.level, dict(os.environ)
-    sglang_logger.setLevel(logging.ERROR)
+    environ = dict(os.environ)
     try:
-        with suspended():
+        with suspended(), sglang_logs_held_back():
             twin = cls(**raw)
             if hasattr(twin, "resolve_once"):
                 twin.resolve_once()
@@ -92,6 +105,5 @@ def sglang_alone(server_args: Any) -> str | None:
                 return twin.resolved_dict().get("moe_runner_backend")
             return getattr(twin, "moe_runner_backend", None)
     finally:
-        sglang_logger.setLevel(level)
         os.environ.clear()
         os.environ.update(environ)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +18,7 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.launch_facts import (
     record_facts,
     resolving_facts,
     sglang_alone,
+    sglang_logs_held_back,
 )
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import LaunchFacts
 from sglang_nvfp4_patches.override_seam import OVERRIDES_MODULE, OverrideSeam, SeamKind
@@ -50,10 +50,7 @@ def model_defaults(module: Any, server_args: Any, hf_config: Any, ours: Any) -> 
         if isinstance(architecture, str) and predicate(architecture):
             providers.append(provider)
     declared: dict[str, Any] = {}
-    sglang_logger = logging.getLogger("sglang")
-    level = sglang_logger.level
-    sglang_logger.setLevel(logging.ERROR)  # their INFO lines come once, from SGLang's own call
-    try:
+    with sglang_logs_held_back():
         for provider in providers:
             if getattr(provider, PATCHED_MARK, False):  # another patch's: not a model default
                 continue
@@ -62,8 +59,6 @@ def model_defaults(module: Any, server_args: Any, hf_config: Any, ours: Any) -> 
             except Exception:
                 continue
             declared.update(found if isinstance(found, dict) else {})
-    finally:
-        sglang_logger.setLevel(level)
     return declared
 
 
