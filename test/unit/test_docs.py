@@ -232,3 +232,20 @@ def test_no_paragraph_ends_on_a_colon_that_introduces_nothing() -> None:
             if ends_paragraph and rest and not introduces.match(rest[0]):
                 dangling.append(f"{path.name}:{number + 1}: {line.strip()[-60:]}")
     assert dangling == []
+
+
+_COUNT_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}
+
+
+def test_the_package_and_its_description_count_and_name_every_patch() -> None:
+    import tomllib
+
+    import sglang_nvfp4_patches
+    from sglang_nvfp4_patches.patch_names import PATCH_NAMES
+
+    count = _COUNT_WORDS[len(PATCH_NAMES)]
+    described = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    summary = sglang_nvfp4_patches.__doc__ or ""
+    assert f"fixing {count} " in described["project"]["description"]
+    assert f"fixing {count} " in summary
+    assert [name for name in PATCH_NAMES if f"``{name}``" not in summary] == []
