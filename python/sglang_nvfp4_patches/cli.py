@@ -8,6 +8,7 @@ the 10 s SGLang import. A command's module is imported only when that command ru
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shlex
 import sys
@@ -173,6 +174,31 @@ def command_parser(
         parser = chosen
 
 
+# The options whose value is a path (or, for ``--data``/``--model-path``, may be one).
+_PATH_OPTIONS = ("model", "out", "out_dir", "run_a", "run_b", "data", "model_path")
+
+
+def _given_paths(args: argparse.Namespace) -> list[str]:
+    """The paths the user gave; one the OS refuses to look at (too long, no permission to
+    search its directory) is bad input: one line naming it (:class:`UsageError`)."""
+    given = [str(getattr(args, name)) for name in _PATH_OPTIONS if getattr(args, name, None)]
+    for path in given:
+        try:
+            os.stat(path)
+        except OSError as error:
+            if error.errno in (errno.ENAMETOOLONG, errno.EACCES, errno.EPERM):
+                raise UsageError(f"{path}: {error.strerror}; give a path you can use") from None
+    return given
+
+
+def _path_problem(error: OSError, given: Sequence[str]) -> str | None:
+    """What was wrong with a path the user gave, when ``error`` came from it."""
+    name = str(error.filename or "")
+    if not any(name.startswith(path) for path in given):
+        return None
+    return f"{name}: {error.strerror or error}; give a path that can be used here"
+
+
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     words = attach_command_line_values(sys.argv[1:] if argv is None else argv)
@@ -184,10 +210,18 @@ def _run(argv: Sequence[str] | None) -> int:
     # Importing SGLang on a machine without its GPU warns per quantization backend; the
     # table is the output here, not those import-time notes.
     warnings.filterwarnings("ignore", category=UserWarning, module=r"sglang\.")
+    given: list[str] = []
     try:
+        given = _given_paths(args)
         return int(args.func(args))
     except UsageError as error:  # every command's bad input, accuracy's included
         print(f"error: {error.cli_message()}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:  # not a full disk: a path the user gave that cannot be used
+        problem = None if storage_cause(error) else _path_problem(error, given)
+        if problem is None:
+            raise
+        print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
 
 

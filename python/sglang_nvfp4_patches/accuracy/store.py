@@ -73,9 +73,14 @@ def lock_path(out: Path) -> Path:
 
 
 def ensure_output_dir(directory: Path, option: str) -> None:
-    """Refuse an ``--out-dir`` that cannot be made or written, before any server starts or
-    question is asked; nothing is left behind (the directory is made when first written)."""
-    _writable_dir(directory, option, directory)
+    """Refuse an ``--out-dir`` that cannot be made or written, or whose parent does not
+    exist, before any server starts or question is asked; nothing is left behind (the
+    directory is made when first written, its parents never)."""
+    if _writable_dir(directory, option, directory) not in (directory, directory.parent):
+        raise ConfigError(
+            f"{option} {directory}: its parent {directory.parent} does not exist; create it "
+            "first, or pick a directory whose parent exists"
+        )
 
 
 def ensure_output_file(out: Path, option: str) -> None:
@@ -86,6 +91,11 @@ def ensure_output_file(out: Path, option: str) -> None:
     for path in (out, partial_path(out)):
         require_writable_target(path, option)
     existing = _writable_dir(out.parent, option, out)
+    if existing != out.parent:  # nothing is made that the user did not ask for
+        raise ConfigError(
+            f"{option} {out}: the directory {out.parent} does not exist; create it first, or "
+            "pick a file in a directory that exists"
+        )
     longest = _temporary(partial_path(out), int("9" * _PID_DIGITS)).name  # the longest used
     limit = _name_max(existing)
     if len(os.fsencode(longest)) > limit:
@@ -144,7 +154,7 @@ def run_file_lock(out: Path, option: str) -> Iterator[None]:
     which :func:`_lock` allows for); a killed process leaves it behind, unlocked."""
     path = lock_path(out)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"{option} {out}: cannot create {path.parent} ({exc.strerror})") from None
     fd = _lock(path, out, option)
