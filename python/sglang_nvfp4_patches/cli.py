@@ -41,6 +41,7 @@ from sglang_nvfp4_patches.interrupts import (
     stop_requests_as_interrupt,
 )
 from sglang_nvfp4_patches.progress import announce
+from sglang_nvfp4_patches.settings import environment_problem
 from sglang_nvfp4_patches.simulation.gpus import gpu_choices, gpu_profile
 from sglang_nvfp4_patches.status import sglang_version
 from sglang_nvfp4_patches.streams import OutputUnwritable, discard, guarded, stdout_closed
@@ -213,6 +214,9 @@ def _run(argv: Sequence[str] | None) -> int:
     given: list[str] = []
     try:
         given = _given_paths(args)
+        problem = environment_problem() if args.command != "accuracy" else None
+        if problem is not None:
+            raise UsageError(problem)
         return int(args.func(args))
     except UsageError as error:  # every command's bad input, accuracy's included
         print(f"error: {error.cli_message()}", file=sys.stderr)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from sglang_nvfp4_patches.patch_names import NOT_FORCEABLE_BECAUSE, PATCH_NAMES
 
 DISABLE_ENV = "SGLANG_NVFP4_PATCHES_DISABLE"
 FORCE_ENV = "SGLANG_NVFP4_PATCHES_FORCE"
 UNTESTED_ENV = "SGLANG_NVFP4_PATCHES_UNTESTED"
+RECORDS_ENV = "SGLANG_NVFP4_PATCHES_RECORDS"
 UNTESTED_APPLY = "apply"  # the one value that applies the patches on an untested release
 # Only a patch whose rule can be applied where its root cause is fixed can be forced; each
 # other patch says why not (``patch_names.NOT_FORCEABLE_BECAUSE``).
@@ -85,3 +87,31 @@ def untested_opt_in(environ: Mapping[str, str] | None = None) -> bool:
         f"{UNTESTED_ENV}={raw!r} is not understood; the only value is {UNTESTED_APPLY!r} "
         "(unset it to leave an untested SGLang unpatched)"
     )
+
+
+def environment_problem(environ: Mapping[str, str] | None = None) -> str | None:
+    """The first wrong value among the variables this plugin reads, naming the variable;
+    None when all are usable. ``explain``, ``doctor`` and ``verify`` check it once, first, so
+    a wrong value is bad input (exit 2), never reported as a failed check of SGLang."""
+    env = os.environ if environ is None else environ
+    try:
+        disabled_patches(env), forced_patches(env), untested_opt_in(env)
+    except (UnknownPatchNameError, InvalidForceError, InvalidUntestedError) as error:
+        return str(error)
+    records = env.get(RECORDS_ENV, "")
+    if not records:
+        return None
+    try:
+        os.stat(records)
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        return f"{RECORDS_ENV}={records!r}: {error.strerror}; point it at a usable directory"
+    path = Path(records).absolute()
+    existing = next(p for p in (path, *path.parents) if os.path.lexists(p))
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        return (
+            f"{RECORDS_ENV}={records!r}: {existing} is not a directory this user can write; "
+            "point it at one (a missing one is made), or unset it for the default"
+        )
+    return None

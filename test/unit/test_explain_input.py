@@ -299,3 +299,38 @@ def test_a_field_of_a_file_beside_the_config_names_that_file() -> None:
         'SGLang 9.9 cannot read m/hf_quant_config.json: field "quantization" (the value 7 here)'
     )
     assert text.endswith("(compare the checkpoint's published hf_quant_config.json)")
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "holds"),
+    [
+        ({"architectures": "Llama4ForConditionalGeneration"}, "architectures", "the string"),
+        ({"architectures": []}, "architectures", "an empty list"),
+        ({"architectures": [None]}, "architectures", "a list"),
+        (
+            {"quantization_config": {"quant_method": None}},
+            "quantization_config.quant_method",
+            "null",
+        ),
+        ({"quantization_config": {"quant_method": 4}}, "quantization_config.quant_method", "4"),
+        ({"quantization_config": ["modelopt"]}, "quantization_config", "a list"),
+        ({"text_config": "llama4_text"}, "text_config", "the string"),
+        ({"hidden_size": None}, "hidden_size", "null"),
+        ({"num_experts_per_tok": "8"}, "num_experts_per_tok", "the string '8'"),
+        ({"num_experts": 1.5}, "num_experts", "1.5"),
+    ],
+)
+def test_a_field_of_the_wrong_type_or_null_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: dict, field: str, holds: str
+) -> None:
+    """Once a null quant_method got a message blaming "architectures", and a string
+    "architectures" made explain exit 0 saying nothing about the model."""
+    config = json.loads((LLAMA4_NVFP4 / CONFIG_NAME).read_text())
+    config.update(edit)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / CONFIG_NAME).write_text(json.dumps(config))
+    assert main(["explain", "--model", str(model)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f'error: {model / CONFIG_NAME}: field "{field}" is '), err
+    assert holds in err and len(err.splitlines()) == 1, err

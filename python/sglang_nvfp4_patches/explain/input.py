@@ -116,7 +116,7 @@ def read_checkpoint(model_dir: Path) -> dict[Path, dict[str, Any]]:
             f'{config_path}: has no "model_type" string; SGLang (through transformers) reads '
             'it to choose the model\'s config class (e.g. "gemma4", "llama4")'
         )
-    problem = moe_field_problem(config)
+    problem = moe_field_problem(config) or field_type_problem(config)
     if problem is not None:
         raise ModelDirError(f"{config_path}: {problem}")
     files = {config_path: config}
@@ -126,6 +126,47 @@ def read_checkpoint(model_dir: Path) -> dict[Path, dict[str, Any]]:
         except FileNotFoundError:  # absent (or a dangling link): SGLang skips it too
             continue
     return files
+
+
+# Whole-number fields SGLang builds the model from, at the top or in text_config; null is
+# the model's default for the MoE ones only.
+_WHOLE_FIELDS = ("hidden_size", "num_hidden_layers")
+_MOE_FIELDS = ("num_experts_per_tok", "num_experts", "num_local_experts", "moe_intermediate_size")
+
+
+def field_type_problem(config: Mapping[str, Any]) -> str | None:
+    """A field SGLang reads by its type, here null or of another type, named with what it
+    holds (else SGLang fails on another field, or reads a string ``architectures`` as no
+    architecture at all)."""
+    text, quant = config.get("text_config", {}), config.get("quantization_config", {})
+    arch = config.get("architectures", ["-"])
+    wants: dict[str, tuple[bool, str, object]] = {
+        "architectures": (
+            isinstance(arch, list) and bool(arch) and all(isinstance(a, str) and a for a in arch),
+            'a list of model class names, e.g. ["Llama4ForConditionalGeneration"]',
+            arch,
+        ),
+        "text_config": (isinstance(text, dict | None), "an object (the text model's)", text),
+        "quantization_config": (isinstance(quant, dict | None), "an object", quant),
+    }
+    if isinstance(quant, dict) and "quant_method" in quant:
+        method = quant["quant_method"]
+        fine = isinstance(method, str) and bool(method)
+        wants["quantization_config.quant_method"] = (fine, 'a name, e.g. "modelopt"', method)
+    for where, fields in (("", config), ("text_config.", text if isinstance(text, dict) else {})):
+        for name in (n for n in _WHOLE_FIELDS + _MOE_FIELDS if n in fields):
+            value = fields[name]
+            fine = (type(value) is int and value > 0) or (value is None and name in _MOE_FIELDS)
+            wants[where + name] = (fine, "a positive whole number", value)
+    return next(
+        (
+            f'field "{field}" is {_value_text(value)}; SGLang reads it as {what}: set it as '
+            "the checkpoint's published config.json does"
+            for field, (fine, what, value) in wants.items()
+            if not fine
+        ),
+        None,
+    )
 
 
 def read_model_config(model_dir: Path) -> dict[str, Any]:
@@ -171,6 +212,8 @@ def _field(line: str, keys: Mapping[str, Any]) -> str | None:
 
 
 def _value_text(value: object) -> str:
+    if value is None:
+        return "null"
     kind = {dict: "an object", list: "a list", str: "the string", bool: "the boolean"}.get(
         type(value), "the value"
     )
