@@ -29,7 +29,7 @@ from typing import Any, BinaryIO, cast
 
 from sglang_nvfp4_patches.accuracy.errors import BusyError, ConfigError, ResumeError, RunFileError
 from sglang_nvfp4_patches.accuracy.files import kind_of, read_bounded, require_writable_target
-from sglang_nvfp4_patches.errors import loads_json
+from sglang_nvfp4_patches.errors import UsageError, loads_json
 
 PARTIAL_SUFFIX = ".partial.jsonl"
 RUN_FORMAT = "sglang-nvfp4-patches/accuracy-run"
@@ -422,6 +422,24 @@ def load_partial(path: Path, settings: Mapping[str, Any]) -> Stored:
             raise _refuse_damaged(f"{path}:{number}:", problem, path)
         records.append(record)
     return _stored(path, header, records, settings, tuple(notes))
+
+
+def answers_on_disk(out: Path) -> tuple[int, Path]:
+    """How many answers are stored for ``out``, read back from its partial file (the lines
+    that parse: a torn last line is not one), else from ``out`` itself, and which file."""
+    with contextlib.suppress(OSError, UsageError):
+        lines = read_bounded(partial_path(out)).split(b"\n")
+        return sum(_parses(line) for line in lines[1:]), partial_path(out)
+    with contextlib.suppress(OSError, UsageError, ValueError, KeyError, TypeError):
+        return len(loads_json(read_bounded(out))["records"]), out
+    return 0, partial_path(out)
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        return isinstance(loads_json(line), dict)
+    except ValueError:
+        return False
 
 
 def load_finished_run(path: Path, settings: Mapping[str, Any]) -> Stored:
