@@ -8,8 +8,12 @@ the 10 s SGLang import. A command's module is imported only when that command ru
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
+import functools
+import importlib.util
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -200,9 +204,55 @@ def _path_problem(error: OSError, given: Sequence[str]) -> str | None:
     return f"{name}: {error.strerror or error}; give a path that can be used here"
 
 
+def _refuse_unknown_option(parser: argparse.ArgumentParser, words: Sequence[str]) -> None:
+    """An option no parser of ours knows (nor, after ``explain``, SGLang's flags read from
+    its sources as text) is a usage error naming it, before anything heavy is imported and
+    before argparse would first complain about the required options it hides."""
+    for word in words:
+        chosen = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if chosen and word in chosen[0].choices:
+            parser = chosen[0].choices[word]
+            continue
+        name = word.split("=", 1)[0].replace("_", "-")
+        known = [
+            *parser._option_string_actions,
+            *(_sglang_flags() if chosen == [] and parser.prog.endswith(" explain") else ()),
+        ]
+        if name.startswith("--") and name != "--" and not any(o.startswith(name) for o in known):
+            parser.error(f"unrecognized arguments: {word.split('=', 1)[0]}")
+
+
+@functools.cache
+def _sglang_flags() -> frozenset[str]:
+    """SGLang's server flags and its plugins', read from their sources as text (no import: a
+    typo is answered at once, not after 10 s); a superset, since SGLang's own parser still
+    reads every flag that passes. Every option where no source can be read."""
+    from importlib.metadata import entry_points
+
+    plugins = entry_points(group="sglang.srt.plugins")
+    flags: set[str] = set()
+    for top in {
+        "sglang",
+        *(ep.value.split(".")[0] for ep in plugins if ep.name != "nvfp4_patches"),
+    }:
+        spec = importlib.util.find_spec(top)
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            srt = Path(root) / "srt"
+            files = [srt / "server_args.py", *(srt / "arg_groups").rglob("*.py")]
+            for path in files if top == "sglang" else Path(root).rglob("*.py"):
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    text = path.read_text(encoding="utf-8")
+                    flags.update(re.findall(r"--[A-Za-z][\w-]*", text))
+                    fields = re.findall(r"^ +(\w+) *:", text, re.M)
+                    flags.update("--" + name.replace("_", "-") for name in fields)
+    flags.update({"--no-" + flag[2:] for flag in flags})  # argparse's boolean pairs
+    return frozenset(flags) if flags else frozenset({"--"})
+
+
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     words = attach_command_line_values(sys.argv[1:] if argv is None else argv)
+    _refuse_unknown_option(parser, words)
     args, server_flags = parser.parse_known_args(words)
     if server_flags and args.command != "explain":
         command_parser(parser, args).error(f"unrecognized arguments: {' '.join(server_flags)}")
