@@ -42,6 +42,7 @@ from sglang_nvfp4_patches.errors import (
 from sglang_nvfp4_patches.interrupts import (
     INTERRUPTED,
     caused_by_interrupt,
+    stop_requested,
     stop_requests_as_interrupt,
 )
 from sglang_nvfp4_patches.progress import announce
@@ -305,7 +306,10 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         try:
             with stop_requests_as_interrupt():
-                return _run(argv)
+                status = _run(argv)
+                if status != EXIT_INTERRUPTED and stop_requested():
+                    raise KeyboardInterrupt  # a stop some code caught is still a stop
+                return status
         finally:
             sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
     except KeyboardInterrupt:

@@ -8,19 +8,24 @@ interpreter's own start (a few milliseconds before this module runs) is Python's
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
 
 
-def main() -> int:
+def main() -> int:  # never returns: os._exit
+    """Run the command, then end the process at once with its status (``os._exit``): the
+    seconds the interpreter would spend tearing down torch and SGLang are skipped. From the
+    moment the status is fixed, stop requests are held back (blocked, never delivered), so
+    every stop before it ends the command with 130 and one line, and none after it can end
+    the process by its signal (143, 129) or turn a complete answer into 130."""
     status = _command()
-    # Once a KeyboardInterrupt has left code that Python runs from a string (exec or eval of
-    # text: dataclasses and namedtuple build their methods that way while modules import),
-    # CPython notes it as uncaught, even when a caller catches it, and ends a ``python -m``
-    # process by SIGINT whatever it returns: a stop there printed "interrupted" and then
-    # ended the process by SIGINT (status -2 to a parent) instead of exit 130. Running an
-    # empty string clears that note.
-    exec("")
-    return status
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # lost now: the status stays
+            if stream is not None:
+                stream.flush()
+    os._exit(status)
 
 
 def _command() -> int:
@@ -30,15 +35,22 @@ def _command() -> int:
         with stop_requests_as_interrupt():
             from sglang_nvfp4_patches.cli import main as command_line
 
-            return command_line()
+            status = command_line()
+            signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+            return status
     except KeyboardInterrupt:  # before the command line's own handling was in place
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
         return _interrupted()
     except Exception as error:  # a stop that an extension's import turned into another error
         from sglang_nvfp4_patches.interrupts import caused_by_interrupt
 
-        if caused_by_interrupt(error):
-            return _interrupted()
-        raise
+        if not caused_by_interrupt(error):
+            raise
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+        return _interrupted()
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _interrupted() -> int:
