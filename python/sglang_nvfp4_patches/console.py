@@ -35,7 +35,10 @@ def _command() -> int:
         with stop_requests_as_interrupt():
             from sglang_nvfp4_patches.cli import main as command_line
 
-            status = command_line()
+            try:
+                status = command_line()
+            except SystemExit as done:  # argparse's --help, --version and usage errors
+                status = int(done.code or 0)
             signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
             return status
     except KeyboardInterrupt:  # before the command line's own handling was in place
