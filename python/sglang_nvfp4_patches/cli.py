@@ -46,7 +46,7 @@ from sglang_nvfp4_patches.interrupts import (
     stop_requests_as_interrupt,
 )
 from sglang_nvfp4_patches.progress import announce
-from sglang_nvfp4_patches.settings import environment_problem
+from sglang_nvfp4_patches.settings import check_environment
 from sglang_nvfp4_patches.simulation.gpus import gpu_choices, gpu_profile
 from sglang_nvfp4_patches.status import sglang_version
 from sglang_nvfp4_patches.streams import OutputUnwritable, discard, guarded, stdout_closed
@@ -180,29 +180,16 @@ def command_parser(
         parser = chosen
 
 
-# The options whose value is a path (or, for ``--data``/``--model-path``, may be one).
-_PATH_OPTIONS = ("model", "out", "out_dir", "run_a", "run_b", "data", "model_path")
-
-
-def _given_paths(args: argparse.Namespace) -> list[str]:
-    """The paths the user gave; one the OS refuses to look at (too long, no permission to
-    search its directory) is bad input: one line naming it (:class:`UsageError`)."""
-    given = [str(getattr(args, name)) for name in _PATH_OPTIONS if getattr(args, name, None)]
-    for path in given:
+def _check_given_paths(args: argparse.Namespace) -> None:
+    """A path given (or, for ``--data``/``--model-path``, maybe one) that the system refuses
+    to look at (too long, in a directory that cannot be searched) is bad input naming it."""
+    for name in ("model", "out", "out_dir", "run_a", "run_b", "data", "model_path"):
+        path = getattr(args, name, None)
         try:
-            os.stat(path)
+            os.stat(path or ".")
         except OSError as error:
-            if error.errno in (errno.ENAMETOOLONG, errno.EACCES, errno.EPERM):
+            if error.errno in (errno.ENAMETOOLONG, errno.EACCES):
                 raise UsageError(f"{path}: {error.strerror}; give a path you can use") from None
-    return given
-
-
-def _path_problem(error: OSError, given: Sequence[str]) -> str | None:
-    """What was wrong with a path the user gave, when ``error`` came from it."""
-    name = str(error.filename or "")
-    if not any(name.startswith(path) for path in given):
-        return None
-    return f"{name}: {error.strerror or error}; give a path that can be used here"
 
 
 def _refuse_unknown_option(parser: argparse.ArgumentParser, words: Sequence[str]) -> None:
@@ -262,21 +249,13 @@ def _run(argv: Sequence[str] | None) -> int:
     # Importing SGLang on a machine without its GPU warns per quantization backend; the
     # table is the output here, not those import-time notes.
     warnings.filterwarnings("ignore", category=UserWarning, module=r"sglang\.")
-    given: list[str] = []
     try:
-        given = _given_paths(args)
-        problem = environment_problem() if args.command != "accuracy" else None
-        if problem is not None:
-            raise UsageError(problem)
+        _check_given_paths(args)
+        if args.command != "accuracy":
+            check_environment()
         return int(args.func(args))
     except UsageError as error:  # every command's bad input, accuracy's included
         print(f"error: {error.cli_message()}", file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as error:  # not a full disk: a path the user gave that cannot be used
-        problem = None if storage_cause(error) else _path_problem(error, given)
-        if problem is None:
-            raise
-        print(f"error: {problem}", file=sys.stderr)
         return EXIT_USAGE
 
 

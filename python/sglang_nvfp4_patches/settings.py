@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from sglang_nvfp4_patches.errors import UsageError
 from sglang_nvfp4_patches.patch_names import NOT_FORCEABLE_BECAUSE, PATCH_NAMES
 
 DISABLE_ENV = "SGLANG_NVFP4_PATCHES_DISABLE"
@@ -89,29 +90,28 @@ def untested_opt_in(environ: Mapping[str, str] | None = None) -> bool:
     )
 
 
-def environment_problem(environ: Mapping[str, str] | None = None) -> str | None:
-    """The first wrong value among the variables this plugin reads, naming the variable;
-    None when all are usable. ``explain``, ``doctor`` and ``verify`` check it once, first, so
-    a wrong value is bad input (exit 2), never reported as a failed check of SGLang."""
+def check_environment(environ: Mapping[str, str] | None = None) -> None:
+    """The variables this plugin reads, checked once, first, by ``explain``, ``doctor`` and
+    ``verify``: a wrong value is a UsageError naming the variable (exit 2), never reported as
+    a failed check of SGLang."""
     env = os.environ if environ is None else environ
     try:
         disabled_patches(env), forced_patches(env), untested_opt_in(env)
     except (UnknownPatchNameError, InvalidForceError, InvalidUntestedError) as error:
-        return str(error)
-    records = env.get(RECORDS_ENV, "")
-    if not records:
-        return None
+        raise UsageError(str(error)) from None
+    given = env.get(RECORDS_ENV)
+    if not given:
+        return
+    path = Path(given).absolute()
     try:
-        os.stat(records)
+        os.stat(path)
     except FileNotFoundError:
         pass
-    except OSError as error:
-        return f"{RECORDS_ENV}={records!r}: {error.strerror}; point it at a usable directory"
-    path = Path(records).absolute()
+    except OSError as error:  # too long, a file on the way, a directory that cannot be searched
+        raise UsageError(f"{RECORDS_ENV}={given!r}: {error.strerror}; point it elsewhere") from None
     existing = next(p for p in (path, *path.parents) if os.path.lexists(p))
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        return (
-            f"{RECORDS_ENV}={records!r}: {existing} is not a directory this user can write; "
-            "point it at one (a missing one is made), or unset it for the default"
+        raise UsageError(
+            f"{RECORDS_ENV}={given!r}: {existing} is not a directory this user can write; point "
+            "it at one (a missing one is made), or unset it"
         )
-    return None

@@ -105,7 +105,7 @@ def test_out_dir_under_a_missing_parent_is_refused_and_nothing_is_made(
         ]
     )
     err = capsys.readouterr().err
-    assert code == 2 and f"its parent {missing.parent} does not exist" in err, err
+    assert code == 2 and f"the directory {missing.parent} does not exist" in err, err
     assert not (tmp_path / "no").exists()
 
 

@@ -13,8 +13,8 @@ from sglang_nvfp4_patches.settings import (
     FORCE_ENV,
     InvalidForceError,
     UnknownPatchNameError,
+    check_environment,
     disabled_patches,
-    environment_problem,
     forced_patches,
 )
 
@@ -152,7 +152,7 @@ def test_a_wrong_variable_is_bad_input_naming_it_before_sglang(
 
 
 def test_a_records_location_that_does_not_exist_yet_is_fine(tmp_path: Path) -> None:
-    environ = {"SGLANG_NVFP4_PATCHES_RECORDS": str(tmp_path / "a" / "b")}
-    assert environment_problem(environ) is None
-    assert environment_problem({"SGLANG_NVFP4_PATCHES_RECORDS": str(tmp_path)}) is None
+    check_environment({"SGLANG_NVFP4_PATCHES_RECORDS": str(tmp_path / "a" / "b")})
+    check_environment({"SGLANG_NVFP4_PATCHES_RECORDS": str(tmp_path)})
+    check_environment({})
     assert not (tmp_path / "a").exists()

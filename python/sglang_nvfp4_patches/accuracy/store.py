@@ -76,11 +76,7 @@ def ensure_output_dir(directory: Path, option: str) -> None:
     """Refuse an ``--out-dir`` that cannot be made or written, or whose parent does not
     exist, before any server starts or question is asked; nothing is left behind (the
     directory is made when first written, its parents never)."""
-    if _writable_dir(directory, option, directory) not in (directory, directory.parent):
-        raise ConfigError(
-            f"{option} {directory}: its parent {directory.parent} does not exist; create it "
-            "first, or pick a directory whose parent exists"
-        )
+    _writable_dir(directory, option, directory)
 
 
 def ensure_output_file(out: Path, option: str) -> None:
@@ -91,11 +87,6 @@ def ensure_output_file(out: Path, option: str) -> None:
     for path in (out, partial_path(out)):
         require_writable_target(path, option)
     existing = _writable_dir(out.parent, option, out)
-    if existing != out.parent:  # nothing is made that the user did not ask for
-        raise ConfigError(
-            f"{option} {out}: the directory {out.parent} does not exist; create it first, or "
-            "pick a file in a directory that exists"
-        )
     longest = _temporary(partial_path(out), int("9" * _PID_DIGITS)).name  # the longest used
     limit = _name_max(existing)
     if len(os.fsencode(longest)) > limit:
@@ -144,6 +135,11 @@ def _writable_dir(directory: Path, option: str, target: Path) -> Path:
             f"{where}: cannot write there ({exc.strerror or exc}); pick a directory you can "
             "write to"
         ) from None
+    if existing not in (directory, target.parent):  # nothing is made the user did not ask for
+        raise ConfigError(
+            f"{where}: the directory {target.parent} does not exist; create it first (nothing "
+            f"but {target.name} is made for you), or pick another path"
+        )
     return existing
 
 
@@ -425,21 +421,14 @@ def load_partial(path: Path, settings: Mapping[str, Any]) -> Stored:
 
 
 def answers_on_disk(out: Path) -> tuple[int, Path]:
-    """How many answers are stored for ``out``, read back from its partial file (the lines
-    that parse: a torn last line is not one), else from ``out`` itself, and which file."""
+    """How many answers are stored for ``out``, read back, and which file holds them: its
+    partial file (each answer a line ending in a newline, so a torn last one is not counted),
+    else ``out`` itself."""
     with contextlib.suppress(OSError, UsageError):
-        lines = read_bounded(partial_path(out)).split(b"\n")
-        return sum(_parses(line) for line in lines[1:]), partial_path(out)
+        return max(read_bounded(partial_path(out)).count(b"\n") - 1, 0), partial_path(out)
     with contextlib.suppress(OSError, UsageError, ValueError, KeyError, TypeError):
         return len(loads_json(read_bounded(out))["records"]), out
     return 0, partial_path(out)
-
-
-def _parses(line: bytes) -> bool:
-    try:
-        return isinstance(loads_json(line), dict)
-    except ValueError:
-        return False
 
 
 def load_finished_run(path: Path, settings: Mapping[str, Any]) -> Stored:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -128,45 +128,45 @@ def read_checkpoint(model_dir: Path) -> dict[Path, dict[str, Any]]:
     return files
 
 
-# Whole-number fields SGLang builds the model from, at the top or in text_config; null is
-# the model's default for the MoE ones only.
-_WHOLE_FIELDS = ("hidden_size", "num_hidden_layers")
-_MOE_FIELDS = ("num_experts_per_tok", "num_experts", "num_local_experts", "moe_intermediate_size")
+def _whole(value: object) -> bool:
+    return type(value) is int and value > 0
+
+
+# Fields SGLang reads by their type: the test a value passes, and what SGLang reads it as.
+_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "architectures": (
+        lambda v: isinstance(v, list) and bool(v) and all(isinstance(a, str) and a for a in v),
+        'a list of model class names, e.g. ["Llama4ForConditionalGeneration"]',
+    ),
+    "text_config": (lambda v: isinstance(v, dict | None), "an object (the text model's)"),
+    "quantization_config": (lambda v: isinstance(v, dict | None), "an object"),
+    "quantization_config.quant_method": (lambda v: isinstance(v, str) and v, 'a name ("modelopt")'),
+    **dict.fromkeys(("hidden_size", "num_hidden_layers"), (_whole, "a positive whole number")),
+    **dict.fromkeys(  # null: the model's default
+        ("num_experts_per_tok", "num_experts", "num_local_experts", "moe_intermediate_size"),
+        (lambda v: v is None or _whole(v), "a positive whole number"),
+    ),
+}
 
 
 def field_type_problem(config: Mapping[str, Any]) -> str | None:
     """A field SGLang reads by its type, here null or of another type, named with what it
     holds (else SGLang fails on another field, or reads a string ``architectures`` as no
     architecture at all)."""
-    text, quant = config.get("text_config", {}), config.get("quantization_config", {})
-    arch = config.get("architectures", ["-"])
-    wants: dict[str, tuple[bool, str, object]] = {
-        "architectures": (
-            isinstance(arch, list) and bool(arch) and all(isinstance(a, str) and a for a in arch),
-            'a list of model class names, e.g. ["Llama4ForConditionalGeneration"]',
-            arch,
-        ),
-        "text_config": (isinstance(text, dict | None), "an object (the text model's)", text),
-        "quantization_config": (isinstance(quant, dict | None), "an object", quant),
-    }
-    if isinstance(quant, dict) and "quant_method" in quant:
-        method = quant["quant_method"]
-        fine = isinstance(method, str) and bool(method)
-        wants["quantization_config.quant_method"] = (fine, 'a name, e.g. "modelopt"', method)
-    for where, fields in (("", config), ("text_config.", text if isinstance(text, dict) else {})):
-        for name in (n for n in _WHOLE_FIELDS + _MOE_FIELDS if n in fields):
-            value = fields[name]
-            fine = (type(value) is int and value > 0) or (value is None and name in _MOE_FIELDS)
-            wants[where + name] = (fine, "a positive whole number", value)
-    return next(
-        (
-            f'field "{field}" is {_value_text(value)}; SGLang reads it as {what}: set it as '
-            "the checkpoint's published config.json does"
-            for field, (fine, what, value) in wants.items()
-            if not fine
-        ),
-        None,
-    )
+    fields = dict(config)
+    for key in ("text_config", "quantization_config"):
+        inner = config.get(key)
+        fields.update(
+            {f"{key}.{n}": v for n, v in inner.items()} if isinstance(inner, dict) else {}
+        )
+    for field, value in fields.items():
+        fine, what = _FIELDS.get(field.removeprefix("text_config."), (None, ""))
+        if fine is not None and not fine(value):
+            return (
+                f'field "{field}" is {_value_text(value)}; SGLang reads it as {what}: set it as '
+                "the checkpoint's published config.json does"
+            )
+    return None
 
 
 def read_model_config(model_dir: Path) -> dict[str, Any]:
