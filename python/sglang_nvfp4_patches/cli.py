@@ -160,26 +160,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def command_parser(
-    parser: argparse.ArgumentParser, args: argparse.Namespace
-) -> argparse.ArgumentParser:
-    """The parser of the (sub)command ``args`` chose (``accuracy run``'s for ``accuracy run
-    ...``), so an error shows that command's usage, not the top level's."""
-    while True:
-        chosen = next(
-            (
-                action.choices[getattr(args, action.dest)]
-                for action in parser._actions
-                if isinstance(action, argparse._SubParsersAction)
-                and getattr(args, action.dest, None) in action.choices
-            ),
-            None,
-        )
-        if chosen is None:
-            return parser
-        parser = chosen
-
-
 def _check_given_paths(args: argparse.Namespace) -> None:
     """A path given (or, for ``--data``/``--model-path``, maybe one) that the system refuses
     to look at (too long, in a directory that cannot be searched) is bad input naming it."""
@@ -192,29 +172,32 @@ def _check_given_paths(args: argparse.Namespace) -> None:
                 raise UsageError(f"{path}: {error.strerror}; give a path you can use") from None
 
 
-def _refuse_unknown_option(parser: argparse.ArgumentParser, words: Sequence[str]) -> None:
-    """An option no parser of ours knows (nor, after ``explain``, SGLang's flags read from
-    its sources as text) is a usage error naming it, before anything heavy is imported and
-    before argparse would first complain about the required options it hides."""
+def _chosen_parser(
+    parser: argparse.ArgumentParser, words: Sequence[str]
+) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``words`` choose (so an error shows its usage); an
+    option it does not know (nor, after ``explain``, SGLang's flags read from its sources) is
+    a usage error naming it, before anything heavy is imported and before argparse would
+    complain first about the required options it hides."""
     for word in words:
-        chosen = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        if chosen and word in chosen[0].choices:
-            parser = chosen[0].choices[word]
+        subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if subparsers and word in subparsers[0].choices:
+            parser = subparsers[0].choices[word]
             continue
-        name = word.split("=", 1)[0].replace("_", "-")
-        known = [
-            *parser._option_string_actions,
-            *(_sglang_flags() if chosen == [] and parser.prog.endswith(" explain") else ()),
-        ]
+        name = word.split("=", 1)[0]
+        known = [*parser._option_string_actions]
+        if parser.prog.endswith(" explain"):  # none read: SGLang's own parser decides
+            known += _sglang_flags() or [name]
         if name.startswith("--") and name != "--" and not any(o.startswith(name) for o in known):
-            parser.error(f"unrecognized arguments: {word.split('=', 1)[0]}")
+            parser.error(f"unrecognized arguments: {name}")
+    return parser
 
 
 @functools.cache
-def _sglang_flags() -> frozenset[str]:
+def _sglang_flags() -> list[str]:
     """SGLang's server flags and its plugins', read from their sources as text (no import: a
     typo is answered at once, not after 10 s); a superset, since SGLang's own parser still
-    reads every flag that passes. Every option where no source can be read."""
+    reads every flag that passes."""
     from importlib.metadata import entry_points
 
     plugins = entry_points(group="sglang.srt.plugins")
@@ -234,16 +217,16 @@ def _sglang_flags() -> frozenset[str]:
                     fields = re.findall(r"^ +(\w+) *:", text, re.M)
                     flags.update("--" + name.replace("_", "-") for name in fields)
     flags.update({"--no-" + flag[2:] for flag in flags})  # argparse's boolean pairs
-    return frozenset(flags) if flags else frozenset({"--"})
+    return sorted(flags)
 
 
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     words = attach_command_line_values(sys.argv[1:] if argv is None else argv)
-    _refuse_unknown_option(parser, words)
+    chosen = _chosen_parser(parser, words)
     args, server_flags = parser.parse_known_args(words)
     if server_flags and args.command != "explain":
-        command_parser(parser, args).error(f"unrecognized arguments: {' '.join(server_flags)}")
+        chosen.error(f"unrecognized arguments: {' '.join(server_flags)}")
     if args.command == "explain":
         args.server_flags = server_flags  # read by SGLang's own parser once it is imported
     # Importing SGLang on a machine without its GPU warns per quantization backend; the

@@ -15,16 +15,13 @@ import sys
 
 
 def main() -> int:  # never returns: os._exit
-    """Run the command, then end the process at once with its status (``os._exit``): the
-    seconds the interpreter would spend tearing down torch and SGLang are skipped. From the
-    moment the status is fixed, stop requests are held back (blocked, never delivered), so
-    every stop before it ends the command with 130 and one line, and none after it can end
-    the process by its signal (143, 129) or turn a complete answer into 130."""
+    """Run the command, then end the process at once with its status: the seconds of torch
+    and SGLang teardown are skipped. Stop requests are blocked from the moment the status is
+    fixed: every stop before it ends the command with 130, none after it changes the status."""
     status = _command()
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # lost now: the status stays
-            if stream is not None:
-                stream.flush()
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # lost: the status stays
+            stream.flush()
     os._exit(status)
 
 
@@ -33,24 +30,22 @@ def _command() -> int:
         from sglang_nvfp4_patches.interrupts import stop_requests_as_interrupt
 
         with stop_requests_as_interrupt():
-            from sglang_nvfp4_patches.cli import main as command_line
-
             try:
-                status = command_line()
+                from sglang_nvfp4_patches.cli import main as command_line
+
+                return command_line()
             except SystemExit as done:  # argparse's --help, --version and usage errors
-                status = int(done.code or 0)
-            signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
-            return status
+                return int(done.code or 0)
+            finally:
+                signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     except KeyboardInterrupt:  # before the command line's own handling was in place
-        signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
         return _interrupted()
     except Exception as error:  # a stop that an extension's import turned into another error
         from sglang_nvfp4_patches.interrupts import caused_by_interrupt
 
-        if not caused_by_interrupt(error):
-            raise
-        signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
-        return _interrupted()
+        if caused_by_interrupt(error):
+            return _interrupted()
+        raise
 
 
 _STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

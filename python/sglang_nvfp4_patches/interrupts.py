@@ -118,8 +118,7 @@ def stop_requests_as_interrupt() -> Iterator[None]:
 
 
 def stop_requested() -> bool:
-    """Whether a Ctrl-C or stop request arrived while :func:`stop_requests_as_interrupt`'s
-    block ran (even where some code caught what it raised)."""
+    """A Ctrl-C or stop request arrived in the block (even if some code caught it)."""
     return _requested
 
 
