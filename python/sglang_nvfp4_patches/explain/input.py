@@ -116,7 +116,7 @@ def read_checkpoint(model_dir: Path) -> dict[Path, dict[str, Any]]:
             f'{config_path}: has no "model_type" string; SGLang (through transformers) reads '
             'it to choose the model\'s config class (e.g. "gemma4", "llama4")'
         )
-    problem = moe_field_problem(config) or field_type_problem(config)
+    problem = field_type_problem(config) or moe_field_problem(config)
     if problem is not None:
         raise ModelDirError(f"{config_path}: {problem}")
     files = {config_path: config}
@@ -128,10 +128,6 @@ def read_checkpoint(model_dir: Path) -> dict[Path, dict[str, Any]]:
     return files
 
 
-def _whole(value: object) -> bool:
-    return type(value) is int and value > 0
-
-
 # Fields SGLang reads by their type: the test a value passes, and what SGLang reads it as.
 _FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "architectures": (
@@ -141,10 +137,13 @@ _FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "text_config": (lambda v: isinstance(v, dict | None), "an object (the text model's)"),
     "quantization_config": (lambda v: isinstance(v, dict | None), "an object"),
     "quantization_config.quant_method": (lambda v: isinstance(v, str) and v, 'a name ("modelopt")'),
-    **dict.fromkeys(("hidden_size", "num_hidden_layers"), (_whole, "a positive whole number")),
-    **dict.fromkeys(  # null: the model's default
-        ("num_experts_per_tok", "num_experts", "num_local_experts", "moe_intermediate_size"),
-        (lambda v: v is None or _whole(v), "a positive whole number"),
+    **dict.fromkeys(
+        ("hidden_size", "num_hidden_layers"),
+        (lambda v: type(v) is int and v > 0, "a positive whole number"),
+    ),
+    **dict.fromkeys(  # null: the model's default; their bounds: moe_field_problem
+        ("num_experts_per_tok", "top_k_experts", "num_experts", "num_local_experts"),
+        (lambda v: v is None or type(v) is int, "a whole number"),
     ),
 }
 
