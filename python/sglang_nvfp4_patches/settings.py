@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -104,14 +106,14 @@ def check_environment(environ: Mapping[str, str] | None = None) -> None:
         return
     path = Path(given).absolute()
     try:
-        os.stat(path)
-    except FileNotFoundError:
-        pass
-    except OSError as error:  # too long, a file on the way, a directory that cannot be searched
-        raise UsageError(f"{RECORDS_ENV}={given!r}: {error.strerror}; point it elsewhere") from None
-    existing = next(p for p in (path, *path.parents) if os.path.lexists(p))
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        with contextlib.suppress(FileNotFoundError):
+            os.stat(path)  # too long, a file on the way, a directory that cannot be searched
+        existing = next(p for p in (path, *path.parents) if os.path.lexists(p))
+        handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=existing)  # then removed
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
         raise UsageError(
-            f"{RECORDS_ENV}={given!r}: {existing} is not a directory this user can write; point "
-            "it at one (a missing one is made), or unset it"
-        )
+            f"{RECORDS_ENV}={given!r}: {error.strerror} ({error.filename or path}); point it at "
+            "a directory this user can write (a missing one is made), or unset it"
+        ) from None

@@ -128,6 +128,8 @@ def test_a_patch_that_cannot_be_forced_says_why_in_full() -> None:
         ("SGLANG_NVFP4_PATCHES_RECORDS", "FILE"),
         ("SGLANG_NVFP4_PATCHES_RECORDS", "FILE/records"),
         ("SGLANG_NVFP4_PATCHES_RECORDS", "/tmp/" + "r" * 300),
+        ("SGLANG_NVFP4_PATCHES_RECORDS", "/dev/null"),
+        ("SGLANG_NVFP4_PATCHES_RECORDS", "/proc/records"),  # root's access() says writable
     ],
 )
 @pytest.mark.parametrize("command", ["explain", "doctor", "verify"])
