@@ -175,10 +175,9 @@ def _check_given_paths(args: argparse.Namespace) -> None:
 def _chosen_parser(
     parser: argparse.ArgumentParser, words: Sequence[str]
 ) -> argparse.ArgumentParser:
-    """The parser of the (sub)command ``words`` choose (so an error shows its usage); an
-    option it does not know (nor, after ``explain``, SGLang's flags read from its sources) is
-    a usage error naming it, before anything heavy is imported and before argparse would
-    complain first about the required options it hides."""
+    """The parser of the (sub)command ``words`` choose; an option it does not know (nor,
+    after ``explain``, SGLang's flags) is a usage error naming it, before any heavy import
+    and before argparse's complaint about missing required options would hide it."""
     for word in words:
         subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         if subparsers and word in subparsers[0].choices:
@@ -195,9 +194,8 @@ def _chosen_parser(
 
 @functools.cache
 def _sglang_flags() -> list[str]:
-    """SGLang's server flags and its plugins', read from their sources as text (no import: a
-    typo is answered at once, not after 10 s); a superset, since SGLang's own parser still
-    reads every flag that passes."""
+    """SGLang's server flags and its plugins', read from their sources as text (no import):
+    a superset, since SGLang's own parser still reads every flag that passes."""
     from importlib.metadata import entry_points
 
     plugins = entry_points(group="sglang.srt.plugins")

@@ -93,9 +93,8 @@ def untested_opt_in(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def check_environment(environ: Mapping[str, str] | None = None) -> None:
-    """The variables this plugin reads, checked once, first, by ``explain``, ``doctor`` and
-    ``verify``: a wrong value is a UsageError naming the variable (exit 2), never reported as
-    a failed check of SGLang."""
+    """The variables this plugin reads, checked first by ``explain``, ``doctor`` and
+    ``verify``: a wrong value is a UsageError naming it, never a failed check of SGLang."""
     env = os.environ if environ is None else environ
     try:
         disabled_patches(env), forced_patches(env), untested_opt_in(env)

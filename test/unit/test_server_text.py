@@ -52,4 +52,4 @@ def test_a_long_answer_is_cut_marked_and_reported_by_compare(
     assert main(["accuracy", "compare", *files, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cut_outputs"] == {"A": 4, "B": 0}
     assert main(["accuracy", "compare", *files]) == 0
-    assert f"cut at {MAX_OUTPUT_CHARS} characters (4 in A, 0 in B" in capsys.readouterr().out
+    assert f"cut at {MAX_OUTPUT_CHARS} characters (4 in A, 0 in B)" in capsys.readouterr().out

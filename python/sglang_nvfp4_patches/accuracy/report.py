@@ -113,10 +113,7 @@ def format_comparison(cmp: Comparison) -> str:
         lines.append(f"NOTE: {label} is an incomplete run (not every question was answered)")
     if any(cmp.cut_outputs.values()):
         counts = ", ".join(f"{n} in {side}" for side, n in cmp.cut_outputs.items())
-        lines.append(
-            f"NOTE: answers stored cut at {MAX_OUTPUT_CHARS} characters ({counts}; marked "
-            "output_cut): their predictions were read before the cut"
-        )
+        lines.append(f"NOTE: answers stored cut at {MAX_OUTPUT_CHARS} characters ({counts})")
     for difference in cmp.setting_differences:
         lines.append(f"NOTE: the runs differ in a setting that changes answers: {difference}")
     lines.append("")

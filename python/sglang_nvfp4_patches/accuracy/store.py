@@ -73,17 +73,15 @@ def lock_path(out: Path) -> Path:
 
 
 def ensure_output_dir(directory: Path, option: str) -> None:
-    """Refuse an ``--out-dir`` that cannot be made or written, or whose parent does not
-    exist, before any server starts or question is asked; nothing is left behind (the
-    directory is made when first written, its parents never)."""
+    """Refuse an ``--out-dir`` that cannot be made or written, before any server starts or
+    question is asked; nothing is left behind (it is made when first written, never its
+    parents)."""
     _writable_dir(directory, option, directory)
 
 
 def ensure_output_file(out: Path, option: str) -> None:
     """``out`` can be written: a regular file or nothing yet (its partial file too), with a
     name this file system takes, in a directory that exists or can be made."""
-    if out.is_dir():
-        raise ConfigError(f"{option} {out}: is a directory; give a file name such as RUN.json")
     for path in (out, partial_path(out)):
         require_writable_target(path, option)
     existing = _writable_dir(out.parent, option, out)
@@ -421,9 +419,8 @@ def load_partial(path: Path, settings: Mapping[str, Any]) -> Stored:
 
 
 def answers_on_disk(out: Path) -> tuple[int, Path]:
-    """How many answers are stored for ``out``, read back, and which file holds them: its
-    partial file (each answer a line ending in a newline, so a torn last one is not counted),
-    else ``out`` itself."""
+    """How many answers are stored for ``out`` and in which file, read back: its partial file
+    (answers are lines ending in a newline: a torn last one is not counted), else ``out``."""
     with contextlib.suppress(OSError, UsageError):
         return max(read_bounded(partial_path(out)).count(b"\n") - 1, 0), partial_path(out)
     with contextlib.suppress(OSError, UsageError, ValueError, KeyError, TypeError):

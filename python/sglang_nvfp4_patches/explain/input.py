@@ -149,9 +149,8 @@ _FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 
 def field_type_problem(config: Mapping[str, Any]) -> str | None:
-    """A field SGLang reads by its type, here null or of another type, named with what it
-    holds (else SGLang fails on another field, or reads a string ``architectures`` as no
-    architecture at all)."""
+    """A field SGLang reads by its type, null or of another type here, named (SGLang would
+    blame another field, or read a string ``architectures`` as no architecture at all)."""
     fields = dict(config)
     for key in ("text_config", "quantization_config"):
         inner = config.get(key)
