@@ -122,3 +122,28 @@ def test_a_path_in_a_directory_without_search_permission_is_bad_input(
         locked.chmod(0o700)
     err = capsys.readouterr().err
     assert code == 2 and str(locked / "m") in err and "Permission denied" in err, err
+
+
+@pytest.mark.parametrize("model", ["/no/such/checkpoint", "./missing", "~/no-such-model-dir"])
+def test_ab_refuses_a_local_model_path_that_does_not_exist_before_any_launch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str
+) -> None:
+    """Once ab started a real SGLang on such a path and exited 3 with its traceback."""
+    launched = tmp_path / "launched"
+    with pytest.raises(SystemExit) as refused:
+        main(
+            [
+                "accuracy",
+                "ab",
+                "--model-path",
+                model,
+                "--data",
+                str(tmp_path),
+                "--out-dir",
+                str(tmp_path / "ab"),
+                "--launcher",
+                f"touch {launched}",
+            ]
+        )
+    assert refused.value.code == 2 and not launched.exists()
+    assert f"argument --model-path: {model}: No such file" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -72,6 +73,17 @@ def path_argument(text: str) -> Path:
     if not text:
         raise argparse.ArgumentTypeError("is empty; give a path")
     return Path(text)
+
+
+def _model_path(text: str) -> str:
+    """argparse type: a Hub id, or a local path (``/``, ``.`` or ``~`` first, as a Hub id
+    never is) that exists, checked before any server is started."""
+    try:
+        os.lstat(os.path.expanduser(text)) if text.startswith(("/", ".", "~")) else None
+    except OSError as error:  # too long, not searchable: cli's path check names it
+        if isinstance(error, FileNotFoundError | NotADirectoryError):
+            raise argparse.ArgumentTypeError(f"{text}: {error.strerror} (nor a Hub id)") from None
+    return text
 
 
 def _alpha(text: str) -> float:
@@ -165,7 +177,9 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
             "130: interrupted. Rerunning the same command resumes."
         ),
     )
-    ab.add_argument("--model-path", required=True, metavar="M", help="model for both servers")
+    ab.add_argument(
+        "--model-path", required=True, type=_model_path, metavar="M", help="model for both servers"
+    )
     ab.add_argument(
         "--a-args",
         type=_server_args,
