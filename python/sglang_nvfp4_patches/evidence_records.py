@@ -30,9 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sglang_nvfp4_patches.settings import RECORDS_ENV
 from sglang_nvfp4_patches.supported_releases import is_tested
 
-RECORDS_ENV = "SGLANG_NVFP4_PATCHES_RECORDS"
 SHIPPED_NAME = "verified_releases.json"
 SHIPPED_BY = "CI"  # who made the records shipped in the package
 KEPT_BY = "verify on this machine"  # who made the ones kept in records_dir()
