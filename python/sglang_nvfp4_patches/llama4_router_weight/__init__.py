@@ -38,4 +38,5 @@ PATCH = declare(
     explain_note="explain_facts.explain_note",
     verify_checks="checks.run_checks",
     suspended="suspension.suspended",  # explain's unpatched column
+    runner_may_lift="refusals.another_runner_may_serve",
 )
