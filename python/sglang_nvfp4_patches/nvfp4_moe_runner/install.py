@@ -1,6 +1,6 @@
 """Install ``nvfp4-moe-runner`` (the declaration's ``install``): its question
 (:mod:`.question`) is asked through the server-args seam as soon as SGLang imports it, so
-plugin load imports nothing; the hook decides per launch (:mod:`.decision`) from the evidence
+plugin load imports nothing; the hook decides per launch from the evidence
 record, which is read only when a launch needs it."""
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ def install(forced: bool, observe: bool) -> PatchReport:
                 report.reason,
             )
         return report
-    hooks.ask(QUESTION)
-    failure = hooks.failure(QUESTION)
+    failure = hooks.ask(QUESTION)
     if failure is not None:
         return PatchReport(NAME, PatchState.FAILED, failure)
     module = seam_module()

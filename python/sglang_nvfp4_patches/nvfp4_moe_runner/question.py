@@ -1,20 +1,40 @@
 """``nvfp4-moe-runner``'s question to the server-args seam (:mod:`..server_args_seam`): for
-every architecture, the MoE runner to declare, decided per launch (:mod:`.decision`) from its
-facts: the MoE layer settings its config gives, the quantization and MoE runner resolution has
-so far (the operator's flags, then SGLang's own model defaults), the GPU, and the checkpoint's
+every architecture, the MoE runner to declare, decided per launch from its facts: the MoE
+layer settings its config gives, the quantization and MoE runner resolution has so far (the
+operator's flags, then SGLang's own model defaults), the GPU, and the checkpoint's
 quantization as SGLang detects it. Where SGLang adjusts the record in place it is asked after
-those adjustments, where they left the runner at ``auto``."""
+those adjustments, where they left the runner at ``auto``. The rule runs here as this process
+runs it: the evidence record read when a launch needs it, the decision's log lines (one per
+model and GPU per process), and the refusal of a launch no runner serves where another
+launch line does."""
 
 from __future__ import annotations
 
+import logging
+import threading
+
 from sglang_nvfp4_patches.models import moe_settings
-from sglang_nvfp4_patches.nvfp4_moe_runner import NAME, decision, suspension
-from sglang_nvfp4_patches.nvfp4_moe_runner.rule import LaunchFacts
+from sglang_nvfp4_patches.nvfp4_moe_runner import NAME, suspension
+from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
+    AUTO,
+    CUTLASS,
+    Decision,
+    EvidenceState,
+    LaunchFacts,
+    LaunchRefused,
+    decide,
+    refusal,
+)
+from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.server_args_seam.launch import Launch
 from sglang_nvfp4_patches.server_args_seam.question import Question
 from sglang_nvfp4_patches.server_args_seam.seam import SeamKind
+from sglang_nvfp4_patches.status import sglang_version
 
 FIELD = "moe_runner_backend"
+logger = logging.getLogger("sglang_nvfp4_patches.nvfp4_moe_runner")
+_logged: set[tuple[str, str, str]] = set()  # the decisions logged, per model
+_lock = threading.Lock()
 
 
 def answer(launch: Launch) -> str | None:
@@ -29,9 +49,74 @@ def answer(launch: Launch) -> str | None:
         capability=launch.capability,
         checkpoint_quantization=lambda: launch.model_config.quantization,
     )
-    in_place = launch.seam.kind is SeamKind.ADJUSTMENTS_METHOD  # resolved: nothing follows
-    alone = None if in_place else (lambda: launch.sglang_alone(FIELD))
-    return decision.decide_and_log(facts, launch.model_path, alone).runner
+    return decide_and_log(facts, launch).runner
+
+
+def _once(model_path: str, decision: Decision) -> bool:
+    key = (model_path, decision.reason, str(decision.runner))
+    with _lock:
+        if key in _logged:
+            return False
+        _logged.add(key)
+        return True
+
+
+def decide_and_log(facts: LaunchFacts, launch: Launch) -> Decision:
+    """The decision for one launch, with its INFO line where it publishes and one ERROR where
+    the evidence cannot tell (the way out named); :class:`LaunchRefused` where the layer
+    fails on every runner this patch can publish and another launch line serves it. Before it
+    acts, where a model's later pass may still publish a runner (a registry: SGLang adjusting
+    the record in place has done so already), SGLang's whole resolution alone is asked."""
+    from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import current_facts
+
+    decision = decide(facts, current_facts)
+    model_path = launch.model_path
+    acts = decision.runner is not None or decision.instead is not None
+    if acts and launch.seam.kind is not SeamKind.ADJUSTMENTS_METHOD:
+        own = launch.sglang_alone(FIELD)
+        if own not in (None, AUTO):
+            return Decision(None, f"SGLang publishes {own} itself")
+    if decision.instead is not None:
+        raise LaunchRefused(f"[{NAME}] {refusal(decision, model_path, sglang_version())}")
+    if decision.state is None or not _once(model_path, decision):
+        return decision
+    if decision.runner is not None:
+        logger.info(
+            "[%s] %s: with the MoE runner left at auto (%s), %s; publishing %s, SGLang's own "
+            "runner for modelopt_fp4 on SM110/SM120 (pass --moe-runner-backend to choose "
+            "another).",
+            NAME,
+            model_path,
+            decision.key,
+            decision.reason,
+            decision.runner,
+        )
+    elif decision.state is EvidenceState.NO_REMEDY:
+        logger.error(
+            "[%s] %s: SGLang %s's ModelOpt NVFP4 MoE layer fails here (%s) on every runner this "
+            "plugin can publish, and no other launch line is shown to serve it: %s. It is left "
+            "as SGLang ships it.",
+            NAME,
+            model_path,
+            sglang_version(),
+            decision.key,
+            decision.reason,
+        )
+    elif decision.state in (EvidenceState.UNKNOWN, EvidenceState.NOT_COVERED):
+        logger.error(
+            "[%s] %s: cannot tell whether SGLang %s's ModelOpt NVFP4 MoE layer serves with the "
+            "MoE runner left at auto (%s%s), so it is left as SGLang ships it; where that layer "
+            "builds the flashinfer_trtllm runner on weights prepared for another, it fails at "
+            "the first forward. Run `%s`, or pass --moe-runner-backend %s.",
+            NAME,
+            model_path,
+            sglang_version(),
+            f"{decision.key}: " if decision.key else "",
+            decision.reason,
+            VERIFY_COMMAND,
+            CUTLASS,
+        )
+    return decision
 
 
 QUESTION = Question(NAME, FIELD, answer, None, suspension.is_suspended, before_adjustments=False)

@@ -40,7 +40,6 @@ SCHEDULER_MODULE = "sglang.srt.managers.scheduler"
 SCHEDULER_INIT = f"{SCHEDULER_MODULE}.Scheduler.__init__"
 
 _questions: list[Question] = []
-_failures: dict[str, str] = {}  # per patch: why the seam could not be hooked for it
 _seam: OverrideSeam | None = None  # the seam the hook is on
 
 
@@ -132,18 +131,20 @@ def _wire() -> None:
     _seam = seam
 
 
-def ask(question: Question, now: bool = False) -> None:
+def ask(question: Question, now: bool = False) -> str | None:
     """Serve ``question`` from the hook (idempotent): ``now`` (importing the seam;
     :class:`PatchUnavailable` where there is none), or as SGLang imports the seam, so plugin
-    load imports nothing (where it fails: one ERROR naming the patch, and :func:`failure`)."""
+    load imports nothing; there, where the seam cannot be hooked, one ERROR names the patch
+    (returned too where the seam was imported already)."""
     if question not in _questions:
         _questions.append(question)
+    failures: list[str] = []
 
     def wire(_module: ModuleType | None = None) -> None:
         try:
             _wire()
         except PatchUnavailable as error:
-            _failures[question.patch] = str(error)
+            failures.append(str(error))
             logger.error(
                 "[%s] could not be applied on SGLang %s: %s. SGLang is left unchanged for "
                 "this patch.",
@@ -158,11 +159,7 @@ def ask(question: Question, now: bool = False) -> None:
         when_imported(seam_module(), wire)
     if question.check_record is not None:
         when_imported(SCHEDULER_MODULE, _hook_scheduler)
-
-
-def failure(question: Question) -> str | None:
-    """Why the hook could not go on the seam for ``question`` (``None``: no failure)."""
-    return _failures.get(question.patch)
+    return failures[0] if failures else None
 
 
 def times_asked(question: Question) -> int:
