@@ -31,7 +31,7 @@ from sglang_nvfp4_patches.server_args_seam.seam import (
     find_override_seam,
     seam_module,
 )
-from sglang_nvfp4_patches.sglang_hooks import hook_count, install_hook
+from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook
 from sglang_nvfp4_patches.status import PATCHED_MARK, PatchUnavailable, sglang_version
 
 logger = logging.getLogger("sglang_nvfp4_patches.server_args_seam")
@@ -168,7 +168,7 @@ def times_asked(question: Question) -> int:
         return 0
     seam = _current_seam()
     if seam.kind is SeamKind.ADJUSTMENTS_METHOD:
-        return hook_count(seam.method(), adjustments_hook)
+        return hook_count(bound_at(seam.target()), adjustments_hook)
     return _registered(seam).count(registry_provider)
 
 

@@ -48,10 +48,6 @@ class OverrideSeam:
         """The hook target of an adjustments-method seam."""
         return f"{SERVER_ARGS_MODULE}.ServerArgs.{ADJUSTMENTS_METHOD}"
 
-    def method(self) -> Any:
-        """What is bound at :meth:`target` now (hooks included)."""
-        return self.module.ServerArgs.__dict__[ADJUSTMENTS_METHOD]
-
 
 def seam_module() -> str:
     """The module whose import completes the seam (SGLang's own providers registered), found
