@@ -3,7 +3,8 @@ SGLang's ``trtllm_mha`` drops the FP8 KV-cache scales (sglang#26518; fixed by sg
 
 What it does, where it is wired, how it is tested:
 
-* the rule, pure: :mod:`.rule` (sglang#26791's rule and when it applies);
+* the rule, pure: :func:`.rule.decide_gemma4_attention` (sglang#26791's rule and when it
+  applies), shown by ``test/integration/test_gemma4_resolution.py``;
 * the root cause, pure: :mod:`.v_scale_question` reads a ``trtllm_mha_backend.py`` source;
   :mod:`.backend_source` finds this SGLang's copy and says live, fixed or unknown;
 * where it is wired: :data:`.rule_state.QUESTION`, asked through the server-args seam

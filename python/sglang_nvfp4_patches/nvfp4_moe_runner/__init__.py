@@ -6,7 +6,8 @@ serves is refused before the weights load where another line serves it.
 
 What it does, where it is wired, how it is tested:
 
-* the decision, pure: :mod:`.rule` (per launch, from the evidence; the evidence's states);
+* the decision, pure: :func:`.rule.decide` (per launch, from the evidence), shown by
+  ``test/integration/test_nvfp4_moe_runner.py``;
 * the evidence: :mod:`.evidence` runs SGLang's first MoE layer of stand-in checkpoints on
   simulated Blackwell GPUs (:mod:`..simulation.moe_forward`), kept per MoE layer settings,
   GPU and launch line as a record (:mod:`..evidence_records`);
