@@ -1,8 +1,5 @@
-"""``python -m sglang_nvfp4_patches {explain,doctor,verify,accuracy}``.
-
-The whole command line is defined here without importing torch or SGLang: ``--version``,
-``--help``, argument errors and ``accuracy`` start at once, and a bad ``--model`` fails before
-the 10 s SGLang import. A command's module is imported only when that command runs.
+"""``python -m sglang_nvfp4_patches {explain,doctor,verify,accuracy}``: the whole command line,
+defined without importing torch or SGLang (a command's module is imported when it runs).
 """
 
 from __future__ import annotations
@@ -161,8 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_given_paths(args: argparse.Namespace) -> None:
-    """A path given (or, for ``--data``/``--model-path``, maybe one) that the system refuses
-    to look at (too long, in a directory that cannot be searched) is bad input naming it."""
+    """A path given that the system refuses to look at (too long, in a directory that cannot
+    be searched) is bad input naming it."""
     for name in ("model", "out", "out_dir", "run_a", "run_b", "data", "model_path"):
         path = getattr(args, name, None)
         try:
@@ -175,9 +172,8 @@ def _check_given_paths(args: argparse.Namespace) -> None:
 def _chosen_parser(
     parser: argparse.ArgumentParser, words: Sequence[str]
 ) -> argparse.ArgumentParser:
-    """The parser of the (sub)command ``words`` choose; an option it does not know (nor,
-    after ``explain``, SGLang's flags) is a usage error naming it, before any heavy import
-    and before argparse's complaint about missing required options would hide it."""
+    """The parser of the (sub)command ``words`` choose; an option it does not know (nor SGLang,
+    after ``explain``) is a usage error naming it, before any import or argparse's complaint."""
     for word in words:
         subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         if subparsers and word in subparsers[0].choices:
@@ -194,8 +190,8 @@ def _chosen_parser(
 
 @functools.cache
 def _sglang_flags() -> list[str]:
-    """SGLang's server flags and its plugins', read from their sources as text (no import):
-    a superset, since SGLang's own parser still reads every flag that passes."""
+    """SGLang's server flags and its plugins', read from their sources as text (no import): a
+    superset, as SGLang's own parser still reads every flag that passes."""
     from importlib.metadata import entry_points
 
     plugins = entry_points(group="sglang.srt.plugins")
@@ -227,8 +223,7 @@ def _run(argv: Sequence[str] | None) -> int:
         chosen.error(f"unrecognized arguments: {' '.join(server_flags)}")
     if args.command == "explain":
         args.server_flags = server_flags  # read by SGLang's own parser once it is imported
-    # Importing SGLang on a machine without its GPU warns per quantization backend; the
-    # table is the output here, not those import-time notes.
+    # Importing SGLang without its GPU warns per quantization backend: not our output.
     warnings.filterwarnings("ignore", category=UserWarning, module=r"sglang\.")
     try:
         _check_given_paths(args)
@@ -241,9 +236,8 @@ def _run(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Every exit is one line at most: usage errors, Ctrl-C (even mid-import), closed pipes,
-    an environment that keeps the command from running, and a bug of ours (its traceback goes
-    to a file). A message that cannot be written to stderr changes no exit status."""
+    """Every exit is one line at most (usage errors, Ctrl-C, closed pipes, the environment, a
+    bug of ours: its traceback goes to a file); an unwritable stderr changes no exit status."""
     closed = stdout_closed()
     if closed is not None:
         return _environment_error(closed)
@@ -276,9 +270,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(INTERRUPTED, file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # Nothing more can reach the reader; point stdout at devnull so the interpreter's
-        # own final flush does not print a second error.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        discard(sys.stdout.fileno())  # nothing more can reach the reader
         return EXIT_BROKEN_PIPE
     except EnvironmentProblem as problem:
         return _environment_error(problem)
@@ -311,8 +303,8 @@ INTERNAL_ERROR_PREFIX = "sglang-nvfp4-patches-internal-error-"
 
 
 def internal_error(error: Exception, argv: Sequence[str]) -> int:
-    """One ``internal error:`` line on stderr; the traceback is saved to a file in the
-    temporary directory for the bug report (printed after the line only if that fails)."""
+    """One ``internal error:`` line on stderr; the traceback is saved to a temporary file for
+    the bug report (printed after the line only if that fails)."""
     trace = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     summary = " ".join(f"{type(error).__name__}: {error}".split())[:300]
     try:

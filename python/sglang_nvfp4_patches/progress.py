@@ -1,8 +1,5 @@
-"""What a long command shows on stderr while it works, only when stderr is a terminal (pure).
-
-Logs, pipes and ``--json`` consumers see none of it; a person at a terminal sees that the
-command is working: one line when slow work starts, and a tqdm bar over a known number of
-steps (the bar ``accuracy run`` shows).
+"""What a long command shows on stderr while it works, only when stderr is a terminal (pure):
+one line when slow work starts, and a tqdm bar over a known number of steps.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """Llama 4 NVFP4 MoE layers built the way ``FusedMoE`` builds them, through SGLang's real
-quantization methods, with weights a CPU can decode exactly (random FP4 codes, every scale 1).
-
-* :func:`modelopt_layer`: ``ModelOptFp4Config`` / ``ModelOptNvFp4FusedMoEMethod``, with
-  the weights as its post-processing leaves them (the swizzle needs a GPU);
-* :func:`compressed_tensors_layer`: SGLang's ``CompressedTensorsConfig`` parses the bundled
-  llm-compressor stand-in config, picks ``CompressedTensorsW4A4Nvfp4MoE`` and creates,
-  fills and post-processes its weights itself.
-
-Both keep the float weights chosen (``w13`` as ``[up; gate]``, ``w2``) so a check can compute
-what Llama 4 means, ``expert(x * w)``, independently of the layer
+quantization methods (ModelOpt: :func:`modelopt_layer`; compressed-tensors from the bundled
+config: :func:`compressed_tensors_layer`), with weights a CPU decodes exactly (random FP4
+codes, every scale 1). Each keeps its float weights, for what Llama 4 means
 (:func:`sglang_nvfp4_patches.reference.moe_meaning.moe_meaning`).
 """
 
@@ -22,21 +15,19 @@ from typing import Any
 import torch
 
 from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4_CT
-from sglang_nvfp4_patches.simulation.cutlass_kernel import E4M3_ONE, random_fp4
+from sglang_nvfp4_patches.simulation.cutlass_kernel import E4M3_ONE, MODELOPT_MODULE, random_fp4
 from sglang_nvfp4_patches.simulation.moe_layer import (
     LLAMA4_MOE_PREFIX,
     fused_moe_layer,
     llama4_runner_config,
 )
 
-MODELOPT_MODULE = "sglang.srt.layers.quantization.modelopt_quant"
 HIDDEN, INTERMEDIATE, EXPERTS = 64, 64, 4
 
 
 @dataclass
 class Llama4Layer:
-    """One MoE layer: SGLang's layer, its quantization method, its runner config and the
-    float weights it holds."""
+    """One MoE layer: SGLang's layer, its method, its runner config and its float weights."""
 
     layer: Any
     method: Any
@@ -81,7 +72,8 @@ def _unit_scaled_weights(seed: int) -> tuple[torch.Tensor, ...]:
 
 
 def modelopt_layer(top_k: int | None = 1, on_input: bool = True, seed: int = 0) -> Llama4Layer:
-    """A ModelOpt NVFP4 Llama 4 MoE layer (call inside a simulated scheduler)."""
+    """A ModelOpt NVFP4 Llama 4 MoE layer, weights as post-processing leaves them (call inside a
+    simulated scheduler)."""
     modelopt = importlib.import_module(MODELOPT_MODULE)
     quant_config = modelopt.ModelOptFp4Config.from_config(
         {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": []}}

@@ -1,13 +1,7 @@
 """How SGLang's MoE models build their MoE layers, read off a checkpoint's config (pure: no
-SGLang, no torch).
-
-The CPU simulation builds a real ``FusedMoE`` with what the model passes it, at small sizes,
-and routes each token to the model's number of experts. Any MoE architecture is built from
-the settings its config gives (:func:`..models.moe_settings`: activation, experts per token)
-on ``FusedMoE``'s defaults otherwise; Llama 4 and Gemma 4 pass more than their configs say
-(Llama 4: ``apply_router_weight_on_input=True`` and its own routing method, no ``top_k``;
-Gemma 4: ``activation="gelu"``), which their models' code fixes and this module states. The
-gated activation is named as FlashInfer names it, for the reference.
+SGLang, no torch): any architecture from its config's settings (:func:`..models.moe_settings`),
+Llama 4 and Gemma 4 with what their models' code adds (Llama 4: router weight on the input,
+its own routing; Gemma 4: GELU). Gated activations are named as FlashInfer names them.
 """
 
 from __future__ import annotations
@@ -62,9 +56,8 @@ def _family(config: Mapping[str, Any]) -> str | None:
 
 
 def moe_field_problem(config: Mapping[str, Any]) -> str | None:
-    """What is wrong with the experts-per-token and experts fields the family's MoE layer is
-    built from, in words naming the field and what to set (``None``: nothing, or not a Llama
-    4 or Gemma 4 MoE config). Their type is checked before (explain's field_type_problem)."""
+    """What is wrong with the experts-per-token and experts fields of a Llama 4 or Gemma 4 MoE
+    config, naming the field and what to set (``None``: nothing); types are checked before."""
     family = _family(config)
     if family is None:
         return None

@@ -1,9 +1,7 @@
 """Functions read from live objects (pure: ``ast`` and ``inspect`` on what it is given; it imports
-nothing of SGLang but what SGLang's own code imports where it runs): each function's source
-(parsed once), the methods of one class (its bases, properties, ``super()``), module functions
-from a function's globals and local imports, and where each lies (:class:`LiveContext`, for
-evidence lines). Only the followed package's code is read; a builtin that reads nothing is
-harmless."""
+nothing of SGLang but what SGLang's own code imports where it runs): one class's methods (bases,
+properties, ``super()``), module functions from globals and local imports, and where each lies
+(:class:`LiveContext`). Only the followed package's code is read."""
 
 from __future__ import annotations
 
@@ -27,8 +25,7 @@ UNREADABLE = (OSError, TypeError, SyntaxError)
 
 @functools.lru_cache(maxsize=256)
 def source_of(function: Any) -> tuple[Function, str, int]:
-    """A live ``function``'s tree (never changed by a reader), file and first line; parsed
-    once."""
+    """A live ``function``'s tree (never changed by a reader), file and first line."""
     function = inspect.unwrap(function)
     lines, first = inspect.getsourcelines(function)
     tree = ast.parse(textwrap.dedent("".join(lines)))
@@ -113,8 +110,8 @@ class LiveCode:
         return Callee(tree, bound, context=context)
 
     def callees(self, node: ast.Call, env: Env, receiver: Value | None) -> list[Callee] | None:
-        """What a call runs, if it is the package's and can be read (``harmless`` for a
-        builtin that reads nothing), or ``None`` when it cannot be known."""
+        """What a call runs, if it is the package's (``harmless``: a builtin that reads nothing),
+        or ``None`` when it cannot be known."""
         func = node.func
         if isinstance(func, ast.Attribute):
             if receiver is not None and has(receiver, Kind.SELF):

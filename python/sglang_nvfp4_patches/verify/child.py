@@ -1,9 +1,6 @@
-"""One fresh process of ``verify``: load the plugin as SGLang does, run one patch's checks
-(its declaration's ``verify_checks``), write their results as JSON to the path given
-(``python -m ... PATCH OUT``), with the version and file of the SGLang this process imported.
-When the environment keeps SGLang from being imported, the last line on stderr says why and
-the process exits :data:`~sglang_nvfp4_patches.errors.EXIT_ENVIRONMENT` without results: the
-checks did not run."""
+"""One fresh process of ``verify`` (``python -m ... PATCH OUT``): load the plugin as SGLang
+does, run one patch's checks, write their results and the SGLang imported as JSON to OUT. Where
+SGLang cannot be imported, the last stderr line says why (exit ``EXIT_ENVIRONMENT``)."""
 
 from __future__ import annotations
 
