@@ -73,20 +73,6 @@ def _run_verify(args: argparse.Namespace) -> int:
     return run_verify(args)
 
 
-def _add_verify_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "verify",
-        help="check each patch's contract against this SGLang on CPU (no GPU, no download)",
-        description=(
-            "Runs each patch's contract through the installed SGLang's real code on a "
-            "simulated GPU, in fresh processes with every patch switched on (also on an "
-            "untested release). One line per check; exit 0 only when every check holds."
-        ),
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON object per check")
-    parser.set_defaults(func=_run_verify)
-
-
 def _add_explain_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "explain",
@@ -117,14 +103,6 @@ def _add_explain_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run_explain)
 
 
-def _add_doctor_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "doctor", help="what is patched here and what is already upstream"
-    )
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.set_defaults(func=_run_doctor)
-
-
 def _gpu(text: str) -> str:
     """argparse type: a GPU profile by its SM name or a GPU's name, as its profile name."""
     profile = gpu_profile(text)
@@ -136,23 +114,31 @@ def _gpu(text: str) -> str:
 CONSOLE_SCRIPT = "sglang-nvfp4-patches"
 
 
-def program_name() -> str:
-    """How the user started us: the console script, or ``python -m``."""
-    if Path(sys.argv[0]).name == CONSOLE_SCRIPT:
-        return CONSOLE_SCRIPT
-    return "python -m sglang_nvfp4_patches"
-
-
 def build_parser() -> argparse.ArgumentParser:
+    started_as = Path(sys.argv[0]).name  # the console script, or ``python -m``
     parser = argparse.ArgumentParser(
-        prog=program_name(),
+        prog=CONSOLE_SCRIPT if started_as == CONSOLE_SCRIPT else "python -m sglang_nvfp4_patches",
         description="SGLang plugin for NVFP4 on Blackwell: explain, doctor, verify, accuracy A/B.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_explain_parser(subparsers)
-    _add_doctor_parser(subparsers)
-    _add_verify_parser(subparsers)
+    doctor = subparsers.add_parser(
+        "doctor", help="what is patched here and what is already upstream"
+    )
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.set_defaults(func=_run_doctor)
+    verify = subparsers.add_parser(
+        "verify",
+        help="check each patch's contract against this SGLang on CPU (no GPU, no download)",
+        description=(
+            "Runs each patch's contract through the installed SGLang's real code on a "
+            "simulated GPU, in fresh processes with every patch switched on (also on an "
+            "untested release). One line per check; exit 0 only when every check holds."
+        ),
+    )
+    verify.add_argument("--json", action="store_true", help="one JSON object per check")
+    verify.set_defaults(func=_run_verify)
     add_accuracy_parser(subparsers)
     return parser
 
@@ -249,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout, sys.stderr = streams
 
 
-def _environment_error(problem: EnvironmentProblem) -> int:
+def _environment_error(problem: EnvironmentProblem | str) -> int:
     if isinstance(problem, OutputUnwritable) and sys.stdout is not None:
         discard(sys.stdout.fileno())  # what is still buffered for it goes nowhere
     print(f"error: {problem}", file=sys.stderr)
@@ -281,19 +267,15 @@ def _main(argv: Sequence[str] | None) -> int:
         refused = storage_cause(error)
         if refused is not None:
             return _environment_error(
-                EnvironmentProblem(
-                    f"{refused}; what was written before is kept: make room there (or write "
-                    "elsewhere) and rerun the same command"
-                )
+                f"{refused}; what was written before is kept: make room there (or write "
+                "elsewhere) and rerun the same command"
             )
         cause = environment_cause(error)
         if cause is not None:
             return _environment_error(
-                EnvironmentProblem(
-                    f"this Python environment cannot run the command: {cause}; fix that "
-                    "installation (what comes first on PYTHONPATH; a HOME and TMPDIR that "
-                    "can be written) and rerun"
-                )
+                f"this Python environment cannot run the command: {cause}; fix that "
+                "installation (what comes first on PYTHONPATH; a HOME and TMPDIR that "
+                "can be written) and rerun"
             )
         words = sys.argv[1:] if argv is None else list(argv)
         return internal_error(error, words)

@@ -1,6 +1,5 @@
 """The GPUs the CPU simulation can stand for, and SGLang made to believe it runs on one (pure
-to import: SGLang and torch are imported only inside the context managers, so the profiles
-serve the CLI's ``--gpu`` choices at once)."""
+to import: SGLang and torch are imported only inside the context managers)."""
 
 from __future__ import annotations
 
@@ -72,10 +71,8 @@ def gpu_choices() -> str:
     return ", ".join(f"{p.name} ({', '.join(p.gpu_names)})" for p in GPU_PROFILES.values())
 
 
-# Releases without ``runtime_context.override_platform`` ask ``sglang.srt.utils.common`` probes,
-# imported by name into many modules: each binding is replaced for the duration (``is_cuda`` stays
-# false on purpose, so nothing tries to load CUDA libraries; ``device="cuda"`` is passed instead).
-# SGLang's platform facts go by the major alone (``is_sm120`` is SM120 and SM121 alike).
+# Releases without ``runtime_context.override_platform`` ask these ``sglang.srt.utils.common``
+# probes (``is_cuda`` stays false: nothing loads CUDA libraries); by the major alone.
 _LEGACY_PROBES: dict[str, str] = {
     "is_sm90_supported": "is_sm90",
     "is_sm100_supported": "is_sm100",
@@ -89,9 +86,8 @@ _LEGACY_PROBES: dict[str, str] = {
 
 
 COMMON = "sglang.srt.utils.common"
-# Probes of one exact capability, on every release that has them (0.5.23: ``is_sm120`` is 12.0
-# only, ``is_sm121`` 12.1, GB10): SGLang reads them on paths none of the patches touch
-# (Nemotron's non-gated relu2 CUTLASS MoE, Qwen's sparse attention), simulated all the same.
+# Probes of one exact capability, where a release has them (0.5.23: ``is_sm120`` is 12.0 only),
+# read on paths none of the patches touch, simulated all the same.
 _EXACT_PROBES: dict[str, tuple[int, int]] = {"is_sm120": (12, 0), "is_sm121": (12, 1)}
 
 
@@ -114,12 +110,8 @@ def _exact_fakes(profile: GpuProfile) -> dict[str, Callable[..., Any]]:
 
 @contextlib.contextmanager
 def simulated_gpu(profile: GpuProfile) -> Iterator[None]:
-    """Make SGLang believe it runs on ``profile``'s GPU.
-
-    Where SGLang has an official seam, ``runtime_context.override_platform``, it is used;
-    other releases get their capability probes rebound instead. The probes of one exact
-    capability are rebound on every release.
-    """
+    """Make SGLang believe it runs on ``profile``'s GPU: through ``override_platform`` where
+    SGLang has it, else its probes rebound (exact-capability probes rebound on every release)."""
     try:
         from sglang.srt.runtime_context import _PLATFORM_PROBES, _PLATFORM_VALUES, override_platform
     except ImportError:
@@ -134,8 +126,7 @@ def simulated_gpu(profile: GpuProfile) -> Iterator[None]:
 
 @contextlib.contextmanager
 def device_capability(profile: GpuProfile) -> Iterator[None]:
-    """Code that asks torch for the GPU's compute capability gets ``profile``'s (SGLang's
-    compressed-tensors config asks torch directly)."""
+    """Torch's compute capability is ``profile``'s (compressed-tensors asks torch directly)."""
     import torch
 
     original = torch.cuda.get_device_capability

@@ -149,11 +149,8 @@ class LiveCode:
             constant = frozenset({Origin(Kind.CONSTANT, ast.Constant(value=None))})
             return [self.callee(found, (constant,))] if self.own(found) else None
         if inspect.isfunction(found):
-            return (
-                [self.callee(found, (receiver,))]
-                if self.own(found)
-                else [Callee(None, harmless=True)]
-            )
+            own = self.own(found)
+            return [self.callee(found, (receiver,)) if own else Callee(None, harmless=True)]
         return None
 
     def _super(self, name: str, env: Env) -> list[Callee] | None:
