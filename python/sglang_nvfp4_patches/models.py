@@ -8,11 +8,7 @@ from dataclasses import dataclass
 
 # Gemma 4: MoE when its text config sets ``enable_moe_block``.
 GEMMA4_ARCHITECTURES: frozenset[str] = frozenset(
-    {
-        "Gemma4ForConditionalGeneration",
-        "Gemma4ForCausalLM",
-        "Gemma4UnifiedForConditionalGeneration",
-    }
+    {"Gemma4ForConditionalGeneration", "Gemma4ForCausalLM", "Gemma4UnifiedForConditionalGeneration"}
 )
 # Llama 4: MoE layers built with ``apply_router_weight_on_input=True``.
 LLAMA4_ARCHITECTURES: frozenset[str] = frozenset(

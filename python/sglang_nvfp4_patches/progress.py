@@ -25,13 +25,9 @@ class _NoProgress:
         return None
 
 
-def _stderr_is_terminal() -> bool:
-    return sys.stderr.isatty()
-
-
 def announce(line: str) -> None:
     """``line`` on stderr when stderr is a terminal; nothing otherwise."""
-    if _stderr_is_terminal():
+    if sys.stderr.isatty():
         print(line, file=sys.stderr, flush=True)
 
 
@@ -39,7 +35,7 @@ def progress_bar(
     total: int, unit: str, show: bool | None = None, initial: int = 0, stream: TextIO | None = None
 ) -> Progress:
     """A tqdm bar on ``stream`` (stderr); ``show`` None: only when stderr is a terminal."""
-    if not (_stderr_is_terminal() if show is None else show):
+    if not (sys.stderr.isatty() if show is None else show):
         return _NoProgress()
     from tqdm import tqdm
 

@@ -27,11 +27,7 @@ class GpuProfile:
         major = self.major
         return {
             "is_cuda": True,
-            "is_hip": False,
-            "is_npu": False,
-            "is_xpu": False,
-            "is_musa": False,
-            "is_mps": False,
+            **dict.fromkeys(("is_hip", "is_npu", "is_xpu", "is_musa", "is_mps", "has_amx"), False),
             "is_sm90": major == 9,
             "is_sm100": major == 10,
             "is_sm100_or_sm110": major in (10, 11),
@@ -39,7 +35,6 @@ class GpuProfile:
             "is_sm120": major == 12,
             "is_blackwell": major in (10, 11, 12),
             "is_hopper_with_cuda_12_3": major == 9,
-            "has_amx": False,
             "has_flashinfer": True,
             "device_capability": self.capability,
             "device_sm": major * 10 + self.capability[1],

@@ -38,11 +38,7 @@ class Env:
 
     def copy(self) -> Env:
         return Env(
-            dict(self.names),
-            dict(self.closures),
-            self.parent,
-            dict(self.defs),
-            self.context,
+            dict(self.names), dict(self.closures), self.parent, dict(self.defs), self.context
         )
 
     def lookup(self, name: str) -> Value | None:

@@ -35,11 +35,6 @@ def source_of(function: Any) -> tuple[Function, str, int]:
     return node, inspect.getsourcefile(function) or "?", first
 
 
-def module_root(function: Any) -> str:
-    """The top-level package a live function comes from."""
-    return str(getattr(inspect.unwrap(function), "__module__", "")).split(".")[0]
-
-
 def unwrapped(value: Any) -> Any:
     """The function behind a property, a bound or static method, or a decorator."""
     if isinstance(value, property):
@@ -81,7 +76,8 @@ class LiveCode:
     module_body: tuple[ast.stmt, ...] = ()
 
     def own(self, function: Any) -> bool:
-        return module_root(function) == self.package
+        module = getattr(inspect.unwrap(function), "__module__", "")
+        return str(module).split(".")[0] == self.package
 
     def callee(self, function: Any, bound: tuple[Value, ...] = (), name: str = "") -> Callee:
         """``function``'s tree and where it lies, or why it cannot be read."""
@@ -141,13 +137,11 @@ class LiveCode:
         return None
 
     def _method(self, found: Any, receiver: Value) -> list[Callee] | None:
-        if isinstance(found, staticmethod):
-            found = found.__func__
-            return [self.callee(found)] if self.own(found) else None
-        if isinstance(found, classmethod):
-            found = found.__func__
+        if isinstance(found, staticmethod | classmethod):
             constant = frozenset({Origin(Kind.CONSTANT, ast.Constant(value=None))})
-            return [self.callee(found, (constant,))] if self.own(found) else None
+            bound = (constant,) if isinstance(found, classmethod) else ()
+            found = found.__func__
+            return [self.callee(found, bound)] if self.own(found) else None
         if inspect.isfunction(found):
             own = self.own(found)
             return [self.callee(found, (receiver,)) if own else Callee(None, harmless=True)]

@@ -130,8 +130,7 @@ def summary(
     return (
         f"verify: {counts[Outcome.HELD]} held, {counts[Outcome.FAILED]} failed, "
         f"{counts[Outcome.NOT_APPLICABLE]} not applicable{could_not} on "
-        f"{sglang_line(imported or {}, version)} ({release}; "
-        f"{seconds:.0f} s)"
+        f"{sglang_line(imported or {}, version)} ({release}; {seconds:.0f} s)"
     )
 
 
