@@ -15,22 +15,16 @@ _OURS = str(Path(__file__).resolve().parent)
 
 # The exit statuses of every command; each has one meaning.
 EXIT_OK = 0
-# The verdict is "worse" (``accuracy ab``/``compare``), or a patch failed (``doctor``...).
-EXIT_FAILED = 1
-# Bad input: a UsageError, or argparse's own complaint (argparse exits 2 itself).
-EXIT_USAGE = 2
-# ``accuracy run``/``ab``: the server did not answer every question, or did not come up.
-EXIT_SERVER = 3
+EXIT_FAILED = 1  # the verdict is "worse" (``accuracy ab``/``compare``), or a patch failed
+EXIT_USAGE = 2  # bad input: a UsageError, or argparse's own complaint (it exits 2 itself)
+EXIT_SERVER = 3  # ``accuracy run``/``ab``: the server did not answer every question, or start
 # The machine kept the command from running or writing its answer (stdout closed or full, a
 # full disk, SGLang or torch failing as they are imported, ``verify``'s checks unable to run):
 # EX_OSERR of BSD's sysexits.h.
 EXIT_ENVIRONMENT = 71
-# A bug of ours; the traceback is saved to a file: EX_SOFTWARE of BSD's sysexits.h.
-EXIT_INTERNAL = 70
-# Ctrl-C, SIGTERM or SIGHUP (interrupts.py) before the status is fixed: 128 + SIGINT.
-EXIT_INTERRUPTED = 130
-# The reader of stdout (``| head``) left early: 128 + SIGPIPE, as a shell reports it.
-EXIT_BROKEN_PIPE = 141
+EXIT_INTERNAL = 70  # a bug of ours (its traceback saved to a file): EX_SOFTWARE of sysexits.h
+EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM or SIGHUP before the status is fixed: 128 + SIGINT
+EXIT_BROKEN_PIPE = 141  # the reader of stdout (``| head``) left early: 128 + SIGPIPE
 
 
 class UsageError(ValueError):

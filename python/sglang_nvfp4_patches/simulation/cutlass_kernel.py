@@ -133,9 +133,7 @@ def cpu_cutlass_kernel() -> Iterator[RecordingCutlassKernel]:
         yield kernel
 
 
-@contextlib.contextmanager
-def cuda_moves_stay_on_cpu() -> Iterator[None]:
+def cuda_moves_stay_on_cpu() -> contextlib.AbstractContextManager[None]:
     """``tensor.cuda()`` returns the CPU tensor inside the block (0.5.18's NVFP4 block-scale
     swizzle moves its result to the GPU explicitly)."""
-    with attribute(torch.Tensor, "cuda", lambda tensor, *_args, **_kwargs: tensor):
-        yield
+    return attribute(torch.Tensor, "cuda", lambda tensor, *_args, **_kwargs: tensor)

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sglang_nvfp4_patches.simulation.patching import rebound_in_sglang
+from sglang_nvfp4_patches.simulation.patching import attribute, rebound_in_sglang
 
 
 @dataclass(frozen=True)
@@ -119,14 +119,8 @@ def simulated_gpu(profile: GpuProfile) -> Iterator[None]:
         yield
 
 
-@contextlib.contextmanager
-def device_capability(profile: GpuProfile) -> Iterator[None]:
+def device_capability(profile: GpuProfile) -> contextlib.AbstractContextManager[None]:
     """Torch's compute capability is ``profile``'s (compressed-tensors asks torch directly)."""
     import torch
 
-    original = torch.cuda.get_device_capability
-    torch.cuda.get_device_capability = lambda *_: profile.capability
-    try:
-        yield
-    finally:
-        torch.cuda.get_device_capability = original
+    return attribute(torch.cuda, "get_device_capability", lambda *_: profile.capability)

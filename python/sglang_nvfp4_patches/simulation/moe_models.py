@@ -30,13 +30,11 @@ class MoeModel:
     top_k: int  # experts per token
     gate_activation: str | None  # FlashInfer's ActivationType name (None: not computed)
     router_weight_on_input: bool
-    # FusedMoE arguments the model passes besides sizes, quant config and prefix; a
-    # ``routing_method_type`` is given by the name of SGLang's ``RoutingMethodType`` member.
+    # FusedMoE arguments besides sizes, quant config and prefix (``RoutingMethodType`` by name).
     fused_moe_args: Mapping[str, Any] = field(default_factory=dict)
 
 
-# The fields of the text config each family's MoE layer is built from: experts per token
-# and experts per layer (absent: the model's own default).
+# The text config's experts-per-token and experts fields (absent: the model's default).
 TOP_K_FIELD = {LLAMA4: "num_experts_per_tok", GEMMA4: "top_k_experts"}
 EXPERTS_FIELD = {LLAMA4: "num_local_experts", GEMMA4: "num_experts"}
 # Published MoE checkpoints have a few hundred experts per layer at most.

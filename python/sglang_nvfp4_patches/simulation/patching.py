@@ -58,19 +58,15 @@ def _holders_of(owner: str, originals: Mapping[str, Any]) -> dict[str, list[Any]
     scanned = _scanned.setdefault(owner, set())
     if _modules_seen.get(owner) != len(sys.modules):  # modules come, they are not dropped
         _modules_seen[owner] = len(sys.modules)
-        _scan(owner, originals, scanned)
+        for name, module in list(sys.modules.items()):
+            if name in scanned or not name.startswith("sglang"):
+                continue
+            scanned.add(name)
+            namespace = getattr(module, "__dict__", {})
+            for function, original in originals.items():
+                if namespace.get(function) is original:
+                    _holders.setdefault((owner, function), []).append(module)
     return {function: _holders.get((owner, function), []) for function in originals}
-
-
-def _scan(owner: str, originals: Mapping[str, Any], scanned: set[str]) -> None:
-    for name, module in list(sys.modules.items()):
-        if name in scanned or not name.startswith("sglang"):
-            continue
-        scanned.add(name)
-        namespace = getattr(module, "__dict__", {})
-        for function, original in originals.items():
-            if namespace.get(function) is original:
-                _holders.setdefault((owner, function), []).append(module)
 
 
 @contextlib.contextmanager

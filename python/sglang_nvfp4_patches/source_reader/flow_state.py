@@ -14,12 +14,10 @@ from sglang_nvfp4_patches.source_reader.values import BOTTOM, Origin, Value, joi
 
 MAX_DEPTH = 12  # helper calls followed into; deeper is "cannot follow"
 Comprehension = ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
-# What a test being true (or false) says about the path walked: ``OFF_PATH`` (that side is
-# not walked), ``None`` (nothing), or another word the question uses for its path.
+# What a test's truth says about the path: ``OFF_PATH`` (not walked), ``None``, or a word.
 Side = str | None
 OFF_PATH = "other"
-# Where an expression is read (what a question may judge a read by): in the test of an ``if``
-# or an ``assert``, as what a name is set to, as a call's argument, as a target, or elsewhere.
+# Where an expression is read: a test, a name's value, a call's argument, a target, elsewhere.
 TEST, BOUND, ARGUMENT, STORE, PLAIN = "test", "bound", "argument", "store", "plain"
 # What a name was last set to, and what the names in that expression were set to then.
 Definition = tuple[ast.expr, dict[str, Any]]
