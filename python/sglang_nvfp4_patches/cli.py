@@ -144,8 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_given_paths(args: argparse.Namespace) -> None:
-    """A path given that the system refuses to look at (too long, in a directory that cannot
-    be searched) is bad input naming it."""
+    """A path given that the system refuses to look at is bad input naming it."""
     for name in ("model", "out", "out_dir", "run_a", "run_b", "data", "model_path"):
         path = getattr(args, name, None)
         try:
@@ -285,8 +284,7 @@ INTERNAL_ERROR_PREFIX = "sglang-nvfp4-patches-internal-error-"
 
 
 def internal_error(error: Exception, argv: Sequence[str]) -> int:
-    """One ``internal error:`` line on stderr; the traceback is saved to a temporary file for
-    the bug report (printed after the line only if that fails)."""
+    """One ``internal error:`` line on stderr; the traceback saved to a file (else printed)."""
     trace = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     summary = " ".join(f"{type(error).__name__}: {error}".split())[:300]
     try:

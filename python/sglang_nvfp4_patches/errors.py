@@ -19,8 +19,7 @@ EXIT_FAILED = 1  # the verdict is "worse" (``accuracy ab``/``compare``), or a pa
 EXIT_USAGE = 2  # bad input: a UsageError, or argparse's own complaint (it exits 2 itself)
 EXIT_SERVER = 3  # ``accuracy run``/``ab``: the server did not answer every question, or start
 # The machine kept the command from running or writing its answer (stdout closed or full, a
-# full disk, SGLang or torch failing as they are imported, ``verify``'s checks unable to run):
-# EX_OSERR of BSD's sysexits.h.
+# full disk, SGLang or torch failing to import, ``verify``'s checks unable to run): EX_OSERR.
 EXIT_ENVIRONMENT = 71
 EXIT_INTERNAL = 70  # a bug of ours (its traceback saved to a file): EX_SOFTWARE of sysexits.h
 EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM or SIGHUP before the status is fixed: 128 + SIGINT
@@ -31,14 +30,12 @@ class UsageError(ValueError):
     """Bad input the user can fix; the message says what was wrong and what to do."""
 
     def cli_message(self) -> str:
-        """What the CLI prints after ``error:``: the message with every run of whitespace
-        made one space, so a refusal SGLang words over several lines stays one line."""
+        """What the CLI prints after ``error:``: the message on one line."""
         return " ".join(str(self).split())
 
 
 class EnvironmentProblem(Exception):
-    """The machine keeps the command from running or from writing its answer; the message
-    says the cause (the CLI prints it as one ``error:`` line, exit :data:`EXIT_ENVIRONMENT`)."""
+    """The machine keeps the command from running or writing its answer; the message says why."""
 
 
 def environment_cause(error: BaseException) -> str | None:
@@ -76,8 +73,7 @@ _STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROF
 
 
 def storage_cause(error: BaseException) -> str | None:
-    """What the storage refused, when ``error`` is a write it refused (whatever wrote:
-    ``accuracy``'s answer files, ``verify``'s records), or None."""
+    """What the storage refused, when ``error`` is a write it refused, or None."""
     if not isinstance(error, OSError) or error.errno not in _STORAGE_ERRNOS:
         return None
     where = f" {error.filename}" if error.filename else ""
@@ -85,8 +81,7 @@ def storage_cause(error: BaseException) -> str | None:
 
 
 def loads_json(text: str | bytes) -> Any:
-    """``json.loads`` whose every parse failure is a ValueError (a file nested thousands of
-    levels deep raises RecursionError in the C decoder)."""
+    """``json.loads`` whose every parse failure (RecursionError too) is a ValueError."""
     try:
         return json.loads(text)
     except RecursionError:

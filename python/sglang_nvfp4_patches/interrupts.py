@@ -40,8 +40,7 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     if _held:
         return  # a clean-up that must finish is running; it ends the command anyway
     _requested = True
-    # Whatever Ctrl-C does now (asyncio's runner cancels its main task); else, SIGINT ignored
-    # included, KeyboardInterrupt.
+    # Whatever Ctrl-C does now (asyncio's runner cancels its main task), else KeyboardInterrupt.
     handler = signal.getsignal(signal.SIGINT)
     if callable(handler):
         handler(signal.SIGINT, frame)

@@ -19,8 +19,7 @@ LLAMA4, GEMMA4 = "Llama 4", "Gemma 4"
 
 
 def moe_family(architecture: str | None, enable_moe_block: object = None) -> str | None:
-    """The family whose MoE model ``architecture`` is (Gemma 4 only with its MoE blocks on),
-    else ``None``."""
+    """The family whose MoE model ``architecture`` is (Gemma 4: with MoE blocks on), or None."""
     if architecture in LLAMA4_ARCHITECTURES:
         return LLAMA4
     if architecture in GEMMA4_ARCHITECTURES and bool(enable_moe_block):

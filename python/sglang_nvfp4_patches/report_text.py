@@ -12,8 +12,7 @@ _OPENING, _CLOSING = "([{", ")]}"
 
 
 def clauses(reason: str) -> list[str]:
-    """``reason`` split after each ``"; "`` that is outside brackets and backquotes; each
-    clause keeps its ``;``."""
+    """``reason`` split after each ``"; "`` outside brackets and backquotes (``;`` kept)."""
     parts: list[str] = []
     depth, quoted, start = 0, False, 0
     for index, char in enumerate(reason):

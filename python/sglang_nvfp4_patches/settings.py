@@ -40,8 +40,7 @@ def _names(environ: Mapping[str, str] | None, variable: str) -> tuple[str, set[s
 
 
 def disabled_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
-    """Patch names switched off by ``SGLANG_NVFP4_PATCHES_DISABLE`` (comma-separated); an
-    unknown name is an error, not a typo that leaves the patch on."""
+    """Patch names switched off by ``SGLANG_NVFP4_PATCHES_DISABLE``; an unknown one is an error."""
     raw, names = _names(environ, DISABLE_ENV)
     unknown = sorted(names - set(PATCH_NAMES))
     if unknown:
@@ -75,8 +74,7 @@ def forced_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
 
 
 def untested_opt_in(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether ``SGLANG_NVFP4_PATCHES_UNTESTED=apply`` asks for the patches on an untested
-    release (unset or empty: no; anything else is an error, not a guess)."""
+    """Whether ``SGLANG_NVFP4_PATCHES_UNTESTED=apply`` (unset: no; anything else: an error)."""
     raw = (os.environ if environ is None else environ).get(UNTESTED_ENV, "")
     if raw.strip() in ("", UNTESTED_APPLY):
         return raw.strip() == UNTESTED_APPLY
@@ -87,8 +85,7 @@ def untested_opt_in(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def check_environment(environ: Mapping[str, str] | None = None) -> None:
-    """The variables this plugin reads, checked first by the commands: a wrong value is a
-    UsageError naming it."""
+    """The variables this plugin reads: a wrong value is a UsageError naming it."""
     env = os.environ if environ is None else environ
     try:
         disabled_patches(env), forced_patches(env), untested_opt_in(env)

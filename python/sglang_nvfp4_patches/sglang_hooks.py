@@ -23,8 +23,7 @@ DISTRIBUTION = "sglang-nvfp4-patches"
 
 
 def bound_at(target: str) -> Any:
-    """What is bound at ``target`` now, without triggering descriptors (a classmethod stays
-    a classmethod)."""
+    """What is bound at ``target`` now, without triggering descriptors."""
     owner_path, attribute = target.rsplit(".", 1)
     return inspect.getattr_static(pkgutil.resolve_name(owner_path), attribute)
 
@@ -40,8 +39,7 @@ def wrapper_chain(bound: Any) -> Iterator[Any]:
 
 
 def hook_count(bound: Any, hook: Callable[..., Any]) -> int:
-    """How many wrappers in ``bound``'s chain call ``hook`` (HookRegistry's wrappers hold
-    their hook in a closure cell)."""
+    """How many wrappers in ``bound``'s chain hold ``hook`` (in a closure cell)."""
     return sum(
         any(getattr(cell, "cell_contents", None) is hook for cell in function.__closure__ or ())
         for function in wrapper_chain(bound)

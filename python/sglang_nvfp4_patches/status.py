@@ -9,8 +9,7 @@ from dataclasses import dataclass
 
 class PatchState(str, enum.Enum):
     APPLIED = "applied"
-    # install() arranged for the patch to act (or be probed) when SGLang imports its code
-    PENDING = "pending"
+    PENDING = "pending"  # to act (or be probed) when SGLang imports its code
     ALREADY_UPSTREAM = "already upstream"
     NOT_APPLICABLE = "not applicable"
     NOT_PATCHED = "not patched"  # the bug is live here; this release is untested, no opt-in

@@ -39,8 +39,7 @@ def cutlass_fused_moe_reference(
     activation_quantizer: ActivationQuantizer | None = None,
     activation: str = "Swiglu",
 ) -> torch.Tensor:
-    """Reference output ``[tokens, hidden]`` of the kernel for unquantized expert weights
-    (``activation``: a :data:`GATE_ACTIVATIONS` name)."""
+    """Reference output ``[tokens, hidden]`` of the kernel for unquantized expert weights."""
     if activation not in GATE_ACTIVATIONS:
         raise ValueError(
             f"no CPU reference for the {activation} activation; this reference computes "

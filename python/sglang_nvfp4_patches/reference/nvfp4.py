@@ -3,9 +3,8 @@ own, from the format and FlashInfer 0.7.2's ``cvt_warp_fp16_to_fp4``, non-4over6
 so tests can check that the router weight is folded in *before* quantization. Per row along the
 last (hidden) dimension, in float32:
 
-* global scale ``g``: given (the kernel's per-tensor activation scale), or
-  ``448 * 6 / amax(|x|)`` over the tensor as FlashInfer's ``fp4_quantize`` takes it (``1.0``
-  for an all-zero tensor);
+* global scale ``g``: given (the kernel's), or ``448 * 6 / amax(|x|)`` over the tensor as
+  FlashInfer's ``fp4_quantize`` takes it (``1.0`` for an all-zero tensor);
 * one E4M3 block scale per 16 values: ``s = e4m3(g * amax(|block|) / 6)``, nearest even,
   saturated to 448 (``__NV_SATFINITE``); subnormals occur naturally;
 * codes ``q = e2m1(x * g / s)``, nearest even on ``0, 0.5, 1, 1.5, 2, 3, 4, 6`` (and
@@ -115,8 +114,7 @@ def quantize_dequantize_nvfp4(
 def nvfp4_activation_quantizer(
     global_scale: float | torch.Tensor | None = None,
 ) -> Callable[[torch.Tensor], torch.Tensor]:
-    """An ``activation_quantizer`` for ``cutlass_fused_moe_reference``: ``None`` recomputes the
-    global scale per input; a number fixes it, as the kernel's calibrated scale."""
+    """An ``activation_quantizer`` for the reference (``None``: the global scale per input)."""
     if global_scale is not None:
         _checked_global_scale(global_scale)
 

@@ -1,11 +1,8 @@
-"""FlashInfer's ``cutlass_fused_moe`` on CPU: our reference of its contract, recording what
-it was given (the only GPU kernel the Llama 4 checks replace).
-
-NVFP4 expert weights are decoded exactly where every scale is one, the activation quantization
-taken as exact (``docs/numerics.md``); other quantized weights return zeros (for checks that
-inspect the call only). An ``activation_type`` the reference does not compute is refused. Both
-names SGLang reaches it by are replaced: FlashInfer's, and the one ModelOpt bound at import
-before the CUTLASS MoE runner existed.
+"""FlashInfer's ``cutlass_fused_moe`` on CPU: our reference of its contract, recording what it
+was given. NVFP4 expert weights are decoded exactly where every scale is one (activation
+quantization taken as exact: ``docs/numerics.md``); other quantized weights give zeros (for
+checks of the call only); an ``activation_type`` the reference lacks is refused. Both names
+SGLang reaches it by are replaced: FlashInfer's, and the one ModelOpt bound at import.
 """
 
 from __future__ import annotations
@@ -50,8 +47,7 @@ def random_fp4(shape: tuple[int, ...], generator: torch.Generator) -> tuple[torc
 
 
 def _unit_scaled(quant_scales: list[torch.Tensor], fc1: torch.Tensor, fc2: torch.Tensor) -> bool:
-    """NVFP4 quant scales that are all one: global scales, alphas, and one E4M3 1.0 per block
-    of 16 weights (the swizzled layout pads with zero bytes)."""
+    """Whether NVFP4 quant scales are all one (the swizzled layout pads with zero bytes)."""
     if not all(bool(torch.all(quant_scales[i] == 1)) for i in (0, 2, 3, 5)):
         return False
     for weights, block_scales in ((fc1, quant_scales[1]), (fc2, quant_scales[4])):
@@ -64,8 +60,7 @@ def _unit_scaled(quant_scales: list[torch.Tensor], fc1: torch.Tensor, fc2: torch
 
 
 def activation_name(activation_type: Any) -> str:
-    """FlashInfer's ``ActivationType`` (enum or int) as a reference activation name; no type
-    given is the kernel's default, SwiGLU."""
+    """FlashInfer's ``ActivationType`` (enum or int; none: SwiGLU) as a reference name."""
     if activation_type is None:
         return "Swiglu"
     from flashinfer.fused_moe.core import ActivationType
@@ -134,6 +129,5 @@ def cpu_cutlass_kernel() -> Iterator[RecordingCutlassKernel]:
 
 
 def cuda_moves_stay_on_cpu() -> contextlib.AbstractContextManager[None]:
-    """``tensor.cuda()`` returns the CPU tensor inside the block (0.5.18's NVFP4 block-scale
-    swizzle moves its result to the GPU explicitly)."""
+    """``tensor.cuda()`` is the CPU tensor in the block (0.5.18's swizzle moves to the GPU)."""
     return attribute(torch.Tensor, "cuda", lambda tensor, *_args, **_kwargs: tensor)

@@ -41,8 +41,7 @@ class Llama4Layer:
 
     @property
     def holder(self) -> Any:
-        """The object whose ``moe_runner_config`` the NVFP4 check reads (the scheme, for
-        compressed-tensors)."""
+        """The object whose ``moe_runner_config`` the check reads (compressed-tensors: scheme)."""
         return getattr(self.layer, "scheme", None) or self.method
 
     def apply(
@@ -52,8 +51,7 @@ class Llama4Layer:
         ids: torch.Tensor,
         x_scale: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``FusedMoE``'s forward through the method; ``x_scale``: activations that arrive
-        quantized (their scales), as after the FP4 all-gather."""
+        """``FusedMoE``'s forward through the method; ``x_scale``: of activations quantized."""
         from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
         from sglang.srt.layers.moe.topk import StandardTopKOutput
 
@@ -72,8 +70,7 @@ def _unit_scaled_weights(seed: int) -> tuple[torch.Tensor, ...]:
 
 
 def modelopt_layer(top_k: int | None = 1, on_input: bool = True, seed: int = 0) -> Llama4Layer:
-    """A ModelOpt NVFP4 Llama 4 MoE layer, weights as post-processing leaves them (call inside a
-    simulated scheduler)."""
+    """A ModelOpt NVFP4 Llama 4 MoE layer, as post-processed (inside a simulated scheduler)."""
     modelopt = importlib.import_module(MODELOPT_MODULE)
     quant_config = modelopt.ModelOptFp4Config.from_config(
         {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": []}}
@@ -100,8 +97,7 @@ def modelopt_layer(top_k: int | None = 1, on_input: bool = True, seed: int = 0) 
 
 
 def compressed_tensors_layer(top_k: int | None = 1, seed: int = 0) -> Llama4Layer:
-    """A compressed-tensors NVFP4 Llama 4 MoE layer with its weights created by the scheme
-    and filled as the weight loader would (call inside a simulated scheduler)."""
+    """A compressed-tensors NVFP4 Llama 4 MoE layer, weights made by the scheme and filled."""
     from sglang.srt.layers.quantization.compressed_tensors.compressed_tensors import (
         CompressedTensorsConfig,
     )

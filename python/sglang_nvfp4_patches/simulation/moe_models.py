@@ -15,10 +15,8 @@ from sglang_nvfp4_patches.models import GEMMA4, LLAMA4, moe_family, moe_settings
 # The prefix SGLang gives the first MoE layer's experts (quantization configs match it).
 LLAMA4_EXPERTS = "language_model.model.layers.0.feed_forward.experts"
 GEMMA4_EXPERTS = "model.language_model.layers.0.experts"
-# Any other architecture's first MoE layer (the decoder layers' usual ``mlp.experts``).
-GENERIC_EXPERTS = "model.layers.0.mlp.experts"
-# FlashInfer's gated activation for each FusedMoE activation the reference computes.
-GATED = {"silu": "Swiglu", "gelu": "Geglu"}
+GENERIC_EXPERTS = "model.layers.0.mlp.experts"  # any other architecture's
+GATED = {"silu": "Swiglu", "gelu": "Geglu"}  # FlashInfer's name of each FusedMoE activation
 
 
 @dataclass(frozen=True)
@@ -37,8 +35,7 @@ class MoeModel:
 # The text config's experts-per-token and experts fields (absent: the model's default).
 TOP_K_FIELD = {LLAMA4: "num_experts_per_tok", GEMMA4: "top_k_experts"}
 EXPERTS_FIELD = {LLAMA4: "num_local_experts", GEMMA4: "num_experts"}
-# Published MoE checkpoints have a few hundred experts per layer at most.
-MAX_EXPERTS = 4096
+MAX_EXPERTS = 4096  # published MoE checkpoints: a few hundred per layer at most
 
 
 def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:

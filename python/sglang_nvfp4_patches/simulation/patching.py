@@ -30,8 +30,7 @@ def attribute(owner: Any, name: str, value: Any) -> Iterator[None]:
 
 @contextlib.contextmanager
 def environ_restored(names: Iterable[str], unset: bool = False) -> Iterator[None]:
-    """Whatever the block does to these environment variables is undone afterwards
-    (``unset``: the block starts without them)."""
+    """The block's changes to these variables undone (``unset``: it starts without them)."""
     saved = {name: os.environ.get(name) for name in names}
     if unset:
         for name in saved:
@@ -73,8 +72,7 @@ def _holders_of(owner: str, originals: Mapping[str, Any]) -> dict[str, list[Any]
 def rebound_in_sglang(
     owner: str, fakes_for_all: Mapping[str, Callable[..., Any]]
 ) -> Iterator[None]:
-    """Every SGLang module's binding of each function of ``owner`` named in ``fakes_for_all``
-    (that this release has) is the fake for the block."""
+    """Each SGLang module's binding of ``owner``'s functions in ``fakes_for_all`` is the fake."""
     source = importlib.import_module(owner)
     originals = {name: getattr(source, name) for name in fakes_for_all if hasattr(source, name)}
     fakes = {name: fake for name, fake in fakes_for_all.items() if name in originals}

@@ -17,8 +17,7 @@ from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, device_capability
 from sglang_nvfp4_patches.simulation.moe_layer import published_scheduler_config
 from sglang_nvfp4_patches.simulation.patching import attribute, environ_restored
 
-# Resolution sets this in os.environ (for the FlashInfer all-to-all): it must not leak from
-# one resolution into the next.
+# Resolution sets this in os.environ: it must not leak into the next resolution.
 SET_BY_RESOLUTION = ("SGLANG_MOE_NVFP4_DISPATCH",)
 
 
@@ -71,8 +70,7 @@ def _moe_group_sizes(server_args: Any) -> contextlib.AbstractContextManager[Any]
 
 @contextlib.contextmanager
 def moe_layer_build_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]:
-    """Where a scheduler stands when it builds MoE layers, on a simulated GPU (environment
-    variables the resolution sets are undone afterwards)."""
+    """Where a scheduler stands when it builds MoE layers, on a simulated GPU."""
     profile = GPU_PROFILES[gpu]
     with (
         environ_restored(SET_BY_RESOLUTION, unset=True),
@@ -86,7 +84,6 @@ def moe_layer_build_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]
 
 @contextlib.contextmanager
 def scheduler_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]:
-    """:func:`moe_layer_build_on` with a one-rank tensor-parallel group: a single-GPU
-    scheduler about to build its MoE layers."""
+    """:func:`moe_layer_build_on` with a one-rank tensor-parallel group."""
     with moe_layer_build_on(gpu, model_dir, **flags) as server_args, single_rank_tp_group():
         yield server_args

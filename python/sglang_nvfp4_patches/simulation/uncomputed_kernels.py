@@ -47,8 +47,7 @@ def has_cubins_for(capability: tuple[int, int], cubin_archs: tuple[str, ...]) ->
 
 
 def trtllm_gen_moe_kernels(profile: GpuProfile) -> bool | None:
-    """Whether FlashInfer has trtllm-gen MoE kernels for ``profile``'s GPU (``None``: this
-    FlashInfer does not say which GPUs it builds them for)."""
+    """Whether FlashInfer has trtllm-gen MoE kernels for ``profile``'s GPU (``None``: unsaid)."""
     try:
         archs = getattr(importlib.import_module(CUBIN_ARCHS_MODULE), CUBIN_ARCHS)
     except (ImportError, AttributeError):
@@ -65,8 +64,7 @@ def _reached(kernel: str, has_kernels: bool | None) -> Callable[..., Any]:
 
 @contextlib.contextmanager
 def uncomputed_kernels(profile: GpuProfile) -> Iterator[None]:
-    """Inside the block, reaching one of these kernels raises :class:`KernelReached`, wherever
-    SGLang looks it up (FlashInfer's modules, or the name its runner bound at import)."""
+    """Inside the block, reaching one of these kernels raises :class:`KernelReached`."""
     import flashinfer
     import flashinfer.fused_moe
 

@@ -16,8 +16,7 @@ def pair(
     keywords: Mapping[str | None, Item],
     skip_first: bool,
 ) -> tuple[dict[str, Item], list[str]]:
-    """What each parameter is given, and those given nothing (``*args``/``**kwargs`` aside);
-    ``skip_first`` for a method called on its object."""
+    """Each parameter's argument, and those given nothing; ``skip_first``: a method's object."""
     params = [p.arg for p in (*arguments.posonlyargs, *arguments.args)]
     params = params[1:] if skip_first else params
     named = [*params, *(p.arg for p in arguments.kwonlyargs)]

@@ -37,8 +37,7 @@ def roots(functions: dict[str, list[Function]], lines: list[str], sink_prefix: s
 
 
 def caller_only(names: set[str], text: str) -> set[str]:
-    """Private helpers this module calls and never hands on: they run only from their callers
-    (anything else may be called from outside, its parameters unknown)."""
+    """Private helpers this module calls and never hands on: they run only from their callers."""
     called = set(_CALLED.findall(text)) & names
     passed = set(_REFERENCED.findall(text)) & names  # a helper handed on (partial, ...)
     private = {n for n in names if n.startswith("_") and not n.endswith("__")}

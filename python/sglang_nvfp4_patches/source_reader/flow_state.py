@@ -97,8 +97,7 @@ class Callee:
 
 
 class Code(Protocol):
-    """Where the walker finds the functions a call runs: a module's text
-    (:class:`.module_code.ModuleCode`) or live objects (:class:`.live_code.LiveCode`)."""
+    """Where the walker finds the functions a call runs: a module's text or live objects."""
 
     @property
     def module_body(self) -> Sequence[ast.stmt]: ...
@@ -139,8 +138,7 @@ class Question:
     max_depth: int | None = MAX_DEPTH
 
     def read(self, name: str, at: ast.AST, base: Callable[[], Value]) -> Value | None:
-        """What reading attribute ``name`` of ``base()`` gives, where the question decides it;
-        ``at``: the evidence node."""
+        """What reading attribute ``name`` of ``base()`` gives (``at``: the evidence node)."""
         return None
 
     def sides(

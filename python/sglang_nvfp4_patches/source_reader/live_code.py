@@ -19,8 +19,7 @@ from sglang_nvfp4_patches.source_reader.flow_state import Callee, Env
 from sglang_nvfp4_patches.source_reader.syntax import Function, is_super
 from sglang_nvfp4_patches.source_reader.values import Kind, Origin, Value, has
 
-# What reading a function's source raises where it cannot be had or parsed.
-UNREADABLE = (OSError, TypeError, SyntaxError)
+UNREADABLE = (OSError, TypeError, SyntaxError)  # reading a function's source raises these
 
 
 @functools.lru_cache(maxsize=256)
@@ -52,8 +51,7 @@ HARMLESS_BUILTINS = frozenset({"bool", "isinstance", "issubclass", "type", "id",
 
 @dataclass(frozen=True)
 class LiveContext:
-    """Where a live function lies: its globals, its local ``from m import name``, the class of
-    the owner's MRO defining it, its file and first line."""
+    """Where a live function lies: globals, local imports, defining class, file and line."""
 
     node: Function
     globals: dict[str, Any] = field(hash=False, compare=False)
@@ -95,19 +93,19 @@ class LiveCode:
             ),
             None,
         )
-        imported = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    imported[alias.asname or alias.name] = (node.module, alias.name)
+        imported = {
+            alias.asname or alias.name: (node.module, alias.name)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level
+            for alias in node.names
+        }
         context = LiveContext(
             tree, getattr(function, "__globals__", {}), imported, defined_in, filename, first
         )
         return Callee(tree, bound, context=context)
 
     def callees(self, node: ast.Call, env: Env, receiver: Value | None) -> list[Callee] | None:
-        """What a call runs, if it is the package's (``harmless``: a builtin that reads nothing),
-        or ``None`` when it cannot be known."""
+        """What a call runs, if it is the package's (``None``: cannot be known)."""
         func = node.func
         if isinstance(func, ast.Attribute):
             if receiver is not None and has(receiver, Kind.SELF):

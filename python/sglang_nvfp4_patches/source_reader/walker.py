@@ -50,8 +50,7 @@ from sglang_nvfp4_patches.source_reader.values import (
 
 
 class Walker:
-    """Walks the functions of ``code`` for one question; ``sinks`` holds what each sink is
-    handed, the question what else it judged."""
+    """Walks the functions of ``code`` for one question; ``sinks``: what each sink is handed."""
 
     def __init__(self, code: Code, question: Question) -> None:
         self.code = code  # which function a call runs
@@ -379,8 +378,7 @@ class Walker:
 
     def call(self, node: ast.Call, env: Env) -> Value:
         name = callee(node)
-        # From the first `*x` on, which parameter an argument meets cannot be told: those
-        # arguments are walked (calls in them run) but not paired.
+        # From the first `*x` on, arguments are walked (calls in them run) but not paired.
         starred = [isinstance(a, ast.Starred) for a in node.args]
         cut = starred.index(True) if any(starred) else len(node.args)
         args = [self.read_at(ARGUMENT, a, env) for a in node.args[:cut]]

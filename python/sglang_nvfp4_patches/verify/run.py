@@ -80,8 +80,7 @@ def _stop(processes: list[subprocess.Popen[str]]) -> None:
 
 
 def run_all() -> Checked:
-    """Each patch's checks, each in a fresh interpreter, side by side; interrupted, every child
-    is stopped before the temporary directory (theirs inside it) is removed."""
+    """Each patch's checks, each in a fresh interpreter, side by side (stopped if interrupted)."""
     checked = Checked()
     with tempfile.TemporaryDirectory(prefix="nvfp4-verify-") as scratch:
         # What the children leave in their TMPDIR (CuTe DSL's cache) goes with ours.
@@ -109,8 +108,7 @@ def run_all() -> Checked:
 
 
 def sglang_line(imported: dict[str, str], metadata: str) -> str:
-    """The SGLang the checks ran on: the one the children imported, its file named where
-    the installed package's metadata says another version (an overlay on PYTHONPATH)."""
+    """The SGLang the checks ran on (its file named where the metadata says another version)."""
     version = imported.get("version")
     if version is None:
         return f"SGLang {metadata} (package metadata; not imported)"
@@ -135,8 +133,7 @@ def summary(
 
 
 def exit_status(results: list[CheckResult]) -> int:
-    """1 where a contract does not hold; else the environment's status where a group could
-    not run (no verdict); else 0 (not applicable counts as nothing to break)."""
+    """1 where a contract does not hold; else EXIT_ENVIRONMENT where a group did not run; else 0."""
     if any(result.outcome is Outcome.FAILED for result in results):
         return EXIT_FAILED
     if any(result.outcome is Outcome.NOT_RUN for result in results):
