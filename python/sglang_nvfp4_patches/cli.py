@@ -73,6 +73,20 @@ def _run_verify(args: argparse.Namespace) -> int:
     return run_verify(args)
 
 
+def _add_verify_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "verify",
+        help="check each patch's contract against this SGLang on CPU (no GPU, no download)",
+        description=(
+            "Runs each patch's contract through the installed SGLang's real code on a "
+            "simulated GPU, in fresh processes with every patch switched on (also on an "
+            "untested release). One line per check; exit 0 only when every check holds."
+        ),
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object per check")
+    parser.set_defaults(func=_run_verify)
+
+
 def _add_explain_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "explain",
@@ -128,17 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.set_defaults(func=_run_doctor)
-    verify = subparsers.add_parser(
-        "verify",
-        help="check each patch's contract against this SGLang on CPU (no GPU, no download)",
-        description=(
-            "Runs each patch's contract through the installed SGLang's real code on a "
-            "simulated GPU, in fresh processes with every patch switched on (also on an "
-            "untested release). One line per check; exit 0 only when every check holds."
-        ),
-    )
-    verify.add_argument("--json", action="store_true", help="one JSON object per check")
-    verify.set_defaults(func=_run_verify)
+    _add_verify_parser(subparsers)
     add_accuracy_parser(subparsers)
     return parser
 

@@ -79,13 +79,9 @@ def modelopt_layer(top_k: int | None = 1, on_input: bool = True, seed: int = 0) 
     layer.quant_method = modelopt.ModelOptNvFp4FusedMoEMethod(quant_config)
     w13, w13_packed, w2, w2_packed = _unit_scaled_weights(seed)
     layer.w13_weight, layer.w2_weight = w13_packed, w2_packed
-    one = torch.uint8
-    layer.w13_blockscale_swizzled = torch.full(
-        (EXPERTS, 2 * INTERMEDIATE, HIDDEN // 16), E4M3_ONE, dtype=one
-    )
-    layer.w2_blockscale_swizzled = torch.full(
-        (EXPERTS, HIDDEN, INTERMEDIATE // 16), E4M3_ONE, dtype=one
-    )
+    unit = {"fill_value": E4M3_ONE, "dtype": torch.uint8}  # every block scale 1.0
+    layer.w13_blockscale_swizzled = torch.full((EXPERTS, 2 * INTERMEDIATE, HIDDEN // 16), **unit)
+    layer.w2_blockscale_swizzled = torch.full((EXPERTS, HIDDEN, INTERMEDIATE // 16), **unit)
     for name in ("w13_input_scale_quant", "g1_alphas", "w2_input_scale_quant", "g2_alphas"):
         setattr(layer, name, torch.ones(EXPERTS))
     layer._cutlass_swiglu_params = (None, None, None)

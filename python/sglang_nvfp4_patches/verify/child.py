@@ -24,15 +24,11 @@ def main(name: str, out: Path) -> None:
         (patch,) = (patch for patch in PATCHES if patch.name == name)
         results = patch.verify_checks()
     else:
-        results = [
-            CheckResult(
-                "sglang-nvfp4-patches",
-                "plugin loaded",
-                Outcome.NOT_RUN,
-                "SGLang did not load the plugin in a fresh process (is SGLANG_PLUGINS excluding "
-                "nvfp4_patches?); nothing can be verified",
-            )
-        ]
+        why = (
+            "SGLang did not load the plugin in a fresh process (is SGLANG_PLUGINS excluding "
+            "nvfp4_patches?); nothing can be verified"
+        )
+        results = [CheckResult("sglang-nvfp4-patches", "plugin loaded", Outcome.NOT_RUN, why)]
     # The SGLang imported here (an overlay on PYTHONPATH may differ from the package metadata).
     imported = {"version": str(getattr(sglang, "__version__", "unknown")), "file": sglang.__file__}
     document = {"sglang": imported, "results": [result.as_dict() for result in results]}
