@@ -3,6 +3,7 @@ and the ``verify`` command reports, so it sits below both (as :mod:`.patch` does
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import traceback
 from collections.abc import Callable
@@ -24,12 +25,7 @@ class CheckResult:
     reason: str
 
     def as_dict(self) -> dict[str, str]:
-        return {
-            "patch": self.patch,
-            "check": self.check,
-            "outcome": self.outcome.value,
-            "reason": self.reason,
-        }
+        return {**dataclasses.asdict(self), "outcome": self.outcome.value}
 
     @classmethod
     def from_dict(cls, data: dict[str, str]) -> CheckResult:
@@ -58,9 +54,5 @@ def run_check(patch: str, check: str, body: Callable[[], str]) -> CheckResult:
         return CheckResult(patch, check, Outcome.NOT_APPLICABLE, str(error))
     except Exception as error:
         where = traceback.extract_tb(error.__traceback__)[-1]
-        return CheckResult(
-            patch,
-            check,
-            Outcome.FAILED,
-            f"{type(error).__name__}: {error} (at {where.filename}:{where.lineno})",
-        )
+        reason = f"{type(error).__name__}: {error} (at {where.filename}:{where.lineno})"
+        return CheckResult(patch, check, Outcome.FAILED, reason)

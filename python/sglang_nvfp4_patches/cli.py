@@ -1,8 +1,5 @@
-"""``python -m sglang_nvfp4_patches {explain,doctor,verify,accuracy}``.
-
-The whole command line is defined here without importing torch or SGLang: ``--version``,
-``--help``, argument errors and ``accuracy`` start at once, and a bad ``--model`` fails before
-the 10 s SGLang import. A command's module is imported only when that command runs.
+"""``python -m sglang_nvfp4_patches {explain,doctor,verify,accuracy}``: the whole command line,
+defined without importing torch or SGLang (a command's module is imported when it runs).
 """
 
 from __future__ import annotations
@@ -120,14 +117,6 @@ def _add_explain_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run_explain)
 
 
-def _add_doctor_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "doctor", help="what is patched here and what is already upstream"
-    )
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    parser.set_defaults(func=_run_doctor)
-
-
 def _gpu(text: str) -> str:
     """argparse type: a GPU profile by its SM name or a GPU's name, as its profile name."""
     profile = gpu_profile(text)
@@ -139,30 +128,27 @@ def _gpu(text: str) -> str:
 CONSOLE_SCRIPT = "sglang-nvfp4-patches"
 
 
-def program_name() -> str:
-    """How the user started us: the console script, or ``python -m``."""
-    if Path(sys.argv[0]).name == CONSOLE_SCRIPT:
-        return CONSOLE_SCRIPT
-    return "python -m sglang_nvfp4_patches"
-
-
 def build_parser() -> argparse.ArgumentParser:
+    started_as = Path(sys.argv[0]).name  # the console script, or ``python -m``
     parser = argparse.ArgumentParser(
-        prog=program_name(),
+        prog=CONSOLE_SCRIPT if started_as == CONSOLE_SCRIPT else "python -m sglang_nvfp4_patches",
         description="SGLang plugin for NVFP4 on Blackwell: explain, doctor, verify, accuracy A/B.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_explain_parser(subparsers)
-    _add_doctor_parser(subparsers)
+    doctor = subparsers.add_parser(
+        "doctor", help="what is patched here and what is already upstream"
+    )
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    doctor.set_defaults(func=_run_doctor)
     _add_verify_parser(subparsers)
     add_accuracy_parser(subparsers)
     return parser
 
 
 def _check_given_paths(args: argparse.Namespace) -> None:
-    """A path given (or, for ``--data``/``--model-path``, maybe one) that the system refuses
-    to look at (too long, in a directory that cannot be searched) is bad input naming it."""
+    """A path given that the system refuses to look at is bad input naming it."""
     for name in ("model", "out", "out_dir", "run_a", "run_b", "data", "model_path"):
         path = getattr(args, name, None)
         try:
@@ -175,9 +161,8 @@ def _check_given_paths(args: argparse.Namespace) -> None:
 def _chosen_parser(
     parser: argparse.ArgumentParser, words: Sequence[str]
 ) -> argparse.ArgumentParser:
-    """The parser of the (sub)command ``words`` choose; an option it does not know (nor,
-    after ``explain``, SGLang's flags) is a usage error naming it, before any heavy import
-    and before argparse's complaint about missing required options would hide it."""
+    """The parser of the (sub)command ``words`` choose; an option it does not know (nor SGLang,
+    after ``explain``) is a usage error naming it, before any import or argparse's complaint."""
     for word in words:
         subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         if subparsers and word in subparsers[0].choices:
@@ -194,8 +179,8 @@ def _chosen_parser(
 
 @functools.cache
 def _sglang_flags() -> list[str]:
-    """SGLang's server flags and its plugins', read from their sources as text (no import):
-    a superset, since SGLang's own parser still reads every flag that passes."""
+    """SGLang's server flags and its plugins', read from their sources as text (no import): a
+    superset, as SGLang's own parser still reads every flag that passes."""
     from importlib.metadata import entry_points
 
     plugins = entry_points(group="sglang.srt.plugins")
@@ -227,8 +212,7 @@ def _run(argv: Sequence[str] | None) -> int:
         chosen.error(f"unrecognized arguments: {' '.join(server_flags)}")
     if args.command == "explain":
         args.server_flags = server_flags  # read by SGLang's own parser once it is imported
-    # Importing SGLang on a machine without its GPU warns per quantization backend; the
-    # table is the output here, not those import-time notes.
+    # Importing SGLang without its GPU warns per quantization backend: not our output.
     warnings.filterwarnings("ignore", category=UserWarning, module=r"sglang\.")
     try:
         _check_given_paths(args)
@@ -241,9 +225,8 @@ def _run(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Every exit is one line at most: usage errors, Ctrl-C (even mid-import), closed pipes,
-    an environment that keeps the command from running, and a bug of ours (its traceback goes
-    to a file). A message that cannot be written to stderr changes no exit status."""
+    """Every exit is one line at most (usage errors, Ctrl-C, closed pipes, the environment, a
+    bug of ours: its traceback goes to a file); an unwritable stderr changes no exit status."""
     closed = stdout_closed()
     if closed is not None:
         return _environment_error(closed)
@@ -255,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout, sys.stderr = streams
 
 
-def _environment_error(problem: EnvironmentProblem) -> int:
+def _environment_error(problem: EnvironmentProblem | str) -> int:
     if isinstance(problem, OutputUnwritable) and sys.stdout is not None:
         discard(sys.stdout.fileno())  # what is still buffered for it goes nowhere
     print(f"error: {problem}", file=sys.stderr)
@@ -276,9 +259,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(INTERRUPTED, file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        # Nothing more can reach the reader; point stdout at devnull so the interpreter's
-        # own final flush does not print a second error.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        discard(sys.stdout.fileno())  # nothing more can reach the reader
         return EXIT_BROKEN_PIPE
     except EnvironmentProblem as problem:
         return _environment_error(problem)
@@ -289,19 +270,15 @@ def _main(argv: Sequence[str] | None) -> int:
         refused = storage_cause(error)
         if refused is not None:
             return _environment_error(
-                EnvironmentProblem(
-                    f"{refused}; what was written before is kept: make room there (or write "
-                    "elsewhere) and rerun the same command"
-                )
+                f"{refused}; what was written before is kept: make room there (or write "
+                "elsewhere) and rerun the same command"
             )
         cause = environment_cause(error)
         if cause is not None:
             return _environment_error(
-                EnvironmentProblem(
-                    f"this Python environment cannot run the command: {cause}; fix that "
-                    "installation (what comes first on PYTHONPATH; a HOME and TMPDIR that "
-                    "can be written) and rerun"
-                )
+                f"this Python environment cannot run the command: {cause}; fix that "
+                "installation (what comes first on PYTHONPATH; a HOME and TMPDIR that "
+                "can be written) and rerun"
             )
         words = sys.argv[1:] if argv is None else list(argv)
         return internal_error(error, words)
@@ -311,8 +288,7 @@ INTERNAL_ERROR_PREFIX = "sglang-nvfp4-patches-internal-error-"
 
 
 def internal_error(error: Exception, argv: Sequence[str]) -> int:
-    """One ``internal error:`` line on stderr; the traceback is saved to a file in the
-    temporary directory for the bug report (printed after the line only if that fails)."""
+    """One ``internal error:`` line on stderr; the traceback saved to a file (else printed)."""
     trace = "".join(traceback.format_exception(type(error), error, error.__traceback__))
     summary = " ".join(f"{type(error).__name__}: {error}".split())[:300]
     try:

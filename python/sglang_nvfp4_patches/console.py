@@ -1,9 +1,6 @@
-"""The process entry of the console script and of ``python -m sglang_nvfp4_patches`` (pure).
-
-Its first instruction puts the stop handling in place (:mod:`interrupts`: SIGTERM and SIGHUP
-as Ctrl-C); only then is the command line imported (~0.1 s), so Ctrl-C or ``kill`` at any
-moment from here on ends the process with one line and exit 130, never a traceback. The
-interpreter's own start (a few milliseconds before this module runs) is Python's.
+"""The process entry of the console script and of ``python -m sglang_nvfp4_patches`` (pure):
+the stop handling (:mod:`interrupts`) is in place before the command line is imported, so a
+stop from here on ends the process with one line and exit 130, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,9 +12,8 @@ import sys
 
 
 def main() -> int:  # never returns: os._exit
-    """Run the command, then end the process at once with its status: the seconds of torch
-    and SGLang teardown are skipped. Stop requests are blocked from the moment the status is
-    fixed: every stop before it ends the command with 130, none after it changes the status."""
+    """Run the command, then end the process at once with its status (no torch teardown); once
+    the status is fixed, stop requests are blocked and change nothing."""
     status = _command()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError, AttributeError):  # lost: the status stays

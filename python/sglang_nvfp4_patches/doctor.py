@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK
@@ -12,20 +11,11 @@ from sglang_nvfp4_patches.process_record import decision, not_loaded, read_back,
 from sglang_nvfp4_patches.release_gate import ReleaseGate
 from sglang_nvfp4_patches.report_text import patch_lines
 from sglang_nvfp4_patches.settings import DISABLE_ENV
-from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
+from sglang_nvfp4_patches.status import PatchReport, PatchState, dist_version, sglang_version
 from sglang_nvfp4_patches.supported_releases import untested_phrase
 
-# doctor's exit status 1 means one thing: a bug this plugin fixes is live in this SGLang and
-# nothing fixes it (a patch failed, or the release is untested and not opted in), or may be
-# (a probe cannot tell whether it is live).
+# doctor's exit status 1: a bug this plugin fixes is (or may be) live here and nothing fixes it.
 UNFIXED = (PatchState.FAILED, PatchState.NOT_PATCHED, PatchState.UNKNOWN)
-
-
-def _dist_version(name: str) -> str:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 def _gpu_seen() -> str:
@@ -64,10 +54,10 @@ def collect() -> dict[str, object]:
     return {
         "sglang": sglang_version(),
         "release": _release_line(decided.gate),
-        "flashinfer": _dist_version("flashinfer-python"),
-        "torch": _dist_version("torch"),
+        "flashinfer": dist_version("flashinfer-python"),
+        "torch": dist_version("torch"),
         "gpu": _gpu_seen(),
-        "plugin": _dist_version("sglang-nvfp4-patches"),
+        "plugin": dist_version("sglang-nvfp4-patches"),
         "patches": patches,
     }
 

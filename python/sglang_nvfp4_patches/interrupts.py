@@ -1,24 +1,13 @@
 """Stop requests: SIGTERM and SIGHUP handled as Ctrl-C is (pure).
 
-``kill``, ``timeout``, a job timeout, a service manager or a container stop sends SIGTERM to
-this process only; a closed terminal sends SIGHUP. Their default action ends the process at
-once, leaving what it started (``ab``'s servers, ``verify``'s check processes) running under
-PID 1 and its temporary files behind, and printing nothing. Handled as a KeyboardInterrupt
-instead, they take the path Ctrl-C takes: the same clean-up and the same one line saying what
-was kept (exit 130).
+Their default action ends the process at once, leaving what it started (``ab``'s servers,
+``verify``'s children) running and its temporary files behind; as a KeyboardInterrupt they get
+Ctrl-C's clean-up and one line saying what was kept (exit 130). A stop request is honoured even
+with SIGINT ignored (a script's background job); SIGHUP ignored at start (``nohup``) stays
+ignored; inside :func:`stop_requests_held` nothing interrupts.
 
-A stop request is honoured whatever SIGINT's disposition: a background job of a script (a
-shell without job control) starts with SIGINT ignored, and ``kill $pid`` must still stop it.
-Ctrl-C keeps following SIGINT's disposition (noted as it arrives, where SIGINT has Python's
-own handler, so that a stop an extension's import turned into another error stays a stop).
-SIGHUP ignored when the process starts
-(``nohup``) stays ignored. Inside :func:`stop_requests_held` (a clean-up that must finish)
-neither Ctrl-C nor a stop request interrupts.
-
-A KeyboardInterrupt raised inside a weakref callback or a ``__del__`` (an import lock's
-clean-up, ``importlib._bootstrap``'s ``cb``) is swallowed by Python, which prints "Exception
-ignored in" and goes on: once an ``accuracy run`` went on waiting for its server. Inside the
-block such a lost stop is sent again, and lands in the code that was running.
+A KeyboardInterrupt raised in a weakref callback or ``__del__`` (an import lock's clean-up) is
+swallowed by Python ("Exception ignored in"); inside the block such a lost stop is sent again.
 """
 
 from __future__ import annotations
@@ -34,10 +23,8 @@ from types import FrameType
 INTERRUPTED = "interrupted"  # the line a stopped command prints when it has nothing to add
 
 _held = 0  # how many stop_requests_held blocks are running
-# A Ctrl-C or stop request arrived while stop_requests_as_interrupt's block ran. A C
-# extension's import can replace the KeyboardInterrupt it met with an error that does not
-# name it (``ssl``'s ``_ssl``: "PyCapsule_Import could not import module "_socket""), so
-# what the command fails with then is still the stop.
+# A Ctrl-C or stop request arrived in stop_requests_as_interrupt's block: what the command
+# fails with then is still the stop (a C extension's import can hide the KeyboardInterrupt).
 _requested = False
 
 
@@ -53,9 +40,7 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     if _held:
         return  # a clean-up that must finish is running; it ends the command anyway
     _requested = True
-    # Whatever Ctrl-C does right now where it stops the command: asyncio's runner cancels
-    # its main task (so the KeyboardInterrupt comes out of ``run``, not out of one of its
-    # tasks); elsewhere, SIGINT ignored included, it is KeyboardInterrupt.
+    # Whatever Ctrl-C does now (asyncio's runner cancels its main task), else KeyboardInterrupt.
     handler = signal.getsignal(signal.SIGINT)
     if callable(handler):
         handler(signal.SIGINT, frame)
@@ -80,11 +65,9 @@ def _send_stop_soon() -> None:
 
 
 def _send_lost_stop_again(previous: Callable[[object], object], unraisable: object) -> None:
-    """``sys.unraisablehook`` inside the block: a stop Python swallowed is sent again (as a
-    stop request, which ends the command as Ctrl-C would); anything else goes on as before."""
+    """``sys.unraisablehook`` inside the block: a stop Python swallowed is sent again."""
     if isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt) and _requested:
-        # From another thread, a moment later: sent from here, the handler would run at once,
-        # inside this hook, and Python would swallow it again.
+        # From another thread, a moment later: sent from here, Python would swallow it again.
         _thread.start_new_thread(_send_stop_soon, ())
         return
     previous(unraisable)
@@ -92,9 +75,8 @@ def _send_lost_stop_again(previous: Callable[[object], object], unraisable: obje
 
 @contextlib.contextmanager
 def stop_requests_as_interrupt() -> Iterator[None]:
-    """SIGTERM (and SIGHUP unless it is ignored) raise KeyboardInterrupt while the block runs,
-    and Ctrl-C where SIGINT has Python's own handler is noted before it does (main thread only:
-    signal's rule; elsewhere the block runs unchanged)."""
+    """SIGTERM (and SIGHUP unless ignored) raise KeyboardInterrupt while the block runs, and
+    Ctrl-C is noted first (main thread only: signal's rule; elsewhere nothing changes)."""
     global _requested
     if not _in_main_thread():
         yield
@@ -123,12 +105,9 @@ def stop_requested() -> bool:
 
 
 def caused_by_interrupt(error: BaseException) -> bool:
-    """Whether ``error`` came out of a Ctrl-C or stop request: one arrived while
-    :func:`stop_requests_as_interrupt`'s block ran, or a KeyboardInterrupt is among what caused
-    it. An interrupt inside a C extension's import comes out as a SystemError raised from it
-    (numpy's ``_umath_linalg`` while torch loads), or as an ImportError that does not name it
-    (``_ssl`` importing ``_socket``); that is the user's stop, never a broken installation or a
-    bug."""
+    """Whether ``error`` came out of a Ctrl-C or stop request: one arrived in
+    :func:`stop_requests_as_interrupt`'s block, or a KeyboardInterrupt is among its causes (an
+    interrupted C extension's import raises SystemError or ImportError: the user's stop)."""
     if _requested:
         return True
     seen: set[int] = set()
@@ -143,10 +122,8 @@ def caused_by_interrupt(error: BaseException) -> bool:
 
 @contextlib.contextmanager
 def python_ctrl_c() -> Iterator[None]:
-    """Python's own SIGINT handler for the block where :func:`stop_requests_as_interrupt` put
-    its note-taking one: asyncio's runner cancels its main task on Ctrl-C only where it finds
-    Python's (a KeyboardInterrupt raised inside a task instead is reported as never retrieved).
-    """
+    """Python's own SIGINT handler in the block, where asyncio's runner needs it to cancel its
+    main task on Ctrl-C (instead of our note-taking one)."""
     if signal.getsignal(signal.SIGINT) is not _interrupt:
         yield
         return
@@ -174,12 +151,8 @@ def stop_requests_held() -> Iterator[None]:
 
 
 async def until_stop_request(coro: Coroutine[object, object, None]) -> bool:
-    """Await ``coro`` in the running event loop, a stop request cancelling it as asyncio's
-    runner cancels its main task on Ctrl-C; ``True`` where a stop request ended it (its
-    clean-up has run), ``False`` where it finished.
-
-    Without this, a stop request with SIGINT ignored raises KeyboardInterrupt inside whichever
-    task is running, where asyncio reports it as "Task exception was never retrieved"."""
+    """Await ``coro``, a stop request cancelling it as asyncio's runner does on Ctrl-C (not a
+    KeyboardInterrupt in some task: "never retrieved"); ``True`` where a stop ended it."""
     import asyncio
 
     loop = asyncio.get_running_loop()

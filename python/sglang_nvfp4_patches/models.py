@@ -8,11 +8,7 @@ from dataclasses import dataclass
 
 # Gemma 4: MoE when its text config sets ``enable_moe_block``.
 GEMMA4_ARCHITECTURES: frozenset[str] = frozenset(
-    {
-        "Gemma4ForConditionalGeneration",
-        "Gemma4ForCausalLM",
-        "Gemma4UnifiedForConditionalGeneration",
-    }
+    {"Gemma4ForConditionalGeneration", "Gemma4ForCausalLM", "Gemma4UnifiedForConditionalGeneration"}
 )
 # Llama 4: MoE layers built with ``apply_router_weight_on_input=True``.
 LLAMA4_ARCHITECTURES: frozenset[str] = frozenset(
@@ -23,8 +19,7 @@ LLAMA4, GEMMA4 = "Llama 4", "Gemma 4"
 
 
 def moe_family(architecture: str | None, enable_moe_block: object = None) -> str | None:
-    """The family whose MoE model ``architecture`` is (Gemma 4 only with its MoE blocks on:
-    the checkpoint may omit the key, set null, or use 0/1), else ``None``."""
+    """The family whose MoE model ``architecture`` is (Gemma 4: with MoE blocks on), or None."""
     if architecture in LLAMA4_ARCHITECTURES:
         return LLAMA4
     if architecture in GEMMA4_ARCHITECTURES and bool(enable_moe_block):
@@ -32,9 +27,8 @@ def moe_family(architecture: str | None, enable_moe_block: object = None) -> str
     return None
 
 
-# A MoE layer's settings, read off any architecture's config by the fields SGLang's own MoE
-# models read (never by its name): experts per layer, experts per token, and the gated
-# activation. A config with none of the expert fields builds no MoE layer.
+# A MoE layer's settings, read off any config by the fields SGLang's MoE models read: experts
+# per layer (none: no MoE layer), experts per token, and the gated activation.
 EXPERTS_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 TOP_K_FIELDS = ("num_experts_per_tok", "top_k_experts", "moe_topk", "num_experts_per_token")
 ACTIVATION_FIELDS = ("hidden_act", "hidden_activation")
@@ -83,9 +77,8 @@ class MoeSettings:
 
 
 def moe_settings(config: object) -> MoeSettings | None:
-    """The MoE layer settings of a checkpoint's config (a ``config.json`` mapping or the HF
-    config object), ``None`` where it builds no MoE layer (no expert count above one, or a
-    Gemma-style ``enable_moe_block`` switched off)."""
+    """The MoE layer settings of a checkpoint's config (mapping or HF object), ``None`` where it
+    builds no MoE layer (at most one expert, or ``enable_moe_block`` off)."""
     text = text_part(config)
     switch = "enable_moe_block"
     present = switch in text if isinstance(text, Mapping) else hasattr(text, switch)

@@ -1,9 +1,5 @@
-"""Run a callback right after a module is imported, or now if it already was.
-
-SGLang calls ``load_plugins()`` early in every process, including the launcher, which never
-loads a MoE layer. Importing the MoE runner and ModelOpt modules there just to patch them
-would add seconds to every start, so the runner patch is applied the moment SGLang itself
-imports those modules - before any ``MoeRunner`` can look its fused function up.
+"""Run a callback right after a module is imported, or now if it already was: plugin load
+(in every process, the launcher included) imports nothing of SGLang just to patch it.
 """
 
 from __future__ import annotations
@@ -95,8 +91,7 @@ def when_imported(module_name: str, callback: ModuleCallback) -> None:
 
 
 def module_exists(name: str) -> bool:
-    """Look for the module's file without importing its parent packages (seconds of torch
-    and kernel imports in a launcher that never builds a MoE layer)."""
+    """Look for the module's file without importing its parent packages (seconds of torch)."""
     import sglang
 
     relative = Path(*name.split(".")[1:])

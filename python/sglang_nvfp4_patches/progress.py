@@ -1,8 +1,5 @@
-"""What a long command shows on stderr while it works, only when stderr is a terminal (pure).
-
-Logs, pipes and ``--json`` consumers see none of it; a person at a terminal sees that the
-command is working: one line when slow work starts, and a tqdm bar over a known number of
-steps (the bar ``accuracy run`` shows).
+"""What a long command shows on stderr while it works, only when stderr is a terminal (pure):
+one line when slow work starts, and a tqdm bar over a known number of steps.
 """
 
 from __future__ import annotations
@@ -28,13 +25,9 @@ class _NoProgress:
         return None
 
 
-def _stderr_is_terminal() -> bool:
-    return sys.stderr.isatty()
-
-
 def announce(line: str) -> None:
     """``line`` on stderr when stderr is a terminal; nothing otherwise."""
-    if _stderr_is_terminal():
+    if sys.stderr.isatty():
         print(line, file=sys.stderr, flush=True)
 
 
@@ -42,7 +35,7 @@ def progress_bar(
     total: int, unit: str, show: bool | None = None, initial: int = 0, stream: TextIO | None = None
 ) -> Progress:
     """A tqdm bar on ``stream`` (stderr); ``show`` None: only when stderr is a terminal."""
-    if not (_stderr_is_terminal() if show is None else show):
+    if not (sys.stderr.isatty() if show is None else show):
         return _NoProgress()
     from tqdm import tqdm
 

@@ -1,9 +1,6 @@
 """A patch's status as ``doctor`` prints it: one short line, the evidence below it (pure).
-
-A reason is a list of clauses joined by ``"; "`` (the status of each part of a patch, then
-what was checked, and how). The first clause goes on the status line; each further clause
-starts an indented continuation line, and every line is wrapped to :data:`WIDTH` columns, so
-no line runs to hundreds of characters. Nothing of the reason is dropped.
+A reason's ``"; "``-joined clauses: the first on the status line, each further one indented
+below, all wrapped to :data:`WIDTH` columns; nothing dropped.
 """
 
 from __future__ import annotations
@@ -15,8 +12,7 @@ _OPENING, _CLOSING = "([{", ")]}"
 
 
 def clauses(reason: str) -> list[str]:
-    """``reason`` split after each ``"; "`` that is outside brackets and backquotes; each
-    clause keeps its ``;``."""
+    """``reason`` split after each ``"; "`` outside brackets and backquotes (``;`` kept)."""
     parts: list[str] = []
     depth, quoted, start = 0, False, 0
     for index, char in enumerate(reason):

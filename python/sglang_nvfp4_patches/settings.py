@@ -16,8 +16,7 @@ FORCE_ENV = "SGLANG_NVFP4_PATCHES_FORCE"
 UNTESTED_ENV = "SGLANG_NVFP4_PATCHES_UNTESTED"
 RECORDS_ENV = "SGLANG_NVFP4_PATCHES_RECORDS"
 UNTESTED_APPLY = "apply"  # the one value that applies the patches on an untested release
-# Only a patch whose rule can be applied where its root cause is fixed can be forced; each
-# other patch says why not (``patch_names.NOT_FORCEABLE_BECAUSE``).
+# A patch is forceable unless ``patch_names.NOT_FORCEABLE_BECAUSE`` says why not.
 FORCEABLE_PATCHES: tuple[str, ...] = tuple(
     name for name in PATCH_NAMES if name not in NOT_FORCEABLE_BECAUSE
 )
@@ -41,11 +40,7 @@ def _names(environ: Mapping[str, str] | None, variable: str) -> tuple[str, set[s
 
 
 def disabled_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
-    """Patch names switched off by ``SGLANG_NVFP4_PATCHES_DISABLE`` (comma-separated).
-
-    An unknown name is an error rather than a silent no-op: a typo would otherwise leave
-    the patch on while the operator believes it is off.
-    """
+    """Patch names switched off by ``SGLANG_NVFP4_PATCHES_DISABLE``; an unknown one is an error."""
     raw, names = _names(environ, DISABLE_ENV)
     unknown = sorted(names - set(PATCH_NAMES))
     if unknown:
@@ -57,9 +52,8 @@ def disabled_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]
 
 
 def forced_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
-    """Patch names whose rule ``SGLANG_NVFP4_PATCHES_FORCE`` applies even where SGLang has
-    fixed the root cause (comma-separated). Any name that is unknown or not forceable makes
-    the whole value invalid: forcing half of what the operator wrote would surprise them."""
+    """Patch names whose rule ``SGLANG_NVFP4_PATCHES_FORCE`` applies even where SGLang fixed
+    the root cause (comma-separated); any unknown or unforceable name invalidates the value."""
     raw, names = _names(environ, FORCE_ENV)
     unknown = sorted(names - set(PATCH_NAMES))
     if unknown:
@@ -80,9 +74,7 @@ def forced_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
 
 
 def untested_opt_in(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether ``SGLANG_NVFP4_PATCHES_UNTESTED=apply`` asks for the patches on a release
-    outside the tested window. Unset or empty is no; any other value is an error rather than
-    a guess (``1`` or ``yes`` could mean either)."""
+    """Whether ``SGLANG_NVFP4_PATCHES_UNTESTED=apply`` (unset: no; anything else: an error)."""
     raw = (os.environ if environ is None else environ).get(UNTESTED_ENV, "")
     if raw.strip() in ("", UNTESTED_APPLY):
         return raw.strip() == UNTESTED_APPLY
@@ -93,8 +85,7 @@ def untested_opt_in(environ: Mapping[str, str] | None = None) -> bool:
 
 
 def check_environment(environ: Mapping[str, str] | None = None) -> None:
-    """The variables this plugin reads, checked first by ``explain``, ``doctor`` and
-    ``verify``: a wrong value is a UsageError naming it, never a failed check of SGLang."""
+    """The variables this plugin reads: a wrong value is a UsageError naming it."""
     env = os.environ if environ is None else environ
     try:
         disabled_patches(env), forced_patches(env), untested_opt_in(env)

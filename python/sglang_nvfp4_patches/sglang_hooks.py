@@ -1,18 +1,11 @@
 """Wrap one SGLang target with our hook, beside any other plugin's hooks on it.
 
-SGLang's ``HookRegistry`` records hooks per target and ``apply_hooks()`` (the end of
-``load_plugins()``) wraps each target it has not applied yet with its whole list, then marks
-it applied. Our hooks are installed when SGLang imports the module that holds the target
-(:mod:`post_import`), which may be before, during or after that call, so recording them
-there breaks other plugins either way: a target marked applied early loses every hook
-registered after (``apply_hooks`` skips it), and a target applied from an import callback
-inside ``apply_hooks`` gets wrapped twice with the same list.
-
-So :func:`install_hook` wraps only our hook around whatever is bound at the target now,
-through the registry's own per-target step (its wrapper, logging and ``from X import Y``
-propagation), and records nothing in the registry. Whenever ``apply_hooks`` later wraps the
-target for another plugin, it wraps what is bound then, ours included: every hook is in the
-chain exactly once, in any load order.
+Our hooks are installed when SGLang imports their target's module (:mod:`post_import`), which
+may be before, during or after ``apply_hooks()``; recording them in SGLang's ``HookRegistry``
+would lose later hooks (a target marked applied early) or wrap one twice (applied from inside
+``apply_hooks``). So :func:`install_hook` wraps only our hook around what is bound now, through
+the registry's own per-target step, and records nothing: every hook is in the chain exactly
+once, in any load order.
 """
 
 from __future__ import annotations
@@ -30,8 +23,7 @@ DISTRIBUTION = "sglang-nvfp4-patches"
 
 
 def bound_at(target: str) -> Any:
-    """What is bound at ``target`` now, without triggering descriptors (a classmethod stays
-    a classmethod)."""
+    """What is bound at ``target`` now, without triggering descriptors."""
     owner_path, attribute = target.rsplit(".", 1)
     return inspect.getattr_static(pkgutil.resolve_name(owner_path), attribute)
 
@@ -47,8 +39,7 @@ def wrapper_chain(bound: Any) -> Iterator[Any]:
 
 
 def hook_count(bound: Any, hook: Callable[..., Any]) -> int:
-    """How many wrappers in ``bound``'s chain call ``hook`` (HookRegistry's wrappers hold
-    their hook in a closure cell)."""
+    """How many wrappers in ``bound``'s chain hold ``hook`` (in a closure cell)."""
     return sum(
         any(getattr(cell, "cell_contents", None) is hook for cell in function.__closure__ or ())
         for function in wrapper_chain(bound)
@@ -56,12 +47,9 @@ def hook_count(bound: Any, hook: Callable[..., Any]) -> int:
 
 
 def install_hook(target: str, hook: Callable[..., Any], kind: str = "around") -> Any:
-    """Wrap ``hook`` (``HookType`` value: ``around``, ``before``, ``after``, ``replace``)
-    around what is bound at ``target``, once. Returns the object now bound at ``target``.
-
-    Raises :class:`PatchUnavailable` when SGLang's registry lacks the per-target step or the
-    target did not end up wrapped; the target is then as it was.
-    """
+    """Wrap ``hook`` (a ``HookType`` value: ``around``, ``before``...) around what is bound at
+    ``target``, once; what is bound now. :class:`PatchUnavailable` where SGLang's registry lacks
+    the per-target step or did not wrap it (the target is then as it was)."""
     from sglang.srt.plugins import hook_registry
 
     bound = bound_at(target)

@@ -9,9 +9,7 @@ from dataclasses import dataclass
 
 class PatchState(str, enum.Enum):
     APPLIED = "applied"
-    # install() arranged for the patch to act (or, where nothing is patched, to be probed)
-    # when SGLang imports the code it concerns, and SGLang has not imported it yet
-    PENDING = "pending"
+    PENDING = "pending"  # to act (or be probed) when SGLang imports its code
     ALREADY_UPSTREAM = "already upstream"
     NOT_APPLICABLE = "not applicable"
     NOT_PATCHED = "not patched"  # the bug is live here; this release is untested, no opt-in
@@ -41,7 +39,12 @@ class PatchUnavailable(RuntimeError):
 def sglang_version() -> str:
     """Version of the installed SGLang, from its dist-info (cheap: ``sglang.__version__``
     imports torch). An overlay on PYTHONPATH comes first on sys.path, so its version wins."""
+    return dist_version("sglang")
+
+
+def dist_version(name: str) -> str:
+    """An installed distribution's version, or ``not installed``."""
     try:
-        return importlib.metadata.version("sglang")
+        return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return "not installed"

@@ -1,10 +1,6 @@
 """stdout and stderr as the command line uses them: a failed write is never a bug (pure).
-
-* stdout that cannot be written (``> /dev/full``, a closed descriptor) is the environment's
-  problem: :class:`OutputUnwritable`, one ``error:`` line and its own exit status; a reader
-  that left early (``| head``) stays a BrokenPipeError, handled as SIGPIPE is.
-* stderr that cannot be written (``2>/dev/full``) loses the message and nothing else: the
-  exit status stays the one the command meant (2 stays 2, never the 1 of a verdict).
+stdout that cannot be written is :class:`OutputUnwritable` (a reader that left early stays a
+BrokenPipeError); stderr that cannot be written loses the message, never the exit status.
 """
 
 from __future__ import annotations
@@ -22,8 +18,7 @@ class OutputUnwritable(EnvironmentProblem):
 
 
 def discard(fd: int) -> None:
-    """Point ``fd`` at /dev/null, so that the interpreter's own final flush of what is still
-    buffered for it succeeds instead of printing a second error."""
+    """Point ``fd`` at /dev/null, so the interpreter's final flush does not print an error."""
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, fd)
     os.close(null)
@@ -72,8 +67,7 @@ def guarded(stream: TextIO | None, is_stdout: bool) -> TextIO | None:
 
 
 def printable(text: str) -> str:
-    """``text`` from a server (an answer, an error body, a log line, a model name) as it may
-    reach a terminal: control characters (ESC, BEL, CR, ...) escaped, never interpreted."""
+    """``text`` from a server as it may reach a terminal: control characters escaped."""
     return "".join(c if c.isprintable() or c == " " else ascii(c)[1:-1] for c in text)
 
 

@@ -1,7 +1,5 @@
 """A patch's suspension (pure: no SGLang, no torch): inside its block, the patch's hooks hand
-SGLang's own functions their calls unchanged (``explain``'s unpatched column, the evidence of
-SGLang as it ships). One per patch, per context (a ``contextvars`` flag: threads and tasks do
-not share it)."""
+SGLang's own functions their calls unchanged; per context (threads and tasks do not share it)."""
 
 from __future__ import annotations
 

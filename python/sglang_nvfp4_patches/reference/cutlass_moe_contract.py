@@ -1,16 +1,9 @@
-"""CPU reference of the contract of FlashInfer's ``cutlass_fused_moe`` (our own, for tests).
-
-The kernel computes, per token ``t``::
-
-    out[t] = sum_k token_final_scales[t, k] * expert_{ids[t, k]}(input[t])
-
-with a gated expert ``w2 @ (act(gate) * up)``, where ``fc1`` stacks ``[up; gate]`` along its
-output rows (FlashInfer's ``w31`` layout) and ``act`` is SiLU (``ActivationType.Swiglu``, the
-kernel's default; Llama 4) or exact GELU (``ActivationType.Geglu``; Gemma 4 MoE). Router
-weights only ever scale expert *outputs*; that is the whole reason the
-``llama4-router-weight`` patch exists. Computation is float32; the result is cast to
-``output_dtype``. An optional ``activation_quantizer`` stands in for the kernel's internal
-activation quantization (e.g. NVFP4 quantize+dequantize).
+"""CPU reference of the contract of FlashInfer's ``cutlass_fused_moe`` (our own, for tests):
+per token, ``out[t] = sum_k token_final_scales[t, k] * expert_{ids[t, k]}(input[t])``, a gated
+expert ``w2 @ (act(gate) * up)`` with ``fc1`` stacking ``[up; gate]`` (FlashInfer's ``w31``)
+and ``act`` SiLU (``Swiglu``, the default; Llama 4) or exact GELU (``Geglu``; Gemma 4). Router
+weights only scale expert *outputs*: why ``llama4-router-weight`` exists. Computed in float32,
+cast to ``output_dtype``; ``activation_quantizer`` stands in for the kernel's own.
 """
 
 from __future__ import annotations
@@ -21,8 +14,7 @@ import torch
 
 ActivationQuantizer = Callable[[torch.Tensor], torch.Tensor]
 
-# The gate activation of each gated expert kind the kernel takes here, by FlashInfer's
-# ``ActivationType`` name.
+# The gate activation of each gated expert kind, by FlashInfer's ``ActivationType`` name.
 GATE_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "Swiglu": torch.nn.functional.silu,
     "Geglu": torch.nn.functional.gelu,  # exact (erf) GELU; GegluTanh is another type
@@ -47,8 +39,7 @@ def cutlass_fused_moe_reference(
     activation_quantizer: ActivationQuantizer | None = None,
     activation: str = "Swiglu",
 ) -> torch.Tensor:
-    """Reference output ``[tokens, hidden]`` of the kernel for unquantized expert weights
-    (``activation``: a :data:`GATE_ACTIVATIONS` name)."""
+    """Reference output ``[tokens, hidden]`` of the kernel for unquantized expert weights."""
     if activation not in GATE_ACTIVATIONS:
         raise ValueError(
             f"no CPU reference for the {activation} activation; this reference computes "

@@ -1,29 +1,18 @@
-"""CPU reference of NVFP4 activation quantization as FlashInfer's CUTLASS MoE applies it.
+"""CPU reference of NVFP4 activation quantization as FlashInfer's CUTLASS MoE applies it (our
+own, from the format and FlashInfer 0.7.2's ``cvt_warp_fp16_to_fp4``, non-4over6 E4M3 branch),
+so tests can check that the router weight is folded in *before* quantization. Per row along the
+last (hidden) dimension, in float32:
 
-Used by the tests to model the kernel's internal activation quantization, so we can check
-that the router weight is folded in *before* quantization. Our own code, written from the
-format definition and from reading FlashInfer 0.7.2's quantizer
-(``cvt_warp_fp16_to_fp4`` in ``data/csrc/nv_internal/tensorrt_llm/kernels/
-quantization_utils.cuh``, non-4over6 E4M3 branch). Convention, per row along the last
-(hidden) dimension, in float32:
-
-* global scale ``g`` (float32): given, as the kernel's per-tensor activation global scale,
-  or by default ``g = 448 * 6 / amax(|x|)`` over the whole tensor, the convention of the
-  ``global_scale`` argument of FlashInfer's ``fp4_quantize`` (``1.0`` for an all-zero
-  tensor, whose codes are all zero anyway);
-* one E4M3 (``float8_e4m3fn``) block scale per 16 consecutive values:
-  ``s = e4m3(g * (amax(|block|) / 6))`` rounded to nearest even, saturated to 448
-  (the kernel converts with ``__NV_SATFINITE``); subnormal E4M3 scales occur naturally;
-* codes ``q = e2m1(x * g / s)`` (the kernel's ``outputScale = 1 / (s * (1 / g))``) with
-  round-to-nearest-even on the E2M1 grid ``0, 0.5, 1, 1.5, 2, 3, 4, 6`` (and negatives),
-  saturated to ±6 (``cvt.rn.satfinite.e2m1x2.f32``); a block whose scale is 0 (all zero,
-  or underflowed below the smallest E4M3 subnormal) gets all-zero codes, which dequantize
-  to 0 exactly as the kernel's would;
+* global scale ``g``: given (the kernel's), or ``448 * 6 / amax(|x|)`` over the tensor as
+  FlashInfer's ``fp4_quantize`` takes it (``1.0`` for an all-zero tensor);
+* one E4M3 block scale per 16 values: ``s = e4m3(g * amax(|block|) / 6)``, nearest even,
+  saturated to 448 (``__NV_SATFINITE``); subnormals occur naturally;
+* codes ``q = e2m1(x * g / s)``, nearest even on ``0, 0.5, 1, 1.5, 2, 3, 4, 6`` (and
+  negatives), saturated to ±6; a block whose scale is 0 gets all-zero codes, as the kernel's;
 * dequantization ``x' = q * s / g``.
 
-The kernel computes the reciprocals approximately (``rcp.approx.ftz``); this reference uses
-exact float32 division, so the two can differ only when a product lands within float32
-rounding of an E4M3 or E2M1 rounding boundary.
+The kernel's reciprocals are approximate (``rcp.approx.ftz``), ours exact: the two differ only
+within float32 rounding of an E4M3 or E2M1 rounding boundary.
 """
 
 from __future__ import annotations
@@ -32,22 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-
-__all__ = [
-    "E2M1_GRID",
-    "E2M1_MAX",
-    "E4M3_MAX",
-    "NVFP4_BLOCK_SIZE",
-    "NVFP4BlockSizeError",
-    "NVFP4GlobalScaleError",
-    "NVFP4Quantized",
-    "dequantize_nvfp4",
-    "global_scale_for",
-    "nvfp4_activation_quantizer",
-    "quantize_dequantize_nvfp4",
-    "quantize_nvfp4",
-    "round_to_e2m1",
-]
 
 NVFP4_BLOCK_SIZE = 16
 E2M1_MAX = 6.0
@@ -73,11 +46,8 @@ class NVFP4Quantized:
 
 
 def round_to_e2m1(x: torch.Tensor) -> torch.Tensor:
-    """Round float32 values to the E2M1 grid, ties to even mantissa, saturating at ±6.
-
-    The grid has spacing 0.5 below 2, 1 in [2, 4) and 2 in [4, 6]; rounding ``|x| / step``
-    half-to-even within each band picks the even E2M1 code at every tie.
-    """
+    """Round float32 values to the E2M1 grid, ties to even mantissa, saturating at ±6 (steps
+    0.5 below 2, 1 in [2, 4), 2 in [4, 6]: ``|x| / step`` half-to-even picks the even code)."""
     magnitude = x.float().abs().clamp(max=E2M1_MAX)
     step = torch.where(magnitude < 2.0, 0.5, torch.where(magnitude < 4.0, 1.0, 2.0))
     return torch.copysign(torch.round(magnitude / step) * step, x.float())
@@ -144,11 +114,7 @@ def quantize_dequantize_nvfp4(
 def nvfp4_activation_quantizer(
     global_scale: float | torch.Tensor | None = None,
 ) -> Callable[[torch.Tensor], torch.Tensor]:
-    """An ``activation_quantizer`` for ``cutlass_fused_moe_reference``.
-
-    ``global_scale=None`` recomputes the scale from each input (dynamic); a number fixes it,
-    like the calibrated per-tensor activation scale the real kernel receives.
-    """
+    """An ``activation_quantizer`` for the reference (``None``: the global scale per input)."""
     if global_scale is not None:
         _checked_global_scale(global_scale)
 

@@ -20,8 +20,7 @@ GEMMA4_NVFP4_MOE = EXAMPLES_DIR / "gemma-4-26b-a4b-nvfp4"
 LLAMA4_NVFP4 = EXAMPLES_DIR / "llama-4-scout-17b-16e-nvfp4"
 LLAMA4_NVFP4_CT = EXAMPLES_DIR / "llama-4-scout-17b-16e-nvfp4-compressed-tensors"
 QWEN3_MOE_NVFP4 = EXAMPLES_DIR / "qwen3-30b-a3b-nvfp4"
-# A SwiGLU top-2 MoE no SGLang model override concerns (not one of explain's rows): the
-# evidence's control, whose published runner is what SGLang gives every architecture.
+# The evidence's control: a SwiGLU top-2 MoE no SGLang model override concerns.
 MIXTRAL_NVFP4 = EXAMPLES_DIR / "mixtral-8x7b-nvfp4"
 EVIDENCE_CONTROL = MIXTRAL_NVFP4
 # The ModelOpt NVFP4 MoE stand-ins the MoE runner evidence runs, by what each stands for.

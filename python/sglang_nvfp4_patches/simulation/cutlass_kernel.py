@@ -1,16 +1,8 @@
-"""FlashInfer's ``cutlass_fused_moe`` on CPU: our reference of its contract, recording what
-it was given (the only GPU kernel the Llama 4 checks replace).
-
-NVFP4 expert weights are decoded exactly where every scale is one (global scales, alphas,
-and one E4M3 1.0 per block of 16 weights); the kernel's own activation quantization is
-taken as exact (its numerics: ``docs/numerics.md``). Other quantized weights are not
-decoded: the call returns zeros, for checks that only inspect what the kernel was given. The
-gated activation is the call's ``activation_type`` (SwiGLU when it names none, the kernel's
-default); one the reference does not compute is refused, never computed as another.
-
-SGLang reaches the kernel as ``flashinfer.fused_moe.cutlass_fused_moe`` (looked up at call
-time by the CUTLASS MoE runner), or, in releases without that runner, through the name its
-ModelOpt module bound at import (``flashinfer_cutlass_fused_moe``): both are replaced.
+"""FlashInfer's ``cutlass_fused_moe`` on CPU: our reference of its contract, recording what it
+was given. NVFP4 expert weights are decoded exactly where every scale is one (activation
+quantization taken as exact: ``docs/numerics.md``); other quantized weights give zeros (for
+checks of the call only); an ``activation_type`` the reference lacks is refused. Both names
+SGLang reaches it by are replaced: FlashInfer's, and the one ModelOpt bound at import.
 """
 
 from __future__ import annotations
@@ -37,26 +29,25 @@ MODELOPT_KERNEL_NAME = "flashinfer_cutlass_fused_moe"  # bound at import before 
 E4M3_ONE = 0x38  # 1.0 as a float8_e4m3fn byte
 
 
+def _e2m1_values(codes: torch.Tensor) -> torch.Tensor:
+    magnitude = torch.tensor(E2M1_GRID)[(codes & 7).long()]
+    return torch.where(codes >= 8, -magnitude, magnitude)
+
+
 def decode_e2m1(packed: torch.Tensor) -> torch.Tensor:
     """Packed FP4 (two E2M1 codes per byte, low nibble first) to float32 values."""
     codes = packed.contiguous().view(torch.uint8)
-    nibbles = torch.stack([codes & 0xF, codes >> 4], dim=-1).flatten(-2)
-    magnitude = torch.tensor(E2M1_GRID)[(nibbles & 7).long()]
-    return torch.where(nibbles >= 8, -magnitude, magnitude)
+    return _e2m1_values(torch.stack([codes & 0xF, codes >> 4], dim=-1).flatten(-2))
 
 
 def random_fp4(shape: tuple[int, ...], generator: torch.Generator) -> tuple[torch.Tensor, ...]:
     """Values on the E2M1 grid and their packed bytes (low nibble first)."""
     codes = torch.randint(0, 16, shape, generator=generator, dtype=torch.uint8)
-    magnitude = torch.tensor(E2M1_GRID)[(codes & 7).long()]
-    values = torch.where(codes >= 8, -magnitude, magnitude)
-    packed = codes[..., 0::2] | (codes[..., 1::2] << 4)
-    return values, packed
+    return _e2m1_values(codes), codes[..., 0::2] | (codes[..., 1::2] << 4)
 
 
 def _unit_scaled(quant_scales: list[torch.Tensor], fc1: torch.Tensor, fc2: torch.Tensor) -> bool:
-    """NVFP4 quant scales that are all one: global scales, alphas, and one E4M3 1.0 per block
-    of 16 weights (the swizzled layout pads with zero bytes)."""
+    """Whether NVFP4 quant scales are all one (the swizzled layout pads with zero bytes)."""
     if not all(bool(torch.all(quant_scales[i] == 1)) for i in (0, 2, 3, 5)):
         return False
     for weights, block_scales in ((fc1, quant_scales[1]), (fc2, quant_scales[4])):
@@ -69,8 +60,7 @@ def _unit_scaled(quant_scales: list[torch.Tensor], fc1: torch.Tensor, fc2: torch
 
 
 def activation_name(activation_type: Any) -> str:
-    """FlashInfer's ``ActivationType`` (enum or int) as a reference activation name; no type
-    given is the kernel's default, SwiGLU."""
+    """FlashInfer's ``ActivationType`` (enum or int; none: SwiGLU) as a reference name."""
     if activation_type is None:
         return "Swiglu"
     from flashinfer.fused_moe.core import ActivationType
@@ -123,8 +113,7 @@ class RecordingCutlassKernel:
 
 @contextlib.contextmanager
 def cpu_cutlass_kernel() -> Iterator[RecordingCutlassKernel]:
-    """The stand-in in place of FlashInfer's kernel (and its availability check) inside
-    the block."""
+    """The stand-in in place of FlashInfer's kernel (and its availability check) in the block."""
     import flashinfer.fused_moe
 
     kernel = RecordingCutlassKernel()
@@ -139,9 +128,6 @@ def cpu_cutlass_kernel() -> Iterator[RecordingCutlassKernel]:
         yield kernel
 
 
-@contextlib.contextmanager
-def cuda_moves_stay_on_cpu() -> Iterator[None]:
-    """``tensor.cuda()`` returns the CPU tensor inside the block (0.5.18's NVFP4 block-scale
-    swizzle moves its result to the GPU explicitly)."""
-    with attribute(torch.Tensor, "cuda", lambda tensor, *_args, **_kwargs: tensor):
-        yield
+def cuda_moves_stay_on_cpu() -> contextlib.AbstractContextManager[None]:
+    """``tensor.cuda()`` is the CPU tensor in the block (0.5.18's swizzle moves to the GPU)."""
+    return attribute(torch.Tensor, "cuda", lambda tensor, *_args, **_kwargs: tensor)

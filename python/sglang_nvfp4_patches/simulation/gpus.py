@@ -1,6 +1,5 @@
 """The GPUs the CPU simulation can stand for, and SGLang made to believe it runs on one (pure
-to import: SGLang and torch are imported only inside the context managers, so the profiles
-serve the CLI's ``--gpu`` choices at once)."""
+to import: SGLang and torch are imported only inside the context managers)."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from sglang_nvfp4_patches.simulation.patching import rebound_in_sglang
+from sglang_nvfp4_patches.simulation.patching import attribute, rebound_in_sglang
 
 
 @dataclass(frozen=True)
@@ -28,11 +27,7 @@ class GpuProfile:
         major = self.major
         return {
             "is_cuda": True,
-            "is_hip": False,
-            "is_npu": False,
-            "is_xpu": False,
-            "is_musa": False,
-            "is_mps": False,
+            **dict.fromkeys(("is_hip", "is_npu", "is_xpu", "is_musa", "is_mps", "has_amx"), False),
             "is_sm90": major == 9,
             "is_sm100": major == 10,
             "is_sm100_or_sm110": major in (10, 11),
@@ -40,7 +35,6 @@ class GpuProfile:
             "is_sm120": major == 12,
             "is_blackwell": major in (10, 11, 12),
             "is_hopper_with_cuda_12_3": major == 9,
-            "has_amx": False,
             "has_flashinfer": True,
             "device_capability": self.capability,
             "device_sm": major * 10 + self.capability[1],
@@ -72,10 +66,8 @@ def gpu_choices() -> str:
     return ", ".join(f"{p.name} ({', '.join(p.gpu_names)})" for p in GPU_PROFILES.values())
 
 
-# Releases without ``runtime_context.override_platform`` ask ``sglang.srt.utils.common`` probes,
-# imported by name into many modules: each binding is replaced for the duration (``is_cuda`` stays
-# false on purpose, so nothing tries to load CUDA libraries; ``device="cuda"`` is passed instead).
-# SGLang's platform facts go by the major alone (``is_sm120`` is SM120 and SM121 alike).
+# Releases without ``runtime_context.override_platform`` ask these ``sglang.srt.utils.common``
+# probes (``is_cuda`` stays false: nothing loads CUDA libraries); by the major alone.
 _LEGACY_PROBES: dict[str, str] = {
     "is_sm90_supported": "is_sm90",
     "is_sm100_supported": "is_sm100",
@@ -89,9 +81,8 @@ _LEGACY_PROBES: dict[str, str] = {
 
 
 COMMON = "sglang.srt.utils.common"
-# Probes of one exact capability, on every release that has them (0.5.23: ``is_sm120`` is 12.0
-# only, ``is_sm121`` 12.1, GB10): SGLang reads them on paths none of the patches touch
-# (Nemotron's non-gated relu2 CUTLASS MoE, Qwen's sparse attention), simulated all the same.
+# Probes of one exact capability, where a release has them (0.5.23: ``is_sm120`` is 12.0 only),
+# read on paths none of the patches touch, simulated all the same.
 _EXACT_PROBES: dict[str, tuple[int, int]] = {"is_sm120": (12, 0), "is_sm121": (12, 1)}
 
 
@@ -114,12 +105,8 @@ def _exact_fakes(profile: GpuProfile) -> dict[str, Callable[..., Any]]:
 
 @contextlib.contextmanager
 def simulated_gpu(profile: GpuProfile) -> Iterator[None]:
-    """Make SGLang believe it runs on ``profile``'s GPU.
-
-    Where SGLang has an official seam, ``runtime_context.override_platform``, it is used;
-    other releases get their capability probes rebound instead. The probes of one exact
-    capability are rebound on every release.
-    """
+    """Make SGLang believe it runs on ``profile``'s GPU: through ``override_platform`` where
+    SGLang has it, else its probes rebound (exact-capability probes rebound on every release)."""
     try:
         from sglang.srt.runtime_context import _PLATFORM_PROBES, _PLATFORM_VALUES, override_platform
     except ImportError:
@@ -132,15 +119,8 @@ def simulated_gpu(profile: GpuProfile) -> Iterator[None]:
         yield
 
 
-@contextlib.contextmanager
-def device_capability(profile: GpuProfile) -> Iterator[None]:
-    """Code that asks torch for the GPU's compute capability gets ``profile``'s (SGLang's
-    compressed-tensors config asks torch directly)."""
+def device_capability(profile: GpuProfile) -> contextlib.AbstractContextManager[None]:
+    """Torch's compute capability is ``profile``'s (compressed-tensors asks torch directly)."""
     import torch
 
-    original = torch.cuda.get_device_capability
-    torch.cuda.get_device_capability = lambda *_: profile.capability
-    try:
-        yield
-    finally:
-        torch.cuda.get_device_capability = original
+    return attribute(torch.cuda, "get_device_capability", lambda *_: profile.capability)

@@ -1,14 +1,7 @@
 """Llama 4 NVFP4 MoE layers built the way ``FusedMoE`` builds them, through SGLang's real
-quantization methods, with weights a CPU can decode exactly (random FP4 codes, every scale 1).
-
-* :func:`modelopt_layer`: ``ModelOptFp4Config`` / ``ModelOptNvFp4FusedMoEMethod``, with
-  the weights as its post-processing leaves them (the swizzle needs a GPU);
-* :func:`compressed_tensors_layer`: SGLang's ``CompressedTensorsConfig`` parses the bundled
-  llm-compressor stand-in config, picks ``CompressedTensorsW4A4Nvfp4MoE`` and creates,
-  fills and post-processes its weights itself.
-
-Both keep the float weights chosen (``w13`` as ``[up; gate]``, ``w2``) so a check can compute
-what Llama 4 means, ``expert(x * w)``, independently of the layer
+quantization methods (ModelOpt: :func:`modelopt_layer`; compressed-tensors from the bundled
+config: :func:`compressed_tensors_layer`), with weights a CPU decodes exactly (random FP4
+codes, every scale 1). Each keeps its float weights, for what Llama 4 means
 (:func:`sglang_nvfp4_patches.reference.moe_meaning.moe_meaning`).
 """
 
@@ -22,21 +15,19 @@ from typing import Any
 import torch
 
 from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4_CT
-from sglang_nvfp4_patches.simulation.cutlass_kernel import E4M3_ONE, random_fp4
+from sglang_nvfp4_patches.simulation.cutlass_kernel import E4M3_ONE, MODELOPT_MODULE, random_fp4
 from sglang_nvfp4_patches.simulation.moe_layer import (
     LLAMA4_MOE_PREFIX,
     fused_moe_layer,
     llama4_runner_config,
 )
 
-MODELOPT_MODULE = "sglang.srt.layers.quantization.modelopt_quant"
 HIDDEN, INTERMEDIATE, EXPERTS = 64, 64, 4
 
 
 @dataclass
 class Llama4Layer:
-    """One MoE layer: SGLang's layer, its quantization method, its runner config and the
-    float weights it holds."""
+    """One MoE layer: SGLang's layer, its method, its runner config and its float weights."""
 
     layer: Any
     method: Any
@@ -50,8 +41,7 @@ class Llama4Layer:
 
     @property
     def holder(self) -> Any:
-        """The object whose ``moe_runner_config`` the NVFP4 check reads (the scheme, for
-        compressed-tensors)."""
+        """The object whose ``moe_runner_config`` the check reads (compressed-tensors: scheme)."""
         return getattr(self.layer, "scheme", None) or self.method
 
     def apply(
@@ -61,8 +51,7 @@ class Llama4Layer:
         ids: torch.Tensor,
         x_scale: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """``FusedMoE``'s forward through the method; ``x_scale``: activations that arrive
-        quantized (their scales), as after the FP4 all-gather."""
+        """``FusedMoE``'s forward through the method; ``x_scale``: of activations quantized."""
         from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
         from sglang.srt.layers.moe.topk import StandardTopKOutput
 
@@ -81,7 +70,7 @@ def _unit_scaled_weights(seed: int) -> tuple[torch.Tensor, ...]:
 
 
 def modelopt_layer(top_k: int | None = 1, on_input: bool = True, seed: int = 0) -> Llama4Layer:
-    """A ModelOpt NVFP4 Llama 4 MoE layer (call inside a simulated scheduler)."""
+    """A ModelOpt NVFP4 Llama 4 MoE layer, as post-processed (inside a simulated scheduler)."""
     modelopt = importlib.import_module(MODELOPT_MODULE)
     quant_config = modelopt.ModelOptFp4Config.from_config(
         {"quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": []}}
@@ -90,13 +79,9 @@ def modelopt_layer(top_k: int | None = 1, on_input: bool = True, seed: int = 0) 
     layer.quant_method = modelopt.ModelOptNvFp4FusedMoEMethod(quant_config)
     w13, w13_packed, w2, w2_packed = _unit_scaled_weights(seed)
     layer.w13_weight, layer.w2_weight = w13_packed, w2_packed
-    one = torch.uint8
-    layer.w13_blockscale_swizzled = torch.full(
-        (EXPERTS, 2 * INTERMEDIATE, HIDDEN // 16), E4M3_ONE, dtype=one
-    )
-    layer.w2_blockscale_swizzled = torch.full(
-        (EXPERTS, HIDDEN, INTERMEDIATE // 16), E4M3_ONE, dtype=one
-    )
+    unit = {"fill_value": E4M3_ONE, "dtype": torch.uint8}  # every block scale 1.0
+    layer.w13_blockscale_swizzled = torch.full((EXPERTS, 2 * INTERMEDIATE, HIDDEN // 16), **unit)
+    layer.w2_blockscale_swizzled = torch.full((EXPERTS, HIDDEN, INTERMEDIATE // 16), **unit)
     for name in ("w13_input_scale_quant", "g1_alphas", "w2_input_scale_quant", "g2_alphas"):
         setattr(layer, name, torch.ones(EXPERTS))
     layer._cutlass_swiglu_params = (None, None, None)
@@ -108,8 +93,7 @@ def modelopt_layer(top_k: int | None = 1, on_input: bool = True, seed: int = 0) 
 
 
 def compressed_tensors_layer(top_k: int | None = 1, seed: int = 0) -> Llama4Layer:
-    """A compressed-tensors NVFP4 Llama 4 MoE layer with its weights created by the scheme
-    and filled as the weight loader would (call inside a simulated scheduler)."""
+    """A compressed-tensors NVFP4 Llama 4 MoE layer, weights made by the scheme and filled."""
     from sglang.srt.layers.quantization.compressed_tensors.compressed_tensors import (
         CompressedTensorsConfig,
     )

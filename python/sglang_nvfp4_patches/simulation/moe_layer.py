@@ -1,6 +1,5 @@
 """A MoE layer built the way a scheduler builds it, on CPU: the published config, SGLang's
-``FusedMoE`` placement and ``MoeRunnerConfig``. No weights are created and no kernel runs
-(:mod:`.moe_forward` runs a whole layer)."""
+``FusedMoE`` placement and ``MoeRunnerConfig``; no weights, no kernel (:mod:`.moe_forward`)."""
 
 from __future__ import annotations
 
@@ -18,46 +17,27 @@ from sglang_nvfp4_patches.simulation.server_args import resolved_server_args
 LLAMA4_MOE_PREFIX = LLAMA4_EXPERTS  # Llama 4's first MoE layer, as SGLang names it
 
 
-def publish_for_scheduler(server_args: Any) -> None:
-    """Install ``server_args`` as this process's scheduler config, as the scheduler does."""
-    try:
-        from sglang.srt.runtime_context import publish
-    except ImportError:  # no runtime_context.publish in this release
-        from sglang.srt.server_args import set_global_server_args_for_scheduler
-
-        set_global_server_args_for_scheduler(server_args)
-        return
-    publish(server_args, role="scheduler")
-
-
 @contextlib.contextmanager
 def published_scheduler_config(profile: GpuProfile, model_dir: Path, **flags: Any) -> Iterator[Any]:
     """What a scheduler does first, on ``profile``'s simulated GPU: resolve the ServerArgs for
     ``model_dir`` (``flags`` as a user gives them), publish it, seed the MoE settings."""
     with simulated_gpu(profile):
         server_args = resolved_server_args(model_dir, **flags)
-        publish_for_scheduler(server_args)
-        initialize_moe_config(server_args)
+        try:
+            from sglang.srt.runtime_context import publish
+        except ImportError:  # no runtime_context.publish in this release
+            from sglang.srt.server_args import set_global_server_args_for_scheduler
+
+            set_global_server_args_for_scheduler(server_args)
+        else:
+            publish(server_args, role="scheduler")
+        from sglang.srt.layers.moe.utils import initialize_moe_config
+
+        if inspect.signature(initialize_moe_config).parameters:
+            initialize_moe_config(server_args)
+        else:
+            initialize_moe_config()
         yield server_args
-
-
-def initialize_moe_config(server_args: Any) -> None:
-    """What the scheduler does after publishing: seed the MoE runtime flags."""
-    from sglang.srt.layers.moe.utils import initialize_moe_config as initialize
-
-    if inspect.signature(initialize).parameters:
-        initialize(server_args)
-    else:
-        initialize()
-
-
-def runner_config_kwargs(**kwargs: Any) -> dict[str, Any]:
-    """``MoeRunnerConfig`` keyword arguments for this release (``layer`` arrived in 0.5.18)."""
-    from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
-
-    if "layer" not in {f.name for f in dataclasses.fields(MoeRunnerConfig)}:
-        kwargs.pop("layer", None)
-    return kwargs
 
 
 def llama4_runner_config(
@@ -71,18 +51,19 @@ def llama4_runner_config(
     """A ``MoeRunnerConfig`` as Llama 4 builds its MoE (SwiGLU, router weight on the input)."""
     from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
 
+    kwargs: dict[str, Any] = {"layer": layer}  # ``layer`` arrived in 0.5.18
+    if "layer" not in {f.name for f in dataclasses.fields(MoeRunnerConfig)}:
+        kwargs = {}
     return MoeRunnerConfig(
-        **runner_config_kwargs(
-            num_experts=experts,
-            num_local_experts=experts,
-            hidden_size=hidden,
-            intermediate_size_per_partition=intermediate,
-            top_k=top_k,
-            activation="silu",
-            is_gated=True,
-            apply_router_weight_on_input=on_input,
-            layer=layer,
-        )
+        num_experts=experts,
+        num_local_experts=experts,
+        hidden_size=hidden,
+        intermediate_size_per_partition=intermediate,
+        top_k=top_k,
+        activation="silu",
+        is_gated=True,
+        apply_router_weight_on_input=on_input,
+        **kwargs,
     )
 
 

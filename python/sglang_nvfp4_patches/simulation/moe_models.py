@@ -1,13 +1,7 @@
 """How SGLang's MoE models build their MoE layers, read off a checkpoint's config (pure: no
-SGLang, no torch).
-
-The CPU simulation builds a real ``FusedMoE`` with what the model passes it, at small sizes,
-and routes each token to the model's number of experts. Any MoE architecture is built from
-the settings its config gives (:func:`..models.moe_settings`: activation, experts per token)
-on ``FusedMoE``'s defaults otherwise; Llama 4 and Gemma 4 pass more than their configs say
-(Llama 4: ``apply_router_weight_on_input=True`` and its own routing method, no ``top_k``;
-Gemma 4: ``activation="gelu"``), which their models' code fixes and this module states. The
-gated activation is named as FlashInfer names it, for the reference.
+SGLang, no torch): any architecture from its config's settings (:func:`..models.moe_settings`),
+Llama 4 and Gemma 4 with what their models' code adds (Llama 4: router weight on the input,
+its own routing; Gemma 4: GELU). Gated activations are named as FlashInfer names them.
 """
 
 from __future__ import annotations
@@ -21,10 +15,8 @@ from sglang_nvfp4_patches.models import GEMMA4, LLAMA4, moe_family, moe_settings
 # The prefix SGLang gives the first MoE layer's experts (quantization configs match it).
 LLAMA4_EXPERTS = "language_model.model.layers.0.feed_forward.experts"
 GEMMA4_EXPERTS = "model.language_model.layers.0.experts"
-# Any other architecture's first MoE layer (the decoder layers' usual ``mlp.experts``).
-GENERIC_EXPERTS = "model.layers.0.mlp.experts"
-# FlashInfer's gated activation for each FusedMoE activation the reference computes.
-GATED = {"silu": "Swiglu", "gelu": "Geglu"}
+GENERIC_EXPERTS = "model.layers.0.mlp.experts"  # any other architecture's
+GATED = {"silu": "Swiglu", "gelu": "Geglu"}  # FlashInfer's name of each FusedMoE activation
 
 
 @dataclass(frozen=True)
@@ -36,17 +28,14 @@ class MoeModel:
     top_k: int  # experts per token
     gate_activation: str | None  # FlashInfer's ActivationType name (None: not computed)
     router_weight_on_input: bool
-    # FusedMoE arguments the model passes besides sizes, quant config and prefix; a
-    # ``routing_method_type`` is given by the name of SGLang's ``RoutingMethodType`` member.
+    # FusedMoE arguments besides sizes, quant config and prefix (``RoutingMethodType`` by name).
     fused_moe_args: Mapping[str, Any] = field(default_factory=dict)
 
 
-# The fields of the text config each family's MoE layer is built from: experts per token
-# and experts per layer (absent: the model's own default).
+# The text config's experts-per-token and experts fields (absent: the model's default).
 TOP_K_FIELD = {LLAMA4: "num_experts_per_tok", GEMMA4: "top_k_experts"}
 EXPERTS_FIELD = {LLAMA4: "num_local_experts", GEMMA4: "num_experts"}
-# Published MoE checkpoints have a few hundred experts per layer at most.
-MAX_EXPERTS = 4096
+MAX_EXPERTS = 4096  # published MoE checkpoints: a few hundred per layer at most
 
 
 def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -62,9 +51,8 @@ def _family(config: Mapping[str, Any]) -> str | None:
 
 
 def moe_field_problem(config: Mapping[str, Any]) -> str | None:
-    """What is wrong with the experts-per-token and experts fields the family's MoE layer is
-    built from, in words naming the field and what to set (``None``: nothing, or not a Llama
-    4 or Gemma 4 MoE config). Their type is checked before (explain's field_type_problem)."""
+    """What is wrong with the experts-per-token and experts fields of a Llama 4 or Gemma 4 MoE
+    config, naming the field and what to set (``None``: nothing); types are checked before."""
     family = _family(config)
     if family is None:
         return None

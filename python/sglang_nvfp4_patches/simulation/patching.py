@@ -1,5 +1,5 @@
 """Set an attribute or environment variables for one block and put them back (the CPU
-simulation's only way to stand in for what needs a GPU; usable outside pytest)."""
+simulation's only way to stand in for a GPU; usable outside pytest)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ _MISSING = object()
 
 @contextlib.contextmanager
 def attribute(owner: Any, name: str, value: Any) -> Iterator[None]:
-    """``owner.name = value`` inside the block; the old value (or its absence: an inherited
-    attribute is shadowed, then uncovered again) afterwards."""
+    """``owner.name = value`` inside the block; the old value (or its absence) afterwards."""
     # A slotted object has no inherited value to uncover: its own is put back.
     old = vars(owner).get(name, _MISSING) if hasattr(owner, "__dict__") else getattr(owner, name)
     setattr(owner, name, value)
@@ -31,8 +30,7 @@ def attribute(owner: Any, name: str, value: Any) -> Iterator[None]:
 
 @contextlib.contextmanager
 def environ_restored(names: Iterable[str], unset: bool = False) -> Iterator[None]:
-    """Whatever the block does to these environment variables is undone afterwards
-    (``unset``: the block starts without them)."""
+    """The block's changes to these variables undone (``unset``: it starts without them)."""
     saved = {name: os.environ.get(name) for name in names}
     if unset:
         for name in saved:
@@ -47,9 +45,8 @@ def environ_restored(names: Iterable[str], unset: bool = False) -> Iterator[None
                 os.environ[name] = value
 
 
-# Per owner module: the SGLang modules already looked at, and those that bind one of its
-# functions (by function name). SGLang imports such functions by name into many of its
-# thousands of modules; each new module is looked at once per process.
+# Per owner module: the SGLang modules already looked at (each once per process), and those
+# that bind one of its functions (by function name).
 _scanned: dict[str, set[str]] = {}
 _holders: dict[tuple[str, str], list[Any]] = {}
 _modules_seen: dict[str, int] = {}  # per owner: how many modules Python had at its last look
@@ -60,28 +57,22 @@ def _holders_of(owner: str, originals: Mapping[str, Any]) -> dict[str, list[Any]
     scanned = _scanned.setdefault(owner, set())
     if _modules_seen.get(owner) != len(sys.modules):  # modules come, they are not dropped
         _modules_seen[owner] = len(sys.modules)
-        _scan(owner, originals, scanned)
+        for name, module in list(sys.modules.items()):
+            if name in scanned or not name.startswith("sglang"):
+                continue
+            scanned.add(name)
+            namespace = getattr(module, "__dict__", {})
+            for function, original in originals.items():
+                if namespace.get(function) is original:
+                    _holders.setdefault((owner, function), []).append(module)
     return {function: _holders.get((owner, function), []) for function in originals}
-
-
-def _scan(owner: str, originals: Mapping[str, Any], scanned: set[str]) -> None:
-    for name, module in list(sys.modules.items()):
-        if name in scanned or not name.startswith("sglang"):
-            continue
-        scanned.add(name)
-        namespace = getattr(module, "__dict__", {})
-        for function, original in originals.items():
-            if namespace.get(function) is original:
-                _holders.setdefault((owner, function), []).append(module)
 
 
 @contextlib.contextmanager
 def rebound_in_sglang(
     owner: str, fakes_for_all: Mapping[str, Callable[..., Any]]
 ) -> Iterator[None]:
-    """Every SGLang module's binding of each function of module ``owner`` named in
-    ``fakes_for_all`` (that this release has) is the fake for the block (SGLang imports such
-    functions by name into many modules)."""
+    """Each SGLang module's binding of ``owner``'s functions in ``fakes_for_all`` is the fake."""
     source = importlib.import_module(owner)
     originals = {name: getattr(source, name) for name in fakes_for_all if hasattr(source, name)}
     fakes = {name: fake for name, fake in fakes_for_all.items() if name in originals}
@@ -92,8 +83,7 @@ def rebound_in_sglang(
     try:
         yield
     finally:
-        # Modules first imported inside the block may have copied a fake with
-        # `from X import Y`: once looked at, they are among the holders too.
+        # Modules first imported in the block may have copied a fake: they are holders too.
         for function, modules in _holders_of(owner, fakes).items():
             for module in modules:
                 if vars(module).get(function) is fakes[function]:

@@ -12,23 +12,19 @@ from types import SimpleNamespace
 from typing import Any
 
 from sglang_nvfp4_patches.post_import import module_exists
-from sglang_nvfp4_patches.simulation.cutlass_kernel import RUNNER_MODULE
+from sglang_nvfp4_patches.simulation.cutlass_kernel import MODELOPT_MODULE, RUNNER_MODULE
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, device_capability
 from sglang_nvfp4_patches.simulation.moe_layer import published_scheduler_config
 from sglang_nvfp4_patches.simulation.patching import attribute, environ_restored
 
-# Resolution turns this on in os.environ for the FlashInfer all-to-all (and refuses it beside
-# --flashinfer-a2a-dispatch-type), so it must not leak from one resolution into the next.
+# Resolution sets this in os.environ: it must not leak into the next resolution.
 SET_BY_RESOLUTION = ("SGLANG_MOE_NVFP4_DISPATCH",)
-
-
-# Before the CUTLASS MoE runner existed, the ModelOpt method ran the kernel itself.
-MODELOPT_MODULE = "sglang.srt.layers.quantization.modelopt_quant"
 
 
 @contextlib.contextmanager
 def single_rank_tp_group() -> Iterator[None]:
     group = SimpleNamespace(world_size=1)
+    # Before the CUTLASS MoE runner existed, the ModelOpt method ran the kernel itself.
     holder = RUNNER_MODULE if module_exists(RUNNER_MODULE) else MODELOPT_MODULE
     module = importlib.import_module(holder)
     if hasattr(module, "get_tp_group"):  # releases that read the group from distributed
@@ -57,9 +53,8 @@ def _dp_attention_started(server_args: Any) -> contextlib.AbstractContextManager
 
 
 def _moe_group_sizes(server_args: Any) -> contextlib.AbstractContextManager[Any]:
-    """0.5.15.post1 reads the EP and attention-DP widths off the process groups, which need
-    GPUs; SGLang's own override seam stands in for them there. Older releases have no such
-    seam: their layers ask placement functions (:func:`.moe_forward.single_gpu_placement`)."""
+    """0.5.15.post1 reads the EP and attention-DP widths off the process groups (GPUs); SGLang's
+    override seam stands in for them there (older releases ask placement functions)."""
     try:
         from sglang.srt.runtime_context import get_parallel
     except ImportError:  # no such seam: the layer reads its placement functions
@@ -75,8 +70,7 @@ def _moe_group_sizes(server_args: Any) -> contextlib.AbstractContextManager[Any]
 
 @contextlib.contextmanager
 def moe_layer_build_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]:
-    """Where a scheduler stands when it builds MoE layers, on a simulated GPU. Environment
-    variables that SGLang's resolution sets in the process are undone afterwards."""
+    """Where a scheduler stands when it builds MoE layers, on a simulated GPU."""
     profile = GPU_PROFILES[gpu]
     with (
         environ_restored(SET_BY_RESOLUTION, unset=True),
@@ -90,7 +84,6 @@ def moe_layer_build_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]
 
 @contextlib.contextmanager
 def scheduler_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]:
-    """:func:`moe_layer_build_on` with a one-rank tensor-parallel group: a single-GPU
-    scheduler about to build its MoE layers."""
+    """:func:`moe_layer_build_on` with a one-rank tensor-parallel group."""
     with moe_layer_build_on(gpu, model_dir, **flags) as server_args, single_rank_tp_group():
         yield server_args

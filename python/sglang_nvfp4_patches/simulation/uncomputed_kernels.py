@@ -1,11 +1,7 @@
-"""The MoE kernels the CPU simulation reaches but does not compute: FlashInfer's trtllm-gen
-FP4 MoE and SGLang's own CUTLASS FP4 MoE (``cutlass_moe_fp4``, sgl-kernel). A stand-in for
-each raises :class:`KernelReached` when a layer's forward gets that far, so the simulation
-can tell "SGLang's own code failed before any kernel" from "the layer reached a kernel".
-
-Whether the GPU has trtllm-gen MoE kernels at all is FlashInfer's fact, read off FlashInfer
-(its Blackwell module's cubin architectures, e.g. ``Sm100a``, ``Sm100f``, ``Sm103a``: none
-for SM110 or SM12x); where this FlashInfer does not say, it is left open.
+"""The MoE kernels the CPU simulation reaches but does not compute (FlashInfer's trtllm-gen
+FP4 MoE, SGLang's own ``cutlass_moe_fp4``): each stand-in raises :class:`KernelReached`, telling
+"SGLang failed before any kernel" from "the layer reached a kernel". Whether the GPU has
+trtllm-gen kernels is read off FlashInfer's cubin architectures (left open where it does not say).
 """
 
 from __future__ import annotations
@@ -51,8 +47,7 @@ def has_cubins_for(capability: tuple[int, int], cubin_archs: tuple[str, ...]) ->
 
 
 def trtllm_gen_moe_kernels(profile: GpuProfile) -> bool | None:
-    """Whether FlashInfer has trtllm-gen MoE kernels for ``profile``'s GPU (``None``: this
-    FlashInfer does not say which GPUs it builds them for)."""
+    """Whether FlashInfer has trtllm-gen MoE kernels for ``profile``'s GPU (``None``: unsaid)."""
     try:
         archs = getattr(importlib.import_module(CUBIN_ARCHS_MODULE), CUBIN_ARCHS)
     except (ImportError, AttributeError):
@@ -69,8 +64,7 @@ def _reached(kernel: str, has_kernels: bool | None) -> Callable[..., Any]:
 
 @contextlib.contextmanager
 def uncomputed_kernels(profile: GpuProfile) -> Iterator[None]:
-    """Inside the block, reaching one of these kernels raises :class:`KernelReached`, wherever
-    SGLang looks it up (FlashInfer's modules, or the name its runner bound at import)."""
+    """Inside the block, reaching one of these kernels raises :class:`KernelReached`."""
     import flashinfer
     import flashinfer.fused_moe
 

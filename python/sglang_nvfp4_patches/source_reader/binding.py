@@ -1,6 +1,5 @@
-"""Bound arguments: which parameter of a function each argument of a call meets (pure:
-``ast`` only). The items paired are whatever a reading makes of an argument (its node, or
-what its value can come from)."""
+"""Bound arguments: which parameter of a function each argument of a call meets (an argument's
+node, or its value) (pure: ``ast`` only)."""
 
 from __future__ import annotations
 
@@ -17,9 +16,7 @@ def pair(
     keywords: Mapping[str | None, Item],
     skip_first: bool,
 ) -> tuple[dict[str, Item], list[str]]:
-    """What each parameter is given (positional ones first, in order, then keywords by name),
-    and the parameters given nothing, in order (``*args`` and ``**kwargs`` aside);
-    ``skip_first`` for a method called on its object."""
+    """Each parameter's argument, and those given nothing; ``skip_first``: a method's object."""
     params = [p.arg for p in (*arguments.posonlyargs, *arguments.args)]
     params = params[1:] if skip_first else params
     named = [*params, *(p.arg for p in arguments.kwonlyargs)]

@@ -13,9 +13,8 @@ _REFERENCED = re.compile(r"(?<![\w])([A-Za-z_]\w*)\b(?!\s*\()")
 
 
 def roots(functions: dict[str, list[Function]], lines: list[str], sink_prefix: str) -> list[str]:
-    """Every function holding a sink, and every function calling those, transitively, in
-    name order, less the private helpers walked only from their callers (:func:`caller_only`).
-    Who calls whom is read off the text (cheap; a name in a comment only adds a root)."""
+    """Every function holding a sink or calling one, transitively (read off the text), in name
+    order, less the private helpers walked only from their callers (:func:`caller_only`)."""
     names = set(functions)
     words: dict[str, set[str]] = {}
     for name, defs in functions.items():
@@ -38,9 +37,7 @@ def roots(functions: dict[str, list[Function]], lines: list[str], sink_prefix: s
 
 
 def caller_only(names: set[str], text: str) -> set[str]:
-    """A private helper that this module calls (and never hands on) runs only in the
-    contexts of its callers: with their arguments, and not at all from code off the
-    path. Anything else may be called from outside, with parameters that are unknown."""
+    """Private helpers this module calls and never hands on: they run only from their callers."""
     called = set(_CALLED.findall(text)) & names
     passed = set(_REFERENCED.findall(text)) & names  # a helper handed on (partial, ...)
     private = {n for n in names if n.startswith("_") and not n.endswith("__")}

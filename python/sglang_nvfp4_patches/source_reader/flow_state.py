@@ -1,7 +1,6 @@
-"""What the walker (:mod:`.walker`) is asked and what it holds (pure: ``ast`` only): the
-question a patch fills in (:class:`Question`), one invocation's names (:class:`Env`), what a
-call passes (:class:`Arguments`), a function a call runs (:class:`Callee`), and what a run of a
-body collects (:class:`Invocation`)."""
+"""What the walker (:mod:`.walker`) is asked (:class:`Question`) and what it holds: names
+(:class:`Env`), calls (:class:`Arguments`, :class:`Callee`), runs (:class:`Invocation`) (pure:
+``ast`` only)."""
 
 from __future__ import annotations
 
@@ -15,12 +14,10 @@ from sglang_nvfp4_patches.source_reader.values import BOTTOM, Origin, Value, joi
 
 MAX_DEPTH = 12  # helper calls followed into; deeper is "cannot follow"
 Comprehension = ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
-# What a test being true (or false) says about the path walked: ``OFF_PATH`` (that side is
-# not walked), ``None`` (nothing), or another word the question uses for its path.
+# What a test's truth says about the path: ``OFF_PATH`` (not walked), ``None``, or a word.
 Side = str | None
 OFF_PATH = "other"
-# Where an expression is read (what a question may judge a read by): in the test of an ``if``
-# or an ``assert``, as what a name is set to, as a call's argument, as a target, or elsewhere.
+# Where an expression is read: a test, a name's value, a call's argument, a target, elsewhere.
 TEST, BOUND, ARGUMENT, STORE, PLAIN = "test", "bound", "argument", "store", "plain"
 # What a name was last set to, and what the names in that expression were set to then.
 Definition = tuple[ast.expr, dict[str, Any]]
@@ -28,9 +25,8 @@ Definition = tuple[ast.expr, dict[str, Any]]
 
 @dataclass
 class Env:
-    """One function invocation's state on the path walked; ``defs``: what a name was set to
-    (:data:`Definition`); ``context``: where the function running lies (what :class:`Callee`
-    says); ``parent`` holds closed-over names."""
+    """One invocation's state on the path; ``defs``: :data:`Definition` per name;
+    ``context``: where the function lies; ``parent``: closed-over names."""
 
     names: dict[str, Value] = field(default_factory=dict)
     closures: dict[str, Function] = field(default_factory=dict)
@@ -40,11 +36,7 @@ class Env:
 
     def copy(self) -> Env:
         return Env(
-            dict(self.names),
-            dict(self.closures),
-            self.parent,
-            dict(self.defs),
-            self.context,
+            dict(self.names), dict(self.closures), self.parent, dict(self.defs), self.context
         )
 
     def lookup(self, name: str) -> Value | None:
@@ -80,8 +72,8 @@ def join_env(first: Env | None, second: Env | None) -> Env | None:
 
 @dataclass
 class Arguments:
-    """What one call passes; ``unpaired`` when ``*args``/``**kwargs`` (or an unseen caller)
-    hide what the parameters get; ``expressions``: the argument nodes, as the values."""
+    """What one call passes; ``unpaired``: ``*args``/``**kwargs`` hide what parameters get;
+    ``expressions``: the argument nodes."""
 
     node: ast.AST
     positional: list[Value]
@@ -92,11 +84,9 @@ class Arguments:
 
 @dataclass(frozen=True)
 class Callee:
-    """A function a call runs: its tree, the values bound before the call's own arguments
-        (``self``), whether its first parameter is skipped (a method of the module's text), where it
-        lies (``context``, what the question's evidence names), and ``harmless`` for code known not
-        to read what it is handed (a builtin, a method outside the followed package), ``problem``
-    where its source cannot be read."""
+    """A function a call runs: its tree, values bound before the call's arguments (``self``),
+    whether its first parameter is skipped, where it lies (``context``); ``harmless``: code known
+    not to read what it is handed."""
 
     node: Function | None
     bound: tuple[Value, ...] = ()
@@ -107,8 +97,7 @@ class Callee:
 
 
 class Code(Protocol):
-    """Where the walker finds the functions a call runs: a module's text
-    (:class:`.module_code.ModuleCode`) or live objects (:class:`.live_code.LiveCode`)."""
+    """Where the walker finds the functions a call runs: a module's text or live objects."""
 
     @property
     def module_body(self) -> Sequence[ast.stmt]: ...
@@ -137,33 +126,30 @@ class Invocation:
 
 
 class Question:
-    """What the walker is asked: a patch's question overrides what it needs; each default leaves
-    the walk as it is. The walker is handed to the question (``walker``) before it walks."""
+    """What the walker is asked: a patch's question overrides what it needs (each default leaves
+    the walk as it is); it is handed the walker (``walker``) first."""
 
     # Calls whose result is still the source they are handed (``float(v)``).
     preserving_calls: frozenset[str] = frozenset()
     # Methods that make a constant of the source they are called on (``v.new_ones()``).
     constant_methods: frozenset[str] = frozenset()
-    # Functions followed for one question, at most, and calls followed into, at most (deeper
-    # is "cannot follow"); ``None``: no limit.
+    # At most, functions followed and calls followed into (``None``: no limit).
     max_functions: int | None = None
     max_depth: int | None = MAX_DEPTH
 
     def read(self, name: str, at: ast.AST, base: Callable[[], Value]) -> Value | None:
-        """What reading attribute ``name`` (of ``base()``) gives, where the question decides it
-        (the source it follows, what it is read through); ``at``: the evidence node."""
+        """What reading attribute ``name`` of ``base()`` gives (``at``: the evidence node)."""
         return None
 
     def sides(
         self, node: ast.If | ast.IfExp | ast.Assert, env: Env, rest: list[ast.stmt]
     ) -> tuple[Side, Side]:
-        """(what the test being true says, what it being false says) about the path walked:
-        ``OFF_PATH`` keeps a side from being walked; ``rest``: what follows an ``if``."""
+        """What the test being true, and false, says about the path (:data:`OFF_PATH`: that side
+        is not walked); ``rest``: what follows an ``if``."""
         return None, None
 
     def sink(self, call: Arguments) -> set[Origin] | None:
-        """What a call the question follows back from is handed (the walk records it), or
-        ``None`` for any other call."""
+        """What a sink call is handed (recorded), or ``None`` for any other call."""
         return None
 
     def follows(self, call: Arguments) -> bool:
@@ -171,14 +157,13 @@ class Question:
         return True
 
     def unfollowed(self, call: Arguments, env: Env, callee: Callee | None) -> None:
-        """A call not followed: one the walker cannot read (``callee`` ``None``), or one the
-        question does not follow."""
+        """A call not followed: unreadable (``callee`` ``None``) or not followed."""
 
     def evaluated(self, node: ast.expr, value: Value, env: Env, position: str) -> None:
         """An expression read at ``position`` (:data:`TEST` ...) gave ``value``."""
 
     def cannot_follow(self, node: ast.AST, env: Env, why: str) -> None:
-        """A call the walker could read but does not (recursion, depth, the function limit)."""
+        """A readable call not walked (recursion, depth, the function limit)."""
 
     def memo_key(self, value: Value) -> Hashable:
         """What of a parameter's value tells two runs of a function apart."""

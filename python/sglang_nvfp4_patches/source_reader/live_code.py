@@ -1,9 +1,7 @@
 """Functions read from live objects (pure: ``ast`` and ``inspect`` on what it is given; it imports
-nothing of SGLang but what SGLang's own code imports where it runs): each function's source
-(parsed once), the methods of one class (its bases, properties, ``super()``), module functions
-from a function's globals and local imports, and where each lies (:class:`LiveContext`, for
-evidence lines). Only the followed package's code is read; a builtin that reads nothing is
-harmless."""
+nothing of SGLang but what SGLang's own code imports where it runs): one class's methods (bases,
+properties, ``super()``), module functions from globals and local imports, and where each lies
+(:class:`LiveContext`). Only the followed package's code is read."""
 
 from __future__ import annotations
 
@@ -21,14 +19,12 @@ from sglang_nvfp4_patches.source_reader.flow_state import Callee, Env
 from sglang_nvfp4_patches.source_reader.syntax import Function, is_super
 from sglang_nvfp4_patches.source_reader.values import Kind, Origin, Value, has
 
-# What reading a function's source raises where it cannot be had or parsed.
-UNREADABLE = (OSError, TypeError, SyntaxError)
+UNREADABLE = (OSError, TypeError, SyntaxError)  # reading a function's source raises these
 
 
 @functools.lru_cache(maxsize=256)
 def source_of(function: Any) -> tuple[Function, str, int]:
-    """A live ``function``'s tree (never changed by a reader), file and first line; parsed
-    once."""
+    """A live ``function``'s tree (never changed by a reader), file and first line."""
     function = inspect.unwrap(function)
     lines, first = inspect.getsourcelines(function)
     tree = ast.parse(textwrap.dedent("".join(lines)))
@@ -36,11 +32,6 @@ def source_of(function: Any) -> tuple[Function, str, int]:
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise TypeError(f"{function!r} is not a function definition")
     return node, inspect.getsourcefile(function) or "?", first
-
-
-def module_root(function: Any) -> str:
-    """The top-level package a live function comes from."""
-    return str(getattr(inspect.unwrap(function), "__module__", "")).split(".")[0]
 
 
 def unwrapped(value: Any) -> Any:
@@ -60,8 +51,7 @@ HARMLESS_BUILTINS = frozenset({"bool", "isinstance", "issubclass", "type", "id",
 
 @dataclass(frozen=True)
 class LiveContext:
-    """Where a live function lies: its globals, its local ``from m import name``, the class of
-    the owner's MRO defining it, its file and first line."""
+    """Where a live function lies: globals, local imports, defining class, file and line."""
 
     node: Function
     globals: dict[str, Any] = field(hash=False, compare=False)
@@ -84,7 +74,8 @@ class LiveCode:
     module_body: tuple[ast.stmt, ...] = ()
 
     def own(self, function: Any) -> bool:
-        return module_root(function) == self.package
+        module = getattr(inspect.unwrap(function), "__module__", "")
+        return str(module).split(".")[0] == self.package
 
     def callee(self, function: Any, bound: tuple[Value, ...] = (), name: str = "") -> Callee:
         """``function``'s tree and where it lies, or why it cannot be read."""
@@ -102,19 +93,19 @@ class LiveCode:
             ),
             None,
         )
-        imported = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    imported[alias.asname or alias.name] = (node.module, alias.name)
+        imported = {
+            alias.asname or alias.name: (node.module, alias.name)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level
+            for alias in node.names
+        }
         context = LiveContext(
             tree, getattr(function, "__globals__", {}), imported, defined_in, filename, first
         )
         return Callee(tree, bound, context=context)
 
     def callees(self, node: ast.Call, env: Env, receiver: Value | None) -> list[Callee] | None:
-        """What a call runs, if it is the package's and can be read (``harmless`` for a
-        builtin that reads nothing), or ``None`` when it cannot be known."""
+        """What a call runs, if it is the package's (``None``: cannot be known)."""
         func = node.func
         if isinstance(func, ast.Attribute):
             if receiver is not None and has(receiver, Kind.SELF):
@@ -144,19 +135,14 @@ class LiveCode:
         return None
 
     def _method(self, found: Any, receiver: Value) -> list[Callee] | None:
-        if isinstance(found, staticmethod):
-            found = found.__func__
-            return [self.callee(found)] if self.own(found) else None
-        if isinstance(found, classmethod):
-            found = found.__func__
+        if isinstance(found, staticmethod | classmethod):
             constant = frozenset({Origin(Kind.CONSTANT, ast.Constant(value=None))})
-            return [self.callee(found, (constant,))] if self.own(found) else None
+            bound = (constant,) if isinstance(found, classmethod) else ()
+            found = found.__func__
+            return [self.callee(found, bound)] if self.own(found) else None
         if inspect.isfunction(found):
-            return (
-                [self.callee(found, (receiver,))]
-                if self.own(found)
-                else [Callee(None, harmless=True)]
-            )
+            own = self.own(found)
+            return [self.callee(found, (receiver,)) if own else Callee(None, harmless=True)]
         return None
 
     def _super(self, name: str, env: Env) -> list[Callee] | None:

@@ -1,6 +1,5 @@
 """Functions read from a module's source text, never imported (pure: ``ast`` only): its
-functions by name (its classes' methods included), which are staticmethods, each class's
-attributes, and which of them a call runs (``f()``, ``self.f()``, ``Cls.f()``)."""
+functions and methods by name, class attributes, and which of them a call runs."""
 
 from __future__ import annotations
 
@@ -66,8 +65,7 @@ class ModuleCode:
         return [Callee(fn, (), method and fn not in self.static) for fn in self.functions[name]]
 
     def class_value(self, node: ast.Attribute) -> ast.expr | None:
-        """``self.X``, ``cls.X``, ``Cls.X``: a class attribute as written (``self``: any
-        class's)."""
+        """A class attribute as written: ``self.X`` (any class's), ``cls.X``, ``Cls.X``."""
         base = node.value
         if not isinstance(base, ast.Name):
             return None

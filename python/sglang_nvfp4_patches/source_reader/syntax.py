@@ -1,5 +1,4 @@
-"""The names of syntax nodes the walker and its questions use: a function's node, a dotted
-name, what a call calls, assignment targets, ``super()`` (pure: ``ast`` only)."""
+"""The names of syntax nodes the walker and its questions use (pure: ``ast`` only)."""
 
 from __future__ import annotations
 

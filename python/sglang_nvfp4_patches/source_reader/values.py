@@ -1,6 +1,5 @@
-"""What a value can come from, for the walker (:mod:`.walker`): the value followed (a source),
-constants, fallbacks, parameters, the object read and what a question's source is read through,
-and what cannot be followed; tuples of values, and joins (pure: ``ast`` only)."""
+"""What a value can come from, for the walker (:mod:`.walker`): :class:`Kind` of
+:class:`Origin`, tuples of values, and joins (pure: ``ast`` only)."""
 
 from __future__ import annotations
 
@@ -66,8 +65,8 @@ def has(value: Value, kind: Kind) -> bool:
 
 
 def as_fallback(value: Value, opaque_too: bool) -> Value:
-    """Constants (and, where a test says the source is missing, anything else but the source)
-    used instead of the source are fallbacks, not drops."""
+    """Constants (and, ``opaque_too``, anything else but the source) used instead of the source
+    are fallbacks, not drops."""
     if isinstance(value, Tup):
         return Tup(tuple(as_fallback(item, opaque_too) for item in value.items))
     kinds = (Kind.CONSTANT, Kind.OPAQUE, Kind.PARAMETER) if opaque_too else (Kind.CONSTANT,)

@@ -2,20 +2,13 @@
 question at a time (pure: ``ast`` and ``inspect`` on what it is given; it imports nothing of
 SGLang).
 
-:class:`Walker` runs a function body with its parameters bound (a block on one
-:class:`.flow_state.Env`; branches a test keeps off the path are not walked, the ends of a
-branch are joined; loops twice), its expressions (names, attributes, tuples, arithmetic,
-conditionals, lambdas, comprehensions) and its calls: the code it reads (a module's text,
-:class:`.module_code.ModuleCode`, or live objects, :class:`.live_code.LiveCode`) says which
-function a call runs (module functions, ``self.``/class helpers, bases, properties,
-``super()``), and the walker runs it with the call's arguments bound (:func:`.binding.pair`),
-once per distinct set; closures too; anything else is opaque. Each value is the set of
-:class:`.values.Origin` it can come from, and each name keeps what it was set to (for a
-question's three-valued truth). What cannot be followed is opaque: "unknown" to a question.
-
-The question (:class:`.flow_state.Question`) names the source, the sinks, the path, and judges
-what the walk meets. One class, one file: the walk of any node, statement or expression, stays
-here.
+:class:`Walker` runs a function body on one :class:`.flow_state.Env` (branches off the path
+unwalked, branch ends joined, loops twice); the code it reads (:class:`.module_code.ModuleCode`
+or :class:`.live_code.LiveCode`) says which function a call runs, and the walker runs it with
+the call's arguments bound, once per distinct set. Each value is the set of
+:class:`.values.Origin` it can come from; what cannot be followed is opaque ("unknown"). The
+question (:class:`.flow_state.Question`) names the source, the sinks and the path, and judges
+what the walk meets.
 """
 
 from __future__ import annotations
@@ -57,8 +50,7 @@ from sglang_nvfp4_patches.source_reader.values import (
 
 
 class Walker:
-    """Walks the functions of ``code`` for one question; ``sinks`` holds what each sink is
-    handed, the question what else it judged."""
+    """Walks the functions of ``code`` for one question; ``sinks``: what each sink is handed."""
 
     def __init__(self, code: Code, question: Question) -> None:
         self.code = code  # which function a call runs
@@ -343,8 +335,7 @@ class Walker:
         return self.opaque(node)
 
     def lambda_body(self, node: ast.Lambda, env: Env) -> None:
-        """Walk a lambda's body (a sink called in it is still reached), with its
-        parameters unknown rather than the enclosing names they shadow."""
+        """Walk a lambda's body (a sink in it is reached), its parameters unknown."""
         for default in (*node.args.defaults, *node.args.kw_defaults):
             if default is not None:
                 self.expr(default, env)
@@ -355,8 +346,7 @@ class Walker:
         self.expr(node.body, local)
 
     def comprehension(self, node: Comprehension, env: Env) -> None:
-        """Walk a comprehension's iterables, conditions and element, with its loop targets
-        unknown rather than the enclosing names they shadow."""
+        """Walk a comprehension's parts, its loop targets unknown."""
         local = Env(parent=env)
         for generator in node.generators:
             self.expr(generator.iter, local)
@@ -388,8 +378,7 @@ class Walker:
 
     def call(self, node: ast.Call, env: Env) -> Value:
         name = callee(node)
-        # From the first `*x` on, which parameter an argument meets cannot be told: those
-        # arguments are walked (calls in them run) but not paired.
+        # From the first `*x` on, arguments are walked (calls in them run) but not paired.
         starred = [isinstance(a, ast.Starred) for a in node.args]
         cut = starred.index(True) if any(starred) else len(node.args)
         args = [self.read_at(ARGUMENT, a, env) for a in node.args[:cut]]

@@ -1,9 +1,6 @@
-"""One fresh process of ``verify``: load the plugin as SGLang does, run one patch's checks
-(its declaration's ``verify_checks``), write their results as JSON to the path given
-(``python -m ... PATCH OUT``), with the version and file of the SGLang this process imported.
-When the environment keeps SGLang from being imported, the last line on stderr says why and
-the process exits :data:`~sglang_nvfp4_patches.errors.EXIT_ENVIRONMENT` without results: the
-checks did not run."""
+"""One fresh process of ``verify`` (``python -m ... PATCH OUT``): load the plugin as SGLang
+does, run one patch's checks, write their results and the SGLang imported as JSON to OUT. Where
+SGLang cannot be imported, the last stderr line says why (exit ``EXIT_ENVIRONMENT``)."""
 
 from __future__ import annotations
 
@@ -16,40 +13,26 @@ from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, environment_cause
 from sglang_nvfp4_patches.patches import PATCHES
 
 
-def _plugin_loaded() -> CheckResult | None:
+def main(name: str, out: Path) -> None:
+    import sglang
     from sglang.srt.plugins import load_plugins
 
     from sglang_nvfp4_patches.process_record import reports
 
     load_plugins()
     if reports():
-        return None
-    return CheckResult(
-        "sglang-nvfp4-patches",
-        "plugin loaded",
-        Outcome.NOT_RUN,
-        "SGLang did not load the plugin in a fresh process (is SGLANG_PLUGINS excluding "
-        "nvfp4_patches?); nothing can be verified",
-    )
-
-
-def main(name: str, out: Path) -> None:
-    problem = _plugin_loaded()
-    if problem is not None:
-        results = [problem]
-    else:
         (patch,) = (patch for patch in PATCHES if patch.name == name)
         results = patch.verify_checks()
-    document = {"sglang": imported_sglang(), "results": [result.as_dict() for result in results]}
+    else:
+        why = (
+            "SGLang did not load the plugin in a fresh process (is SGLANG_PLUGINS excluding "
+            "nvfp4_patches?); nothing can be verified"
+        )
+        results = [CheckResult("sglang-nvfp4-patches", "plugin loaded", Outcome.NOT_RUN, why)]
+    # The SGLang imported here (an overlay on PYTHONPATH may differ from the package metadata).
+    imported = {"version": str(getattr(sglang, "__version__", "unknown")), "file": sglang.__file__}
+    document = {"sglang": imported, "results": [result.as_dict() for result in results]}
     out.write_text(json.dumps(document), encoding="utf-8")
-
-
-def imported_sglang() -> dict[str, str]:
-    """The version and file of the SGLang this process imported (an overlay on PYTHONPATH
-    may differ from the installed package's metadata)."""
-    import sglang
-
-    return {"version": str(getattr(sglang, "__version__", "unknown")), "file": sglang.__file__}
 
 
 if __name__ == "__main__":

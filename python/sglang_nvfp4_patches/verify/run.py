@@ -1,14 +1,7 @@
 """The ``verify`` command: each patch's checks in a fresh process, all at once, one line per
-check.
-
-Each child runs with every patch switched on: ``SGLANG_NVFP4_PATCHES_UNTESTED=apply`` (so
-an untested release is checked as it would be served with the opt-in), and neither
-``SGLANG_NVFP4_PATCHES_DISABLE`` nor ``SGLANG_NVFP4_PATCHES_FORCE``.
-
-Ctrl-C, SIGTERM or SIGHUP stops the children and removes the temporary directory (theirs
-too). A child that could not run its checks (SGLang cannot be imported, the process died) is
-``NOT RUN``, not a failed contract: exit
-:data:`~sglang_nvfp4_patches.errors.EXIT_ENVIRONMENT`, not 1.
+check. Each child runs with every patch on (``..._UNTESTED=apply``, no ``..._DISABLE`` nor
+``..._FORCE``). A child that could not run its checks is ``NOT RUN``, not a failed contract
+(exit :data:`~sglang_nvfp4_patches.errors.EXIT_ENVIRONMENT`, not 1).
 """
 
 from __future__ import annotations
@@ -87,13 +80,10 @@ def _stop(processes: list[subprocess.Popen[str]]) -> None:
 
 
 def run_all() -> Checked:
-    """Each patch's checks, each in a fresh interpreter, side by side; interrupted (Ctrl-C,
-    SIGTERM, SIGHUP), every child is stopped before the temporary directory, theirs inside it,
-    is removed."""
+    """Each patch's checks, each in a fresh interpreter, side by side (stopped if interrupted)."""
     checked = Checked()
     with tempfile.TemporaryDirectory(prefix="nvfp4-verify-") as scratch:
-        # What the children leave in the temporary directory (CuTe DSL's cache directory,
-        # made as it is imported) goes with ours.
+        # What the children leave in their TMPDIR (CuTe DSL's cache) goes with ours.
         children_tmp = Path(scratch, "tmp")
         children_tmp.mkdir()
         env = {**child_environment(), "TMPDIR": str(children_tmp)}
@@ -101,23 +91,15 @@ def run_all() -> Checked:
         try:
             for group in (patch.name for patch in PATCHES):
                 out = Path(scratch, f"{group}.json")
-                started[group] = (
-                    subprocess.Popen(
-                        [
-                            sys.executable,
-                            "-m",
-                            "sglang_nvfp4_patches.verify.child",
-                            group,
-                            str(out),
-                        ],
-                        env=env,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.PIPE,
-                        text=True,
-                    ),
-                    out,
+                process = subprocess.Popen(
+                    [sys.executable, "-m", CHILD_MODULE, group, str(out)],
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    text=True,
                 )
+                started[group] = (process, out)
             for group, (process, out) in started.items():
                 _collect(group, process, out, checked)
         finally:
@@ -126,8 +108,7 @@ def run_all() -> Checked:
 
 
 def sglang_line(imported: dict[str, str], metadata: str) -> str:
-    """The SGLang the checks ran on: the one the children imported, its file named where
-    the installed package's metadata says another version (an overlay on PYTHONPATH)."""
+    """The SGLang the checks ran on (its file named where the metadata says another version)."""
     version = imported.get("version")
     if version is None:
         return f"SGLang {metadata} (package metadata; not imported)"
@@ -147,14 +128,12 @@ def summary(
     return (
         f"verify: {counts[Outcome.HELD]} held, {counts[Outcome.FAILED]} failed, "
         f"{counts[Outcome.NOT_APPLICABLE]} not applicable{could_not} on "
-        f"{sglang_line(imported or {}, version)} ({release}; "
-        f"{seconds:.0f} s)"
+        f"{sglang_line(imported or {}, version)} ({release}; {seconds:.0f} s)"
     )
 
 
 def exit_status(results: list[CheckResult]) -> int:
-    """1 where a contract does not hold; else the environment's status where a group could
-    not run (no verdict); else 0 (not applicable counts as nothing to break)."""
+    """1 where a contract does not hold; else EXIT_ENVIRONMENT where a group did not run; else 0."""
     if any(result.outcome is Outcome.FAILED for result in results):
         return EXIT_FAILED
     if any(result.outcome is Outcome.NOT_RUN for result in results):
