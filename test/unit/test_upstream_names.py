@@ -54,7 +54,11 @@ def _mentioned(tree: ast.AST) -> set[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
             names.add(node.attr)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in pieces:
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in pieces
+        ):
             names.add(node.value)
         elif isinstance(node, ast.ImportFrom):
             names.update(alias.name for alias in node.names)
