@@ -215,16 +215,11 @@ def _as_a_server_loads_it(rejecting: RejectingMethod) -> str:
 
 
 def _evidence() -> str:
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import (
-        SOURCES,
-        current_record,
-        gather,
-        outline,
-    )
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import PARTS, cells, gather
 
     found = gather()
-    summary = "; ".join(f"{part}: {state}" for part, state in outline(found).items())
-    return agrees_or_kept(NAME, SOURCES, current_record(), found, outline, summary)
+    summary = "; ".join(f"{part}: {fact['state']}" for part, fact in found.items())
+    return agrees_or_kept(cells(found, PARTS), summary)
 
 
 def run_checks() -> list[CheckResult]:

@@ -53,6 +53,19 @@ class EvidenceState(str, enum.Enum):
     NOT_COVERED = "not covered"
 
 
+# The one sentence a state stands for where the release facts give it (the facts keep states
+# only: `verify` and `explain` derive the details again).
+STATE_REASONS: dict[EvidenceState, str] = {
+    EvidenceState.LIVE: f"SGLang's own layer fails at the first forward, and with {CUTLASS} "
+    "it serves",
+    EvidenceState.UPSTREAM: "SGLang's own layer serves",
+    EvidenceState.NOT_AFFECTED: "SGLang publishes a runner itself, or the layer's weights and "
+    "kernel agree",
+    EvidenceState.NO_REMEDY: f"SGLang's own layer fails, and with {CUTLASS} it fails too",
+    EvidenceState.UNKNOWN: "the simulation could not tell",
+    EvidenceState.NOT_COVERED: "no stand-in with these settings leaves the runner at auto here",
+}
+
 NO_QUANTIZATION = "no --quantization"
 
 
