@@ -9,7 +9,8 @@ What it does, where it is wired, how it is tested:
 * the decision, pure: :mod:`.rule` (per launch, from the evidence; the evidence's states);
 * the evidence: :mod:`.evidence` runs SGLang's first MoE layer of stand-in checkpoints on
   simulated Blackwell GPUs (:mod:`..simulation.moe_forward`), kept per MoE layer settings,
-  GPU and launch line as a record (:mod:`..evidence_records`);
+  GPU and launch line, its states one ``moe:`` column of the release facts
+  (:mod:`..release_facts`);
 * the seams: :mod:`..override_seam` finds where this SGLang lets a model declare defaults,
   :mod:`.seam_hooks` holds the hook for each kind, :mod:`.launch_facts` reads a launch there,
   :mod:`.decision` runs the rule in this process (record, log lines), :mod:`.suspension`
