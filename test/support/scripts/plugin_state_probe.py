@@ -4,8 +4,9 @@ No test monkeypatching: this reads SGLang's own registries and classes after
 ``sglang.srt.plugins.load_plugins()``. ``--load-times N`` calls the loader N times,
 ``--register-times N`` calls our ``register`` N more times, and ``--without MODULE:NAME``
 (or ``MODULE:Class.NAME``) deletes one SGLang attribute first, standing in for a release that
-lacks it (a missing seam: the fail-safe path). ``--no-llama4-record`` hides the release facts of
-``llama4-router-weight`` (shipped and local), standing in for a release nobody verified: nothing shows SGLang's runner pre-scaling, the path where the plugin wraps it.
+lacks it (a missing seam: the fail-safe path). ``--no-llama4-record`` hides the release facts
+of ``llama4-router-weight`` (shipped and local), standing in for a release nobody verified:
+nothing shows SGLang's runner pre-scaling, the path where the plugin wraps it.
 """
 
 from __future__ import annotations
