@@ -1,0 +1,27 @@
+"""Nothing heavy on the server path: a process that loads the plugin as SGLang does and then
+imports what a scheduler imports holds neither the source reader nor the simulation. On a
+tested release every fact comes from the release facts' row; the reader and the simulation
+run in ``verify``, ``explain`` and CI, and where a release has no row."""
+
+from __future__ import annotations
+
+import json
+
+from support import SCRIPTS
+from support.forkserver import run_python
+
+PROBE = SCRIPTS / "server_path_probe.py"
+HEAVY = ("sglang_nvfp4_patches.source_reader", "sglang_nvfp4_patches.simulation")
+
+
+def test_a_server_imports_neither_the_source_reader_nor_the_simulation() -> None:
+    done = run_python([str(PROBE)], {"SGLANG_PLUGINS": "nvfp4_patches"}, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (line,) = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    found = json.loads(line[len("RESULT ") :])
+    assert "sglang.srt.layers.quantization.modelopt_quant" in found["imported"], found
+    # the plugin was loaded, and its patches' modules are there: the probe can see them
+    assert "sglang_nvfp4_patches.plugin" in found["ours"], found["ours"]
+    assert "sglang_nvfp4_patches.llama4_router_weight.method_lift" in found["ours"]
+    heavy = [name for name in found["ours"] if name.startswith(HEAVY)]
+    assert heavy == [], heavy
