@@ -8,8 +8,8 @@ with a tested release's sources gets that release's row whatever its version str
 none, the patch cannot tell (``unknown``) unless it asks SGLang's code itself.
 
 ``verify`` derives the cells again: they must equal the shipped row, and where no row is
-shipped it keeps them in ``$SGLANG_NVFP4_PATCHES_RECORDS/release_facts.txt`` (by default under
-``~/.cache/sglang-nvfp4-patches``), which servers on this machine read next. A kept cell is
+shipped it keeps them in ``$SGLANG_NVFP4_PATCHES_RECORDS/release_facts.txt`` (by default
+``~/.cache/sglang-nvfp4-patches/records``), which servers on this machine read next. A kept cell is
 never overwritten by a different one.
 """
 
@@ -74,7 +74,7 @@ def records_dir() -> Path:
     if given:
         return Path(given)
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "sglang-nvfp4-patches"
+    return Path(cache) / "sglang-nvfp4-patches" / "records"
 
 
 def kept_path() -> Path:

@@ -55,8 +55,9 @@ def kv_scale_verdict() -> KvScaleVerdict:
     row = current_row()
     cell = None if row is None else row.cell(COLUMN)
     if row is not None and cell is not None:
+        handoff = KvScaleHandoff(cell)
         origin = row.origin(sglang_version())
-        return KvScaleVerdict(KvScaleHandoff(cell), f"{origin}; `verify` reads the line again")
+        return KvScaleVerdict(handoff, f"{_RELATIVE.name}, FP8 KV-cache path: {cell}, {origin}")
     return read_verdict()
 
 
