@@ -76,7 +76,7 @@ def main(arguments: list[str]) -> int:
 
     from packaging.version import Version
 
-    from sglang_nvfp4_patches.release_facts import SHIPPED, Row, legend_of, parse, render
+    from sglang_nvfp4_patches.release_facts import SHIPPED, Row, parse, render
     from sglang_nvfp4_patches.supported_releases import TESTED_RELEASES
 
     check = arguments[:1] == ["--check"]
@@ -100,7 +100,8 @@ def main(arguments: list[str]) -> int:
         print(f"release_facts: {release} {row.fingerprint} {' '.join(row.cells.values())}")
     if not check:
         ordered = [rows[key] for key in sorted(rows, key=Version)]
-        SHIPPED.write_text(render(columns, ordered, legend_of(text)))
+        legend = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
+        SHIPPED.write_text(render(columns, ordered, legend))
     return 1 if failed else 0
 
 

@@ -77,10 +77,6 @@ def records_dir() -> Path:
     return Path(cache) / "sglang-nvfp4-patches" / "records"
 
 
-def kept_path() -> Path:
-    return records_dir() / KEPT_NAME
-
-
 def parse(text: str, made_by: str = SHIPPED_BY) -> tuple[tuple[str, ...], list[Row]]:
     """The columns (after release and fingerprint) and rows of a facts table; ``#`` lines are
     the legend."""
@@ -106,10 +102,6 @@ def render(columns: Iterable[str], rows: Iterable[Row], legend: str = "") -> str
     widths = [max(len(line[i]) for line in table) for i in range(len(names))]
     body = ["  ".join(w.ljust(widths[i]) for i, w in enumerate(line)).rstrip() for line in table]
     return legend + "\n".join(body) + "\n"
-
-
-def legend_of(text: str) -> str:
-    return "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
 
 
 def _read(path: Path, made_by: str) -> tuple[tuple[str, ...], list[Row]]:
@@ -156,7 +148,7 @@ def fingerprint() -> str:
 def find_row(version: str, wanted: str) -> Row | None:
     """The row whose fingerprint is ``wanted``: shipped first, then kept here, and of each one
     made for ``version`` first."""
-    rows = _read(SHIPPED, SHIPPED_BY)[1] + _read(kept_path(), KEPT_BY)[1]
+    rows = _read(SHIPPED, SHIPPED_BY)[1] + _read(records_dir() / KEPT_NAME, KEPT_BY)[1]
     found = [row for row in rows if row.fingerprint == wanted]
     found.sort(key=lambda row: (row.made_by != SHIPPED_BY, row.release != version))
     return found[0] if found else None
@@ -180,7 +172,7 @@ def release_with_these_sources() -> str | None:
 def keep(version: str, cells: Mapping[str, str]) -> Path:
     """Add ``cells`` to this machine's row for these SGLang sources (made for ``version``). The
     same cells again write nothing; a different one is refused (:class:`FactsConflict`)."""
-    path = kept_path()
+    path = records_dir() / KEPT_NAME
     wanted = fingerprint()
     columns, rows = _read(path, KEPT_BY)
     old = next((row for row in rows if row.fingerprint == wanted), None)

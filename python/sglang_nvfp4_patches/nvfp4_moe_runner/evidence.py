@@ -131,8 +131,9 @@ def _cutlass_run(model_dir: Path, profile: Any, flags: dict[str, Any]) -> dict[s
 
 
 def gather_one(model_dir: Path, gpu: str, quantization: str | None = None) -> dict[str, Any]:
-    """The evidence of one stand-in on one simulated GPU, launched with ``quantization`` (in
-    a process where SGLang loaded the plugin: the other patches act as in a server)."""
+    """The state of one stand-in on one simulated GPU, launched with ``quantization``, and the
+    runner SGLang publishes (in a process where SGLang loaded the plugin: the other patches
+    act as in a server)."""
     from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.moe_forward import run_first_moe_layer
@@ -148,16 +149,8 @@ def gather_one(model_dir: Path, gpu: str, quantization: str | None = None) -> di
     cutlass = None
     if unpatched is not None and unpatched.broken:
         cutlass = _cutlass_run(model_dir, profile, flags)
-    state, detail = evidence_of(
-        published, None if unpatched is None else unpatched.as_json(), cutlass
-    )
-    return {
-        "state": state.value,
-        "detail": detail,
-        "published": published,
-        "unpatched": None if unpatched is None else unpatched.as_json(),
-        CUTLASS: cutlass,
-    }
+    state = evidence_of(published, None if unpatched is None else unpatched.as_json(), cutlass)
+    return {"state": state.value, "published": published}
 
 
 def _measured(fact: Mapping[str, Any]) -> bool:
@@ -175,23 +168,12 @@ def merged(
     architectures, whose launches read their own overrides); run layers that disagree are
     ``unknown``."""
     fact = {**fact, "stand_in": stand_in}
-    if not _measured(fact) and fact["published"] == general:
-        fact["detail"] = f"SGLang publishes {general} itself, whatever the architecture"
-    elif not _measured(fact):
+    if not _measured(fact) and fact["published"] != general:
         fact["state"] = EvidenceState.NOT_COVERED.value
-        fact["detail"] = (
-            f"no stand-in with these settings leaves the runner at auto here ({stand_in}'s "
-            f"model override publishes {fact['published']})"
-        )
     if kept is None or (not _measured(kept) and _measured(fact)):
         return fact
     if _measured(fact) and kept["state"] != fact["state"]:
-        return {
-            **kept,
-            "state": EvidenceState.UNKNOWN.value,
-            "detail": f"stand-ins with these settings disagree: {kept['stand_in']}: "
-            f"{kept['detail']}; {stand_in}: {fact['detail']}",
-        }
+        return {**kept, "state": EvidenceState.UNKNOWN.value}
     return kept
 
 
