@@ -47,7 +47,7 @@ def derive_here() -> None:
 
 
 def derive(release: str, primary: str) -> dict | None:
-    env = dict(os.environ)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "python")}  # this checkout's plugin
     if release != primary:
         built = subprocess.run(
             [str(REPO / "scripts" / "build_overlay.sh"), release],
@@ -60,7 +60,7 @@ def derive(release: str, primary: str) -> dict | None:
                 f"release_facts: no overlay of {release}: {built.stderr[-2000:]}", file=sys.stderr
             )
             return None
-        env["PYTHONPATH"] = built.stdout.strip()
+        env["PYTHONPATH"] = os.pathsep.join([built.stdout.strip(), env["PYTHONPATH"]])
     done = subprocess.run(
         [sys.executable, __file__, ONE], capture_output=True, text=True, env=env, check=False
     )
