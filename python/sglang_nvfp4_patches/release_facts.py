@@ -15,6 +15,7 @@ never overwritten by a different one.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import os
@@ -173,6 +174,13 @@ def keep(version: str, cells: Mapping[str, str]) -> Path:
     """Add ``cells`` to this machine's row for these SGLang sources (made for ``version``). The
     same cells again write nothing; a different one is refused (:class:`FactsConflict`)."""
     path = records_dir() / KEPT_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f"{KEPT_NAME}.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # verify's checks keep their cells at once
+        return _keep(path, version, cells)
+
+
+def _keep(path: Path, version: str, cells: Mapping[str, str]) -> Path:
     wanted = fingerprint()
     columns, rows = _read(path, KEPT_BY)
     old = next((row for row in rows if row.fingerprint == wanted), None)
@@ -189,7 +197,6 @@ def keep(version: str, cells: Mapping[str, str]) -> Path:
     columns = tuple(dict.fromkeys([*columns, *cells]))
     row = Row(old.release if old else version, wanted, merged, KEPT_BY)
     rows = [r for r in rows if r.fingerprint != wanted] + [row]
-    path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{KEPT_NAME}.{os.getpid()}.partial")
     partial.write_text(render(columns, rows, "# kept by `verify` on this machine\n"))
     os.replace(partial, path)

@@ -6,6 +6,7 @@ on a screen and the patches' cells read back as they were written."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from pathlib import Path
 
@@ -144,6 +145,26 @@ def test_a_kept_cell_is_found_merged_and_never_overwritten(
         keep("0.5.24.dev0", {"a": "3"})
     assert find_row("0.5.24.dev0", digest(package)).cell("a") == "1"  # type: ignore[union-attr]
     assert not list(records.glob("*.partial"))
+
+
+def _keep_columns(first: int) -> None:
+    for column in range(first, first + 30):
+        keep("0.5.24.dev0", {f"c{column}": "x"})
+
+
+def test_checks_keeping_their_cells_at_once_lose_none(
+    package: Path, shipped: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``verify`` runs each patch's checks in its own process, all at once."""
+    monkeypatch.setattr(release_facts, "fingerprint", lambda: digest(package))
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_keep_columns, args=(i * 100,)) for i in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    found = find_row("0.5.24.dev0", digest(package))
+    assert found is not None and len(found.cells) == 4 * 30
 
 
 def test_a_cell_no_check_derived_yet_reads_as_none(package: Path, shipped: Path) -> None:
