@@ -13,7 +13,7 @@ CPU stand-in of its contract (:mod:`sglang_nvfp4_patches.simulation.cutlass_kern
 * where the record shows a method's lifted layer computing something other than
   ``expert(x * w)`` on this release, its top-1 layers are refused when they are built;
 * the evidence (:mod:`.evidence`): SGLang's own registered fused function and methods, on
-  CPU; it must agree with the record for this SGLang, or becomes this machine's record.
+  CPU; its states must equal this SGLang's row of release facts, or become this machine's.
 """
 
 from __future__ import annotations

@@ -3,11 +3,11 @@
 ``sglang/srt/layers/moe/moe_runner/flashinfer_cutlass.py`` registers one fused function per dispatch
 path in ``FusedOpPool``; until SGLang pre-scales itself both assert the flag away. Each registry
 entry is wrapped with the top-1 pre-scale (:mod:`.prescale`), so the runner is the one place the
-router weight is applied. The registry is left alone only where a record shows, by behaviour, that
-SGLang's own registered fused function, called by ``MoeRunner`` with the flag, hands the kernel
-``x * w`` and unit scales (:mod:`.evidence`; where, by the records CI shipped: docs/releases.md).
+router weight is applied. The registry is left alone only where the release facts show, by
+behaviour, that SGLang's own registered fused function, called by ``MoeRunner`` with the flag,
+hands the kernel ``x * w`` and unit scales (:mod:`.evidence`; where: docs/releases.md).
 A helper of SGLang's that works when called alone shows nothing about the function the
-registry holds. Without such a record ours wraps the registry; it hands SGLang's fused function a
+registry holds. Without such a row ours wraps the registry; it hands SGLang's fused function a
 config without the flag, so a pre-scale of SGLang's own under any name does not apply the weight
 again.
 """

@@ -1,4 +1,4 @@
-"""The rule as this process runs it, for every seam's hook: the evidence record read when a
+"""The rule as this process runs it, for every seam's hook: the release facts read when a
 launch needs it, the decision's log lines (one per model and GPU per process), and the
 refusal of a launch no runner serves where another launch line does."""
 

@@ -1,4 +1,4 @@
-"""The evidence behind ``nvfp4-moe-runner``, gathered on CPU and kept as a record.
+"""The evidence behind ``nvfp4-moe-runner``, gathered on CPU; its states are release facts.
 
 Per MoE layer settings (activation, experts per token: :class:`..models.MoeSettings`), per
 simulated Blackwell GPU and per launch line (no ``--quantization``, and each spelling of it
