@@ -20,19 +20,16 @@ def main() -> None:
     from sglang.srt.plugins import load_plugins
 
     load_plugins()
-    imported = []
+    imported, failed = [], {}
     for name in SCHEDULER_IMPORTS:
-        if importlib.util.find_spec(name.rsplit(".", 1)[0]) is None:
-            continue
         try:
             importlib.import_module(name)
-        except ModuleNotFoundError as missing:  # a release without the runner module
-            if missing.name != name:
-                raise
+        except Exception as error:  # a release without the runner module, or a GPU-only import
+            failed[name] = f"{type(error).__name__}: {error}"
             continue
         imported.append(name)
     ours = sorted(m for m in sys.modules if m.split(".")[0] == "sglang_nvfp4_patches")
-    print("RESULT " + json.dumps({"imported": imported, "ours": ours}))
+    print("RESULT " + json.dumps({"imported": imported, "failed": failed, "ours": ours}))
 
 
 if __name__ == "__main__":
