@@ -4,8 +4,9 @@ release in ``release_facts.txt`` (pure: no SGLang, no torch, no simulation at im
 A row holds the release, a fingerprint of the SGLang sources the patches' questions run through
 (:data:`SOURCES`) and one cell per question per GPU and layer setting; each patch reads its own
 cells. A server finds its row by the fingerprint alone, so a local, pre- or post-release build
-with a tested release's sources gets that release's row whatever its version string says; with
-none, the patch cannot tell (``unknown``) unless it asks SGLang's code itself.
+with a tested release's sources gets that release's row whatever its version string says. One
+fingerprint covers every question: a change to any of the sources matches no row, and then
+each patch asks SGLang's code itself or cannot tell (``unknown``).
 
 ``verify`` derives the cells again: they must equal the shipped row, and where no row is
 shipped it keeps them in ``$SGLANG_NVFP4_PATCHES_RECORDS/release_facts.txt`` (by default

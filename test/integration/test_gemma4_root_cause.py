@@ -141,10 +141,15 @@ def own(scenarios: dict) -> list[str]:
 
 
 def answers(result: dict) -> tuple[list[str], list[list[str]]]:
-    """The attention backend each case got, and the WARNINGs each logged."""
+    """The attention backend each case got, and the WARNINGs each logged of this patch (the
+    bug window's copy has other sources than any row of release facts, so another patch may
+    say it cannot tell there)."""
     return (
         [case["attention_backend"] for case in result["cases"]],
-        [case["warnings"] for case in result["cases"]],
+        [
+            [line for line in case["warnings"] if not line.startswith("[llama4-router-weight]")]
+            for case in result["cases"]
+        ],
     )
 
 
