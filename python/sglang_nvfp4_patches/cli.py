@@ -8,7 +8,12 @@ the 10 s SGLang import. A command's module is imported only when that command ru
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import functools
+import importlib.util
 import os
+import re
 import shlex
 import sys
 import tempfile
@@ -37,9 +42,11 @@ from sglang_nvfp4_patches.errors import (
 from sglang_nvfp4_patches.interrupts import (
     INTERRUPTED,
     caused_by_interrupt,
+    stop_requested,
     stop_requests_as_interrupt,
 )
 from sglang_nvfp4_patches.progress import announce
+from sglang_nvfp4_patches.settings import check_environment
 from sglang_nvfp4_patches.simulation.gpus import gpu_choices, gpu_profile
 from sglang_nvfp4_patches.status import sglang_version
 from sglang_nvfp4_patches.streams import OutputUnwritable, discard, guarded, stdout_closed
@@ -153,38 +160,80 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def command_parser(
-    parser: argparse.ArgumentParser, args: argparse.Namespace
+def _check_given_paths(args: argparse.Namespace) -> None:
+    """A path given (or, for ``--data``/``--model-path``, maybe one) that the system refuses
+    to look at (too long, in a directory that cannot be searched) is bad input naming it."""
+    for name in ("model", "out", "out_dir", "run_a", "run_b", "data", "model_path"):
+        path = getattr(args, name, None)
+        try:
+            os.stat(path or ".")
+        except OSError as error:
+            if error.errno in (errno.ENAMETOOLONG, errno.EACCES):
+                raise UsageError(f"{path}: {error.strerror}; give a path you can use") from None
+
+
+def _chosen_parser(
+    parser: argparse.ArgumentParser, words: Sequence[str]
 ) -> argparse.ArgumentParser:
-    """The parser of the (sub)command ``args`` chose (``accuracy run``'s for ``accuracy run
-    ...``), so an error shows that command's usage, not the top level's."""
-    while True:
-        chosen = next(
-            (
-                action.choices[getattr(args, action.dest)]
-                for action in parser._actions
-                if isinstance(action, argparse._SubParsersAction)
-                and getattr(args, action.dest, None) in action.choices
-            ),
-            None,
-        )
-        if chosen is None:
-            return parser
-        parser = chosen
+    """The parser of the (sub)command ``words`` choose; an option it does not know (nor,
+    after ``explain``, SGLang's flags) is a usage error naming it, before any heavy import
+    and before argparse's complaint about missing required options would hide it."""
+    for word in words:
+        subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if subparsers and word in subparsers[0].choices:
+            parser = subparsers[0].choices[word]
+            continue
+        name = word.split("=", 1)[0]
+        known = [*parser._option_string_actions]
+        if parser.prog.endswith(" explain"):  # none read: SGLang's own parser decides
+            known += _sglang_flags() or [name]
+        if name.startswith("--") and name != "--" and not any(o.startswith(name) for o in known):
+            parser.error(f"unrecognized arguments: {name}")
+    return parser
+
+
+@functools.cache
+def _sglang_flags() -> list[str]:
+    """SGLang's server flags and its plugins', read from their sources as text (no import):
+    a superset, since SGLang's own parser still reads every flag that passes."""
+    from importlib.metadata import entry_points
+
+    plugins = entry_points(group="sglang.srt.plugins")
+    flags: set[str] = set()
+    for top in {
+        "sglang",
+        *(ep.value.split(".")[0] for ep in plugins if ep.name != "nvfp4_patches"),
+    }:
+        spec = importlib.util.find_spec(top)
+        for root in (spec.submodule_search_locations or []) if spec else []:
+            srt = Path(root) / "srt"
+            files = [srt / "server_args.py", *(srt / "arg_groups").rglob("*.py")]
+            for path in files if top == "sglang" else Path(root).rglob("*.py"):
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    text = path.read_text(encoding="utf-8")
+                    flags.update(re.findall(r"--[A-Za-z][\w-]*", text))
+                    fields = re.findall(r"^ +(\w+) *:", text, re.M)
+                    flags.update("--" + name.replace("_", "-") for name in fields)
+    flags.update({"--no-" + flag[2:] for flag in flags})  # argparse's boolean pairs
+    return sorted(flags)
 
 
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     words = attach_command_line_values(sys.argv[1:] if argv is None else argv)
+    chosen = _chosen_parser(parser, words)
     args, server_flags = parser.parse_known_args(words)
     if server_flags and args.command != "explain":
-        command_parser(parser, args).error(f"unrecognized arguments: {' '.join(server_flags)}")
+        chosen.error(f"unrecognized arguments: {' '.join(server_flags)}")
     if args.command == "explain":
         args.server_flags = server_flags  # read by SGLang's own parser once it is imported
     # Importing SGLang on a machine without its GPU warns per quantization backend; the
     # table is the output here, not those import-time notes.
     warnings.filterwarnings("ignore", category=UserWarning, module=r"sglang\.")
     try:
+        _check_given_paths(args)
+        if args.command != "accuracy":
+            check_environment()
         return int(args.func(args))
     except UsageError as error:  # every command's bad input, accuracy's included
         print(f"error: {error.cli_message()}", file=sys.stderr)
@@ -217,7 +266,10 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         try:
             with stop_requests_as_interrupt():
-                return _run(argv)
+                status = _run(argv)
+                if status != EXIT_INTERRUPTED and stop_requested():
+                    raise KeyboardInterrupt  # a stop some code caught is still a stop
+                return status
         finally:
             sys.stdout.flush()  # a closed pipe fails here, not in the interpreter's exit
     except KeyboardInterrupt:

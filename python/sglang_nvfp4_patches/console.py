@@ -8,19 +8,21 @@ interpreter's own start (a few milliseconds before this module runs) is Python's
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
 
 
-def main() -> int:
+def main() -> int:  # never returns: os._exit
+    """Run the command, then end the process at once with its status: the seconds of torch
+    and SGLang teardown are skipped. Stop requests are blocked from the moment the status is
+    fixed: every stop before it ends the command with 130, none after it changes the status."""
     status = _command()
-    # Once a KeyboardInterrupt has left code that Python runs from a string (exec or eval of
-    # text: dataclasses and namedtuple build their methods that way while modules import),
-    # CPython notes it as uncaught, even when a caller catches it, and ends a ``python -m``
-    # process by SIGINT whatever it returns: a stop there printed "interrupted" and then
-    # ended the process by SIGINT (status -2 to a parent) instead of exit 130. Running an
-    # empty string clears that note.
-    exec("")
-    return status
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # lost: the status stays
+            stream.flush()
+    os._exit(status)
 
 
 def _command() -> int:
@@ -28,9 +30,14 @@ def _command() -> int:
         from sglang_nvfp4_patches.interrupts import stop_requests_as_interrupt
 
         with stop_requests_as_interrupt():
-            from sglang_nvfp4_patches.cli import main as command_line
+            try:
+                from sglang_nvfp4_patches.cli import main as command_line
 
-            return command_line()
+                return command_line()
+            except SystemExit as done:  # argparse's --help, --version and usage errors
+                return int(done.code or 0)
+            finally:
+                signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
     except KeyboardInterrupt:  # before the command line's own handling was in place
         return _interrupted()
     except Exception as error:  # a stop that an extension's import turned into another error
@@ -39,6 +46,9 @@ def _command() -> int:
         if caused_by_interrupt(error):
             return _interrupted()
         raise
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _interrupted() -> int:

@@ -54,20 +54,13 @@ def collect() -> dict[str, object]:
     patches: dict[str, dict[str, str]] = {}
     for patch in PATCHES:
         name = patch.name
-        if decided.disable_error:
-            report = PatchReport(name, PatchState.FAILED, decided.disable_error)
-        elif name in decided.disabled:
+        if name in decided.disabled:
             report = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
         elif not loaded:
             report = not_loaded(patch)
         else:
             report = read_back(patch)
         patches[name] = report.as_dict()
-    if decided.force_error:  # the plugin logged one ERROR and forced nothing
-        for patch in PATCHES:
-            if patch.forceable:
-                forceable = patches[patch.name]
-                forceable["reason"] = f"{forceable['reason']} ({decided.force_error})"
     return {
         "sglang": sglang_version(),
         "release": _release_line(decided.gate),

@@ -38,8 +38,8 @@ EXIT_ENVIRONMENT = 71
 # file whose path is printed. 70 is EX_SOFTWARE of BSD's sysexits.h ("internal software
 # error"); it is none of the statuses above.
 EXIT_INTERNAL = 70
-# Ctrl-C, SIGTERM or SIGHUP (interrupts.py), at any moment: 128 + SIGINT, as a shell reports
-# Ctrl-C.
+# Ctrl-C, SIGTERM or SIGHUP (interrupts.py) until the status is fixed (console.py): 128 +
+# SIGINT, as a shell reports Ctrl-C.
 EXIT_INTERRUPTED = 130
 # The reader of stdout (``| head``) left early: 128 + SIGPIPE, as a shell reports it.
 EXIT_BROKEN_PIPE = 141

@@ -117,6 +117,11 @@ def stop_requests_as_interrupt() -> Iterator[None]:
             signal.signal(stop, handler)
 
 
+def stop_requested() -> bool:
+    """A Ctrl-C or stop request arrived in the block (even if some code caught it)."""
+    return _requested
+
+
 def caused_by_interrupt(error: BaseException) -> bool:
     """Whether ``error`` came out of a Ctrl-C or stop request: one arrived while
     :func:`stop_requests_as_interrupt`'s block ran, or a KeyboardInterrupt is among what caused

@@ -19,6 +19,7 @@ declaration field   signature                                              calle
 ``explain_note``    ``(moe_runner, moe_quantization) -> str``              ``explain``
 ``verify_checks``   ``() -> list[CheckResult]``                            ``verify``
 ``suspended``       ``() -> AbstractContextManager[None]`` (optional)      ``explain``
+``runner_may_lift`` ``(refusal: str) -> bool`` (optional)                  ``explain``
 ==================  =====================================================  =================
 
 What CI settled per release, a patch reads from the release facts (:mod:`.release_facts`).
@@ -78,6 +79,17 @@ class Suspended(Protocol):
     def __call__(self) -> AbstractContextManager[None]: ...
 
 
+class RunnerMayLift(Protocol):
+    """Whether another MoE runner may serve a layer the patch refused with ``refusal``
+    (``explain`` then tries each runner SGLang offers)."""
+
+    def __call__(self, refusal: str) -> bool: ...
+
+
+def no_runner_lifts(refusal: str) -> bool:
+    return False
+
+
 @dataclass(frozen=True)
 class Lazy:
     """``module.function``, imported on the first call."""
@@ -103,6 +115,7 @@ class Patch:
     explain_note: ExplainNote
     verify_checks: VerifyChecks
     suspended: Suspended = contextlib.nullcontext
+    runner_may_lift: RunnerMayLift = no_runner_lifts
     # The ServerArgs fields it may declare during resolution (explain's "decided by").
     declares: frozenset[str] = frozenset()
     # Why forcing it is refused (``patch_names.NOT_FORCEABLE_BECAUSE``); empty if it can be.
@@ -125,6 +138,7 @@ PROTOCOLS: dict[str, type] = {
     "explain_note": ExplainNote,
     "verify_checks": VerifyChecks,
     "suspended": Suspended,
+    "runner_may_lift": RunnerMayLift,
 }
 
 
@@ -139,6 +153,7 @@ def declare(
     explain_note: str,
     verify_checks: str,
     suspended: str | None = None,
+    runner_may_lift: str | None = None,
     declares: frozenset[str] = frozenset(),
 ) -> Patch:
     """The :class:`Patch` of ``package``; each function is named ``module.function`` inside
@@ -157,6 +172,7 @@ def declare(
         explain_note=seam(explain_note),
         verify_checks=seam(verify_checks),
         suspended=seam(suspended) if suspended else contextlib.nullcontext,
+        runner_may_lift=seam(runner_may_lift) if runner_may_lift else no_runner_lifts,
         declares=declares,
         not_forceable_because=NOT_FORCEABLE_BECAUSE.get(name, ""),
     )

@@ -15,6 +15,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from sglang_nvfp4_patches.interrupts import caused_by_interrupt
 from sglang_nvfp4_patches.patch import Patch
 from sglang_nvfp4_patches.release_gate import ReleaseGate, release_gate
 from sglang_nvfp4_patches.settings import (
@@ -123,6 +124,8 @@ def _read(patch: Patch, read: Callable[[], PatchReport]) -> PatchReport:
     try:
         return read()
     except Exception as error:  # doctor reports, it never crashes on a broken release
+        if caused_by_interrupt(error):  # a stop Python wrapped (``__set_name__``): a stop
+            raise KeyboardInterrupt from error
         return PatchReport(patch.name, PatchState.FAILED, f"cannot read state: {error}")
 
 

@@ -24,10 +24,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sglang_nvfp4_patches.settings import RECORDS_ENV
 from sglang_nvfp4_patches.supported_releases import is_tested
 
 SHIPPED = Path(__file__).with_name("release_facts.txt")
-RECORDS_ENV = "SGLANG_NVFP4_PATCHES_RECORDS"
 KEPT_NAME = "release_facts.txt"
 SHIPPED_BY = "CI"
 KEPT_BY = "verify on this machine"

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 
+from sglang_nvfp4_patches.errors import UsageError
 from sglang_nvfp4_patches.patch_names import NOT_FORCEABLE_BECAUSE, PATCH_NAMES
 
 DISABLE_ENV = "SGLANG_NVFP4_PATCHES_DISABLE"
 FORCE_ENV = "SGLANG_NVFP4_PATCHES_FORCE"
 UNTESTED_ENV = "SGLANG_NVFP4_PATCHES_UNTESTED"
+RECORDS_ENV = "SGLANG_NVFP4_PATCHES_RECORDS"
 UNTESTED_APPLY = "apply"  # the one value that applies the patches on an untested release
 # Only a patch whose rule can be applied where its root cause is fixed can be forced; each
 # other patch says why not (``patch_names.NOT_FORCEABLE_BECAUSE``).
@@ -85,3 +90,29 @@ def untested_opt_in(environ: Mapping[str, str] | None = None) -> bool:
         f"{UNTESTED_ENV}={raw!r} is not understood; the only value is {UNTESTED_APPLY!r} "
         "(unset it to leave an untested SGLang unpatched)"
     )
+
+
+def check_environment(environ: Mapping[str, str] | None = None) -> None:
+    """The variables this plugin reads, checked first by ``explain``, ``doctor`` and
+    ``verify``: a wrong value is a UsageError naming it, never a failed check of SGLang."""
+    env = os.environ if environ is None else environ
+    try:
+        disabled_patches(env), forced_patches(env), untested_opt_in(env)
+    except (UnknownPatchNameError, InvalidForceError, InvalidUntestedError) as error:
+        raise UsageError(str(error)) from None
+    given = env.get(RECORDS_ENV)
+    if not given:
+        return
+    path = Path(given).absolute()
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            os.stat(path)  # too long, a file on the way, a directory that cannot be searched
+        existing = next(p for p in (path, *path.parents) if os.path.lexists(p))
+        handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=existing)  # then removed
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as error:
+        raise UsageError(
+            f"{RECORDS_ENV}={given!r}: {error.strerror} ({error.filename or path}); point it at "
+            "a directory this user can write (a missing one is made), or unset it"
+        ) from None

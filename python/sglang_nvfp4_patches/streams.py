@@ -71,6 +71,12 @@ def guarded(stream: TextIO | None, is_stdout: bool) -> TextIO | None:
     return _Guarded(stream, is_stdout)  # type: ignore[return-value]
 
 
+def printable(text: str) -> str:
+    """``text`` from a server (an answer, an error body, a log line, a model name) as it may
+    reach a terminal: control characters (ESC, BEL, CR, ...) escaped, never interpreted."""
+    return "".join(c if c.isprintable() or c == " " else ascii(c)[1:-1] for c in text)
+
+
 def stdout_closed() -> OutputUnwritable | None:
     """The problem when the command was started with stdout closed (``>&-``)."""
     if sys.stdout is not None:

@@ -20,7 +20,7 @@ def test_an_unusable_out_is_one_line_and_no_question_is_asked(
     blocker.write_text("keep me")
     out, says = {
         "under-file": (blocker / "run.json", f"lies under {blocker}, which is a file"),
-        "directory": (tmp_path, "is a directory; give a file name"),
+        "directory": (tmp_path, "is a directory, not a regular file"),
         # /sys refuses new entries even to root (EPERM), as a read-only mount would
         "not-writable": (Path("/sys/sglang-nvfp4-run-test/run.json"), "cannot write there"),
     }[where]

@@ -788,3 +788,31 @@ def test_a_disk_that_fills_mid_run_is_the_environment_and_keeps_the_answers(case
         qid: before.get(qid, 0) + (qid not in saved) for qid in case.questions
     }
     assert _load(case.out)["resumed"] == len(saved)
+
+
+@pytest.mark.parametrize("answers", [0, 1, 30])
+def test_an_interrupt_anywhere_says_what_is_on_disk(
+    answers: int,
+    dataset: tuple[Path, dict[str, WrittenQuestion]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Once a stop that left the question loop itself (not caught inside it) said "nothing
+    stored ... was changed" while 30 answers were kept: the line is now read back from disk,
+    a torn last line not counted."""
+    out = tmp_path / "run.json"
+    partial = tmp_path / "run.json.partial.jsonl"
+
+    def stopped(*_: object, **__: object) -> None:
+        lines = [json.dumps({"format": "header"})]
+        lines += [json.dumps({"id": f"q{i}"}) for i in range(answers)]
+        partial.write_text("\n".join([*lines, '{"id": "torn'][: answers + 2]))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("sglang_nvfp4_patches.accuracy.run.run_accuracy", stopped)
+    argv = ["accuracy", "run", "--base-url", "http://127.0.0.1:9", "--data", str(dataset[0])]
+    assert main([*argv, "--out", str(out)]) == 130
+    said = capsys.readouterr().err.splitlines()
+    kept = f"the {answers} answer(s) so far are kept in {partial}" if answers else "none is kept"
+    assert len(said) == 1 and said[0].startswith("interrupted; ") and kept in said[0], said

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,6 +105,49 @@ def test_argument_errors_import_neither_torch_nor_sglang(argv: list[str]) -> Non
     assert done.returncode == 2
     assert "error:" in done.stderr_lines[-1] and "Traceback" not in "\n".join(done.stderr_lines)
     assert done.heavy == []
+
+
+def _seconds(*args: str) -> float:
+    """The best of two wall times of a fresh ``python -m sglang_nvfp4_patches ARGS``."""
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "sglang_nvfp4_patches", *args],
+            capture_output=True,
+            env=_env(),
+            timeout=120,
+            check=False,
+        )
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["explain", "--bogus"],
+        ["explain", "--gpu", "sm100", "--kv-cache-dtype", "fp8_e4m3", "--bogus=1"],
+        ["accuracy", "run", "--bogus"],  # once: "required: --out, --data", never --bogus
+        ["accuracy", "ab", "--model-path", "m", "--bogus"],
+        ["doctor", "--bogus"],
+    ],
+)
+def test_an_unknown_option_is_named_at_once_before_any_heavy_import(argv: list[str]) -> None:
+    """Once ``explain --bogus`` imported SGLang and torch (7-12 s) before naming it. Timed as
+    a ratio to ``--help``, so a loaded machine moves both: an SGLang import is ~100x."""
+    done = run_cli(*argv)
+    assert done.returncode == 2 and done.heavy == []
+    assert done.stderr_lines[-1].endswith("error: unrecognized arguments: --bogus")
+    assert _seconds(*argv) < 4 * _seconds("--help")
+
+
+def test_a_server_flag_of_sglang_is_not_taken_for_an_unknown_option() -> None:
+    """Read from SGLang's sources as text: its flags (and their abbreviations) pass on to its
+    own parser; a bad --model is then the first error, still before SGLang's import."""
+    done = run_cli("explain", "--kv-cache-dtype", "fp8_e4m3", "--tp-size=4", "--model", "/nope")
+    assert done.returncode == 2 and done.heavy == []
+    assert done.stderr_lines[-1].startswith("error: --model /nope: not a local directory")
 
 
 def _config_dir(root: Path, name: str, text: str | None) -> Path:

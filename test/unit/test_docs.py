@@ -23,6 +23,7 @@ from support.doc_blocks import (
 )
 
 README = REPO / "README.md"
+COMMANDS = REPO / "docs" / "commands.md"
 LANGUAGES = {"bash", "console", "python", "text", "json"}
 _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 _OPTION = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
@@ -93,10 +94,10 @@ def test_every_block_says_what_it_holds_and_every_console_block_parses(path: Pat
             assert examples(block), f"{block.where}: a console block with no `$ ` command"
 
 
-def test_the_readme_quotes_doctor_verify_explain_and_the_demo() -> None:
+def test_the_docs_quote_doctor_verify_explain_and_the_demo() -> None:
     quoted = [
         " ".join(example.argv)
-        for block in blocks(README)
+        for block in blocks(COMMANDS)
         if block.language == "console"
         for example in examples(block)
     ]
@@ -121,13 +122,13 @@ def test_the_matcher_skips_numbers_and_dots_and_nothing_else() -> None:
 
 
 def option_tables(path: Path) -> dict[str, set[str]]:
-    """``{command: options}`` from the README's tables whose first column is `option`, under
-    each `### \\`command\\`` heading (the accuracy table: one row per subcommand)."""
+    """``{command: options}`` from the tables whose first column is `option`, under each
+    `## \\`command\\`` heading (the accuracy table: one row per subcommand)."""
     tables: dict[str, set[str]] = {}
     command = ""
     header = ""
     for line in path.read_text(encoding="utf-8").splitlines():
-        heading = re.match(r"^###+ `([a-z ]+)`", line)
+        heading = re.match(r"^##+ `([a-z ]+)`", line)
         if heading:
             command, header = heading.group(1), ""
         elif line.startswith("| ") and not header:
@@ -158,8 +159,8 @@ def help_options(command: str) -> set[str]:
     return {o for a in parser._actions for o in a.option_strings if o.startswith("--")} - {"--help"}
 
 
-def test_the_readme_names_only_options_its_commands_have_and_every_one_they_have() -> None:
-    tables = option_tables(README)
+def test_the_option_tables_name_only_options_their_commands_have_and_every_one() -> None:
+    tables = option_tables(COMMANDS)
     assert set(tables) == {
         "doctor",
         "verify",

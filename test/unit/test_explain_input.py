@@ -224,16 +224,31 @@ MOE_FIELD_CASES = [
     (LLAMA4_NVFP4, "num_experts_per_tok", -1, "is -1: each token goes to at least 1 expert"),
     (LLAMA4_NVFP4, "num_experts_per_tok", 10**12, 'than the 16 experts "text_config.num_local'),
     (LLAMA4_NVFP4, "num_experts_per_tok", 17, "is 17, more than the 16 experts"),
-    (LLAMA4_NVFP4, "num_experts_per_tok", "2", "is '2', not a whole number"),
-    (LLAMA4_NVFP4, "num_experts_per_tok", True, "is True, not a whole number"),
-    (LLAMA4_NVFP4, "num_experts_per_tok", 1.5, "is 1.5, not a whole number"),
+    (
+        LLAMA4_NVFP4,
+        "num_experts_per_tok",
+        "2",
+        "is the string '2'; SGLang reads it as a whole number",
+    ),
+    (
+        LLAMA4_NVFP4,
+        "num_experts_per_tok",
+        True,
+        "is the boolean True; SGLang reads it as a whole number",
+    ),
+    (
+        LLAMA4_NVFP4,
+        "num_experts_per_tok",
+        1.5,
+        "is the value 1.5; SGLang reads it as a whole number",
+    ),
     (LLAMA4_NVFP4, "num_local_experts", 0, "is 0: a Llama 4 MoE layer has from 1 to 4096"),
     (LLAMA4_NVFP4, "num_local_experts", -16, "is -16: a Llama 4 MoE layer has from 1 to"),
     (LLAMA4_NVFP4, "num_local_experts", 10**12, "is 1000000000000: a Llama 4 MoE layer"),
     (GEMMA4_NVFP4_MOE, "top_k_experts", 0, "is 0: each token goes to at least 1 expert"),
     (GEMMA4_NVFP4_MOE, "top_k_experts", 129, "is 129, more than the 128 experts"),
     (GEMMA4_NVFP4_MOE, "num_experts", 0, "is 0: a Gemma 4 MoE layer has from 1 to 4096"),
-    (GEMMA4_NVFP4_MOE, "num_experts", [8], "is [8], not a whole number"),
+    (GEMMA4_NVFP4_MOE, "num_experts", [8], "is a list [8]; SGLang reads it as a whole number"),
 ]
 
 
@@ -299,3 +314,39 @@ def test_a_field_of_a_file_beside_the_config_names_that_file() -> None:
         'SGLang 9.9 cannot read m/hf_quant_config.json: field "quantization" (the value 7 here)'
     )
     assert text.endswith("(compare the checkpoint's published hf_quant_config.json)")
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "holds"),
+    [
+        ({"architectures": "Llama4ForConditionalGeneration"}, "architectures", "the string"),
+        ({"architectures": []}, "architectures", "an empty list"),
+        ({"architectures": [None]}, "architectures", "a list"),
+        (
+            {"quantization_config": {"quant_method": None}},
+            "quantization_config.quant_method",
+            "null",
+        ),
+        ({"quantization_config": {"quant_method": 4}}, "quantization_config.quant_method", "4"),
+        ({"quantization_config": ["modelopt"]}, "quantization_config", "a list"),
+        ({"text_config": "llama4_text"}, "text_config", "the string"),
+        ({"hidden_size": None}, "hidden_size", "null"),
+        ({"num_experts_per_tok": "8"}, "num_experts_per_tok", "the string '8'"),
+        ({"num_experts": 1.5}, "num_experts", "1.5"),
+        ({"num_hidden_layers": 0}, "num_hidden_layers", "0"),
+    ],
+)
+def test_a_field_of_the_wrong_type_or_null_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: dict, field: str, holds: str
+) -> None:
+    """Once a null quant_method got a message blaming "architectures", and a string
+    "architectures" made explain exit 0 saying nothing about the model."""
+    config = json.loads((LLAMA4_NVFP4 / CONFIG_NAME).read_text())
+    config.update(edit)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / CONFIG_NAME).write_text(json.dumps(config))
+    assert main(["explain", "--model", str(model)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f'error: {model / CONFIG_NAME}: field "{field}" is '), err
+    assert holds in err and len(err.splitlines()) == 1, err

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from sglang_nvfp4_patches.cli import main
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.settings import (
     DISABLE_ENV,
     FORCE_ENV,
     InvalidForceError,
     UnknownPatchNameError,
+    check_environment,
     disabled_patches,
     forced_patches,
 )
@@ -113,3 +117,44 @@ def test_a_patch_that_cannot_be_forced_says_why_in_full() -> None:
         "Nothing is forced."
     )
     assert "apply it twice" in llama4.not_forceable_because
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("SGLANG_NVFP4_PATCHES_DISABLE", "gemma-attention"),
+        ("SGLANG_NVFP4_PATCHES_FORCE", "nvfp4-moe-runner"),
+        ("SGLANG_NVFP4_PATCHES_UNTESTED", "yes"),
+        ("SGLANG_NVFP4_PATCHES_RECORDS", "FILE"),
+        ("SGLANG_NVFP4_PATCHES_RECORDS", "FILE/records"),
+        ("SGLANG_NVFP4_PATCHES_RECORDS", "/tmp/" + "r" * 300),
+        ("SGLANG_NVFP4_PATCHES_RECORDS", "/dev/null"),
+        ("SGLANG_NVFP4_PATCHES_RECORDS", "/proc/records"),  # root's access() says writable
+    ],
+)
+@pytest.mark.parametrize("command", ["explain", "doctor", "verify"])
+def test_a_wrong_variable_is_bad_input_naming_it_before_sglang(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    variable: str,
+    value: str,
+) -> None:
+    """Once ``verify`` said "8 failed" for a records location that was a regular file: a
+    wrong value read as SGLang failing its checks. Now it is one line naming the variable,
+    exit 2, before SGLang is imported (this lane has no SGLang: an import would fail)."""
+    (tmp_path / "FILE").write_text("not a directory")
+    monkeypatch.setenv(variable, value.replace("FILE", str(tmp_path / "FILE")))
+    code = main([command])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith(f"error: {variable}=") and len(err.splitlines()) == 1, err
+    assert (tmp_path / "FILE").read_text() == "not a directory"
+
+
+def test_a_records_location_that_does_not_exist_yet_is_fine(tmp_path: Path) -> None:
+    check_environment({"SGLANG_NVFP4_PATCHES_RECORDS": str(tmp_path / "a" / "b")})
+    check_environment({"SGLANG_NVFP4_PATCHES_RECORDS": str(tmp_path)})
+    check_environment({})
+    assert not (tmp_path / "a").exists()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from sglang_nvfp4_patches.errors import (
     EXIT_SERVER,
     UsageError,
 )
+from sglang_nvfp4_patches.streams import printable
 
 if TYPE_CHECKING:
     from sglang_nvfp4_patches.accuracy.compare import Comparison
@@ -71,6 +73,17 @@ def path_argument(text: str) -> Path:
     if not text:
         raise argparse.ArgumentTypeError("is empty; give a path")
     return Path(text)
+
+
+def _model_path(text: str) -> str:
+    """argparse type: a Hub id, or a local path (``/``, ``.`` or ``~`` first, as a Hub id
+    never is) that exists, checked before any server is started."""
+    try:
+        os.lstat(os.path.expanduser(text)) if text.startswith(("/", ".", "~")) else None
+    except OSError as error:  # too long, not searchable: cli's path check names it
+        if isinstance(error, FileNotFoundError | NotADirectoryError):
+            raise argparse.ArgumentTypeError(f"{text}: {error.strerror} (nor a Hub id)") from None
+    return text
 
 
 def _alpha(text: str) -> float:
@@ -164,7 +177,9 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
             "130: interrupted. Rerunning the same command resumes."
         ),
     )
-    ab.add_argument("--model-path", required=True, metavar="M", help="model for both servers")
+    ab.add_argument(
+        "--model-path", required=True, type=_model_path, metavar="M", help="model for both servers"
+    )
     ab.add_argument(
         "--a-args",
         type=_server_args,
@@ -362,11 +377,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.client import Api
     from sglang_nvfp4_patches.accuracy.report import format_run_report, run_notes
     from sglang_nvfp4_patches.accuracy.run import run_accuracy
-    from sglang_nvfp4_patches.accuracy.store import (
-        ensure_output_file,
-        partial_path,
-        run_file_lock,
-    )
+    from sglang_nvfp4_patches.accuracy.store import ensure_output_file, run_file_lock
 
     try:
         config = _run_config(args, args.base_url, args.out, api=Api(args.api), model=args.model)
@@ -374,22 +385,26 @@ def _cmd_run(args: argparse.Namespace) -> int:
         items = config.load_items()
         with run_file_lock(args.out, "--out"):
             outcome = run_accuracy(config, items, _stderr_line)
-    except KeyboardInterrupt:  # before or after the questions: nothing stored was changed
-        print(
-            f"interrupted; nothing stored in {args.out} or {partial_path(args.out)} was "
-            "changed; rerun the same command to resume",
-            file=sys.stderr,
-        )
+    except KeyboardInterrupt:  # before, during or after the questions
+        print(_kept_on_disk(args.out), file=sys.stderr)
         return EXIT_INTERRUPTED
-    report = format_run_report(outcome)
     if outcome.interrupted:
-        print(report, file=sys.stderr)
+        print(_kept_on_disk(args.out), file=sys.stderr)
         return outcome.exit_code
+    report = format_run_report(outcome)
     if report:
         print(report)
     for note in run_notes(outcome):  # warnings and errors: stderr
         print(note, file=sys.stderr)
     return outcome.exit_code
+
+
+def _kept_on_disk(out: Path) -> str:
+    """The interrupt line: what is on disk, read back from the file that holds it."""
+    from sglang_nvfp4_patches.accuracy.report import kept_line
+    from sglang_nvfp4_patches.accuracy.store import answers_on_disk
+
+    return f"interrupted; {kept_line(*answers_on_disk(out), 'rerun the same command to resume')}"
 
 
 def _stderr_line(line: str) -> None:
@@ -422,7 +437,7 @@ def _cmd_ab(args: argparse.Namespace) -> int:
         status.say(f"error: {exc}")
         status.say(f"last {len(tail)} line(s) of {exc.log}:")
         for line in tail:
-            status.say(f"  {line}")
+            status.say(f"  {printable(line)}")
         return EXIT_SERVER
     except KeyboardInterrupt:
         status.say(

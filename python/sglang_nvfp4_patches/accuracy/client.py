@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from sglang_nvfp4_patches.errors import loads_json
+from sglang_nvfp4_patches.streams import printable
 
 _JSON_HEADERS = {"Content-Type": "application/json"}
 _BODY_SNIPPET_CHARS = 200
@@ -135,11 +136,11 @@ def served_model(base_url: str, timeout_s: float) -> str | None:
     except (OSError, ValueError, http.client.HTTPException):
         return None
     model = data.get("model_path") if isinstance(data, dict) else None
-    return model if isinstance(model, str) and model else None
+    return printable(model) if isinstance(model, str) and model else None
 
 
 def _snippet(raw: bytes) -> str:
-    text = raw.decode("utf-8", errors="replace").strip()
+    text = printable(raw.decode("utf-8", errors="replace").strip())
     if len(text) > _BODY_SNIPPET_CHARS:
         text = text[:_BODY_SNIPPET_CHARS] + "..."
     return text

@@ -105,6 +105,7 @@ class Comparison:
     per_subject: list[SubjectDelta]
     incomplete: list[str]
     setting_differences: list[str] = field(default_factory=list)  # allowed by the user
+    cut_outputs: dict[str, int] = field(default_factory=dict)  # answers stored cut, per side
 
     @property
     def b_is_worse(self) -> bool:
@@ -130,6 +131,7 @@ class Comparison:
             "only_in_b": self.only_in_b,
             "incomplete": self.incomplete,
             "setting_differences": self.setting_differences,
+            "cut_outputs": self.cut_outputs,
             "per_subject": {
                 d.subject: {"n": d.n, "acc_a": d.acc_a, "acc_b": d.acc_b, "delta": d.delta}
                 for d in self.per_subject
@@ -245,6 +247,10 @@ def compare_runs(
         ],
         incomplete=[run.label for run in (a, b) if not run.complete],
         setting_differences=differences,
+        cut_outputs={
+            side: sum("output_cut" in record for record in run.records.values())
+            for side, run in (("A", a), ("B", b))
+        },
     )
 
 

@@ -17,6 +17,10 @@ MAX_SECONDS = 7 * 24 * 3600.0
 MAX_FILE_BYTES = 512 * 2**20
 # The largest MMLU csv file read: MMLU's largest (professional_law_test.csv) is about 2 MB.
 MAX_CSV_BYTES = 64 * 2**20
+# The most characters of one answer a run file keeps: an MMLU answer is a letter and a few
+# words; a longer one is cut there, its record marked ``output_cut`` (its full length), which
+# ``compare`` reports. Its prediction is read from the whole answer first.
+MAX_OUTPUT_CHARS = 4096
 
 
 # This many failed questions in a row (no success in between) means the server is down or

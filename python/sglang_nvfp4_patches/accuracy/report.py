@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sglang_nvfp4_patches.accuracy.compare import EXACT_TEST_BELOW, Comparison, McNemar
-from sglang_nvfp4_patches.accuracy.limits import ABORT_AFTER_CONSECUTIVE_FAILURES
+from sglang_nvfp4_patches.accuracy.limits import ABORT_AFTER_CONSECUTIVE_FAILURES, MAX_OUTPUT_CHARS
 from sglang_nvfp4_patches.accuracy.scoring import CHANCE_ACCURACY, COLLAPSE_MARGIN, is_collapsed
 
 if TYPE_CHECKING:  # run.py imports aiohttp; compare should not pay for it
@@ -31,11 +31,7 @@ def format_run_report(outcome: RunOutcome) -> str:
     """Per-subject table, total and speed (stdout); empty when no question got an answer.
     The warnings and errors are :func:`run_notes` (stderr)."""
     run = outcome.run
-    if run is None:
-        kept = outcome.resumed + outcome.answered_this_run
-        again = "rerun the same command to resume"
-        return f"interrupted; {kept_line(kept, outcome.partial, again)}"
-    if run["n_answered"] == 0 and outcome.exit_code:
+    if run is None or (run["n_answered"] == 0 and outcome.exit_code):
         return ""
     lines: list[str] = []
     per_subject: Mapping[str, Mapping[str, Any]] = run["per_subject"]
@@ -115,6 +111,9 @@ def format_comparison(cmp: Comparison) -> str:
         )
     for label in cmp.incomplete:
         lines.append(f"NOTE: {label} is an incomplete run (not every question was answered)")
+    if any(cmp.cut_outputs.values()):
+        counts = ", ".join(f"{n} in {side}" for side, n in cmp.cut_outputs.items())
+        lines.append(f"NOTE: answers stored cut at {MAX_OUTPUT_CHARS} characters ({counts})")
     for difference in cmp.setting_differences:
         lines.append(f"NOTE: the runs differ in a setting that changes answers: {difference}")
     lines.append("")

@@ -307,7 +307,6 @@ def run_accuracy(
     tally = _Tally()
     interrupted = False
     if plan.todo:
-        config.out.parent.mkdir(parents=True, exist_ok=True)
         header = {**config.settings(), **endpoint, **config.scope(items)}
         writer = PartialWriter(ppath, header, done.values())
         progress = _make_progress(config, total=len(items), initial=resumed)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sglang_nvfp4_patches.accuracy.dataset import CHOICE_LETTERS, EvalItem
+from sglang_nvfp4_patches.accuracy.limits import MAX_OUTPUT_CHARS
 
 CHANCE_ACCURACY = 1 / len(CHOICE_LETTERS)
 COLLAPSE_MARGIN = 0.05
@@ -31,6 +32,7 @@ def make_record(item: EvalItem, output: str) -> dict[str, Any]:
     """The stored answer for one question (``output`` kept for debugging collapses)."""
     question = item.question
     prediction = parse_prediction(output)
+    cut = {"output_cut": len(output)} if len(output) > MAX_OUTPUT_CHARS else {}
     return {
         "id": question.id,
         "subject": question.subject,
@@ -38,7 +40,8 @@ def make_record(item: EvalItem, output: str) -> dict[str, Any]:
         "prediction": prediction,
         "answer": question.answer,
         "correct": prediction == question.answer,
-        "output": output,
+        "output": output[:MAX_OUTPUT_CHARS],
+        **cut,
     }
 
 

@@ -86,7 +86,7 @@ class ServerProcess:
     def start(cls, command: Sequence[str], port: int, log: Path, grace_s: float) -> ServerProcess:
         """Spawn ``command`` in a new session, stdout and stderr appended to ``log`` after a
         line that says when and how it started (a resumed ``ab`` keeps the earlier log)."""
-        log.parent.mkdir(parents=True, exist_ok=True)
+        log.parent.mkdir(exist_ok=True)
         with log.open("ab") as handle:
             handle.write(_start_banner(command))
             handle.flush()

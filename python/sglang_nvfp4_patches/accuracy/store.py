@@ -29,7 +29,7 @@ from typing import Any, BinaryIO, cast
 
 from sglang_nvfp4_patches.accuracy.errors import BusyError, ConfigError, ResumeError, RunFileError
 from sglang_nvfp4_patches.accuracy.files import kind_of, read_bounded, require_writable_target
-from sglang_nvfp4_patches.errors import loads_json
+from sglang_nvfp4_patches.errors import UsageError, loads_json
 
 PARTIAL_SUFFIX = ".partial.jsonl"
 RUN_FORMAT = "sglang-nvfp4-patches/accuracy-run"
@@ -74,15 +74,14 @@ def lock_path(out: Path) -> Path:
 
 def ensure_output_dir(directory: Path, option: str) -> None:
     """Refuse an ``--out-dir`` that cannot be made or written, before any server starts or
-    question is asked; nothing is left behind (the directory is made when first written)."""
+    question is asked; nothing is left behind (it is made when first written, never its
+    parents)."""
     _writable_dir(directory, option, directory)
 
 
 def ensure_output_file(out: Path, option: str) -> None:
     """``out`` can be written: a regular file or nothing yet (its partial file too), with a
     name this file system takes, in a directory that exists or can be made."""
-    if out.is_dir():
-        raise ConfigError(f"{option} {out}: is a directory; give a file name such as RUN.json")
     for path in (out, partial_path(out)):
         require_writable_target(path, option)
     existing = _writable_dir(out.parent, option, out)
@@ -134,6 +133,11 @@ def _writable_dir(directory: Path, option: str, target: Path) -> Path:
             f"{where}: cannot write there ({exc.strerror or exc}); pick a directory you can "
             "write to"
         ) from None
+    if existing not in (directory, target.parent):  # nothing is made the user did not ask for
+        raise ConfigError(
+            f"{where}: the directory {target.parent} does not exist; create it first (nothing "
+            f"but {target.name} is made for you), or pick another path"
+        )
     return existing
 
 
@@ -144,7 +148,7 @@ def run_file_lock(out: Path, option: str) -> Iterator[None]:
     which :func:`_lock` allows for); a killed process leaves it behind, unlocked."""
     path = lock_path(out)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"{option} {out}: cannot create {path.parent} ({exc.strerror})") from None
     fd = _lock(path, out, option)
@@ -412,6 +416,16 @@ def load_partial(path: Path, settings: Mapping[str, Any]) -> Stored:
             raise _refuse_damaged(f"{path}:{number}:", problem, path)
         records.append(record)
     return _stored(path, header, records, settings, tuple(notes))
+
+
+def answers_on_disk(out: Path) -> tuple[int, Path]:
+    """How many answers are stored for ``out`` and in which file, read back: its partial file
+    (answers are lines ending in a newline: a torn last one is not counted), else ``out``."""
+    with contextlib.suppress(OSError, UsageError):
+        return max(read_bounded(partial_path(out)).count(b"\n") - 1, 0), partial_path(out)
+    with contextlib.suppress(OSError, UsageError, ValueError, KeyError, TypeError):
+        return len(loads_json(read_bounded(out))["records"]), out
+    return 0, partial_path(out)
 
 
 def load_finished_run(path: Path, settings: Mapping[str, Any]) -> Stored:

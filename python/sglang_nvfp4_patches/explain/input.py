@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,7 @@ def read_checkpoint(model_dir: Path) -> dict[Path, dict[str, Any]]:
             f'{config_path}: has no "model_type" string; SGLang (through transformers) reads '
             'it to choose the model\'s config class (e.g. "gemma4", "llama4")'
         )
-    problem = moe_field_problem(config)
+    problem = field_type_problem(config) or moe_field_problem(config)
     if problem is not None:
         raise ModelDirError(f"{config_path}: {problem}")
     files = {config_path: config}
@@ -126,6 +126,45 @@ def read_checkpoint(model_dir: Path) -> dict[Path, dict[str, Any]]:
         except FileNotFoundError:  # absent (or a dangling link): SGLang skips it too
             continue
     return files
+
+
+# Fields SGLang reads by their type: the test a value passes, and what SGLang reads it as.
+_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "architectures": (
+        lambda v: isinstance(v, list) and bool(v) and all(isinstance(a, str) and a for a in v),
+        'a list of model class names, e.g. ["Llama4ForConditionalGeneration"]',
+    ),
+    "text_config": (lambda v: isinstance(v, dict | None), "an object (the text model's)"),
+    "quantization_config": (lambda v: isinstance(v, dict | None), "an object"),
+    "quantization_config.quant_method": (lambda v: isinstance(v, str) and v, 'a name ("modelopt")'),
+    **dict.fromkeys(
+        ("hidden_size", "num_hidden_layers"),
+        (lambda v: type(v) is int and v > 0, "a positive whole number"),
+    ),
+    **dict.fromkeys(  # null: the model's default; their bounds: moe_field_problem
+        ("num_experts_per_tok", "top_k_experts", "num_experts", "num_local_experts"),
+        (lambda v: v is None or type(v) is int, "a whole number"),
+    ),
+}
+
+
+def field_type_problem(config: Mapping[str, Any]) -> str | None:
+    """A field SGLang reads by its type, null or of another type here, named (SGLang would
+    blame another field, or read a string ``architectures`` as no architecture at all)."""
+    fields = dict(config)
+    for key in ("text_config", "quantization_config"):
+        inner = config.get(key)
+        fields.update(
+            {f"{key}.{n}": v for n, v in inner.items()} if isinstance(inner, dict) else {}
+        )
+    for field, value in fields.items():
+        fine, what = _FIELDS.get(field.removeprefix("text_config."), (None, ""))
+        if fine is not None and not fine(value):
+            return (
+                f'field "{field}" is {_value_text(value)}; SGLang reads it as {what}: set it as '
+                "the checkpoint's published config.json does"
+            )
+    return None
 
 
 def read_model_config(model_dir: Path) -> dict[str, Any]:
@@ -171,6 +210,8 @@ def _field(line: str, keys: Mapping[str, Any]) -> str | None:
 
 
 def _value_text(value: object) -> str:
+    if value is None:
+        return "null"
     kind = {dict: "an object", list: "a list", str: "the string", bool: "the boolean"}.get(
         type(value), "the value"
     )

@@ -61,14 +61,10 @@ def _family(config: Mapping[str, Any]) -> str | None:
     return moe_family(architecture, text_config(config).get("enable_moe_block"))
 
 
-def _whole(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def moe_field_problem(config: Mapping[str, Any]) -> str | None:
     """What is wrong with the experts-per-token and experts fields the family's MoE layer is
     built from, in words naming the field and what to set (``None``: nothing, or not a Llama
-    4 or Gemma 4 MoE config)."""
+    4 or Gemma 4 MoE config). Their type is checked before (explain's field_type_problem)."""
     family = _family(config)
     if family is None:
         return None
@@ -77,9 +73,6 @@ def moe_field_problem(config: Mapping[str, Any]) -> str | None:
     top_k_name, experts_name = TOP_K_FIELD[family], EXPERTS_FIELD[family]
     top_k, experts = text.get(top_k_name), text.get(experts_name)
     fix = f"set it as the published {family} checkpoint does"
-    for name, value in ((experts_name, experts), (top_k_name, top_k)):
-        if value is not None and not _whole(value):
-            return f'field "{where}{name}" is {value!r}, not a whole number; {fix}'
     if experts is not None and not 1 <= experts <= MAX_EXPERTS:
         return (
             f'field "{where}{experts_name}" is {experts}: a {family} MoE layer has from 1 to '

@@ -319,3 +319,23 @@ def test_a_stop_in_code_run_from_a_string_still_exits_130(
         timeout=120,
     )
     assert (done.returncode, done.stderr.splitlines()) == (EXIT_INTERRUPTED, ["interrupted"])
+
+
+def test_a_stop_that_some_code_caught_still_ends_the_command_with_130(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once a SIGHUP inside a class body's ``__set_name__`` (Python wraps the KeyboardInterrupt
+    in a RuntimeError) became doctor's "failed: cannot read state" and exit 1."""
+    from sglang_nvfp4_patches import cli
+
+    def swallowing(_: object) -> int:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)
+        except BaseException:  # as a probe's broad except once did, wrapped or not
+            pass
+        return 1  # a verdict the stop must not turn into
+
+    monkeypatch.setattr(cli, "_run_doctor", swallowing)
+    assert cli.main(["doctor"]) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err.splitlines() == ["interrupted"]
