@@ -30,9 +30,9 @@ SGLang ${release} passed the release matrix and verify. To add it:
   1. python/sglang_nvfp4_patches/supported_releases.py: add "${release}" to TESTED_RELEASES
      (${listed}; CI runs every entry; the window's upper bound follows the newest entry,
      today ${newest}).
-  2. .venv/bin/python scripts/record_evidence.py ${release}: ships nvfp4-moe-runner's
-     evidence record for it (verify recorded it on this machine only; CI's verify checks the
-     shipped one on every release).
+  2. .venv/bin/python scripts/release_facts.py ${release}: ships its row of release facts
+     (verify kept it on this machine only; CI's verify checks the shipped row on every
+     release).
   3. docs/releases.md: the per-release table (from doctor's lines above); README.md: the
      first-screen table and the window's bounds in the text.
 Then run .ci/run (each release adds about 1 min with two jobs at a time: keep it under 30 min).

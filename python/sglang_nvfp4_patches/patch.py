@@ -22,10 +22,7 @@ declaration field   signature                                              calle
 ``runner_may_lift`` ``(refusal: str) -> bool`` (optional)                  ``explain``
 ==================  =====================================================  =================
 
-A patch that decides from an evidence record (:mod:`.evidence_records`) also provides
-``current_record`` (:class:`CurrentRecord`) in the module
-:data:`~.patch_names.EVIDENCE_MODULES` names for it: where the version is untested, the release
-gate asks each (:func:`record_readers`), below the patches, so not through a declaration.
+What CI settled per release, a patch reads from the release facts (:mod:`.release_facts`).
 """
 
 from __future__ import annotations
@@ -37,12 +34,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sglang_nvfp4_patches.patch_names import EVIDENCE_MODULES, NOT_FORCEABLE_BECAUSE
+from sglang_nvfp4_patches.patch_names import NOT_FORCEABLE_BECAUSE
 from sglang_nvfp4_patches.status import PatchReport
 
 if TYPE_CHECKING:
     from sglang_nvfp4_patches.check_result import CheckResult
-    from sglang_nvfp4_patches.evidence_records import Record
 
 
 class Install(Protocol):
@@ -94,13 +90,6 @@ def no_runner_lifts(refusal: str) -> bool:
     return False
 
 
-class CurrentRecord(Protocol):
-    """The evidence record of the patch that matches the SGLang this process imported, shipped
-    or kept by ``verify`` (``None``: none matches)."""
-
-    def __call__(self) -> Record | None: ...
-
-
 @dataclass(frozen=True)
 class Lazy:
     """``module.function``, imported on the first call."""
@@ -139,14 +128,6 @@ class Patch:
     def concerns(self, architecture: str | None) -> bool:
         """Whether an ``explain`` row of ``architecture`` is one of this patch's."""
         return self.architectures is None or architecture in self.architectures
-
-
-RECORD_FUNCTION = "current_record"  # in each of EVIDENCE_MODULES
-
-
-def record_readers() -> tuple[CurrentRecord, ...]:
-    """``current_record`` of each patch that decides from an evidence record."""
-    return tuple(Lazy(module, RECORD_FUNCTION) for module in EVIDENCE_MODULES.values())
 
 
 # Each field that names a function of the patch's package, and the protocol it follows.

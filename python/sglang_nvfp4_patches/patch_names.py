@@ -1,9 +1,7 @@
-"""The patches' names, in the order they are installed and reported, why each patch that
-cannot be forced is not, and where each patch that decides from evidence records finds its
-record (pure, and a leaf: :mod:`.settings` checks the environment against it, and the release
-gate asks the records, without importing a patch package; each package's declaration takes its
-name from here, :func:`.patch.declare` its forceability and record, and :mod:`.patches` its
-order)."""
+"""The patches' names, in the order they are installed and reported, and why each patch that
+cannot be forced is not (pure, and a leaf: :mod:`.settings` checks the environment against it
+without importing a patch package; each package's declaration takes its name from here,
+:func:`.patch.declare` its forceability, and :mod:`.patches` its order)."""
 
 from __future__ import annotations
 
@@ -21,11 +19,4 @@ NOT_FORCEABLE_BECAUSE: dict[str, str] = {
         "it publishes a runner only where the evidence shows SGLang's own layer failing; pass "
         "--moe-runner-backend flashinfer_cutlass to choose that runner yourself"
     ),
-}
-
-# Per patch that decides from an evidence record (evidence_records.py): the module that gathers
-# its evidence and finds its record for this SGLang (its ``current_record``).
-EVIDENCE_MODULES: dict[str, str] = {
-    LLAMA4_ROUTER_WEIGHT: "sglang_nvfp4_patches.llama4_router_weight.evidence",
-    NVFP4_MOE_RUNNER: "sglang_nvfp4_patches.nvfp4_moe_runner.evidence",
 }

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from sglang_nvfp4_patches.interrupts import caused_by_interrupt
-from sglang_nvfp4_patches.patch import Patch, record_readers
+from sglang_nvfp4_patches.patch import Patch
 from sglang_nvfp4_patches.release_gate import ReleaseGate, release_gate
 from sglang_nvfp4_patches.settings import (
     InvalidForceError,
@@ -43,15 +43,14 @@ class Decision:
 
 
 def _tested_release_with_these_sources() -> str | None:
-    """The tested release whose shipped records every patch that decides from records finds
-    for this SGLang's sources (asked by the gate only where the version is untested)."""
-    from sglang_nvfp4_patches.evidence_records import release_with_these_sources
+    """The tested release whose shipped release-facts row has this SGLang's sources (asked by
+    the gate only where the version is untested)."""
+    from sglang_nvfp4_patches.release_facts import release_with_these_sources
 
     try:
-        records = [read() for read in record_readers()]
+        return release_with_these_sources()
     except Exception:  # sources that cannot be read are no tested release's: untested
         return None
-    return release_with_these_sources(records)
 
 
 @functools.cache

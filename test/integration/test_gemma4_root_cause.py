@@ -141,10 +141,15 @@ def own(scenarios: dict) -> list[str]:
 
 
 def answers(result: dict) -> tuple[list[str], list[list[str]]]:
-    """The attention backend each case got, and the WARNINGs each logged."""
+    """The attention backend each case got, and the WARNINGs each logged of this patch (the
+    bug window's copy has other sources than any row of release facts, so another patch may
+    say it cannot tell there)."""
     return (
         [case["attention_backend"] for case in result["cases"]],
-        [case["warnings"] for case in result["cases"]],
+        [
+            [line for line in case["warnings"] if not line.startswith("[llama4-router-weight]")]
+            for case in result["cases"]
+        ],
     )
 
 
@@ -163,7 +168,10 @@ def test_bug_window_build_gets_the_rule_without_force(scenarios: dict, own: list
     assert result["sglang"] == sglang_version()  # same version string, reverted code
     assert result["mode"] == "live"
     assert result["state"]["status"] == "applied"
-    assert "is a constant: `bmm2_scale = 1.0`" in result["state"]["reason"]
+    if root_cause.kv_scale_verdict().bug_live:  # the release itself: its row of release facts
+        assert "FP8 KV-cache path: dropped, recorded by CI for" in result["state"]["reason"]
+    else:  # an edited copy, which no row has: the line read off its source
+        assert "is a constant: `bmm2_scale = 1.0`" in result["state"]["reason"]
     assert result["imported_at_load"] == []
     got, warned = answers(result)
     # FP8 KV cache on SM10X, nothing given: triton; other GPUs: SGLang's own.

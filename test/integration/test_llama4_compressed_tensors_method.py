@@ -261,13 +261,15 @@ def test_the_other_w13_order_is_caught_and_the_layer_refused(
     fact = evidence.method_fact(COMPRESSED_TENSORS.part)
     assert fact["state"] == LIFTED_WRONG, fact
     assert fact["lifted"]["detail"].startswith("output != expert(x*w)"), fact
-    shipped = evidence.current_record()
+    shipped = evidence.current_row()
     assert shipped is not None
-    planted = dataclasses.replace(shipped, facts={**shipped.facts, COMPRESSED_TENSORS.part: fact})
-    monkeypatch.setattr(evidence, "current_record", lambda: planted)
+    column = evidence.COLUMN + COMPRESSED_TENSORS.part
+    cells = {**shipped.cells, column: evidence.cell_of(fact["state"])}
+    planted = dataclasses.replace(shipped, cells=cells)
+    monkeypatch.setattr(evidence, "current_row", lambda: planted)
     with sm120_scheduler() as kernel:
         moe = CompressedTensorsLayer(kernel, top_k=1)
-        with pytest.raises(LiftedLayerWrongError, match=r"output != expert\(x\*w\)"):
+        with pytest.raises(LiftedLayerWrongError, match=r"lifted, the layer computes"):
             moe.moe.build()
         assert kernel.calls == []
     assert "compressed-tensors NVFP4 rejection: refused when the layer is built (" in (

@@ -199,7 +199,8 @@ def test_no_read_of_the_flag_is_unknown_until_verify_shows_sglang_serving(
     assert after["doctor_exit"] == 0, after
     assert (
         "ModelOpt NVFP4 rejection: none in this release (ModelOptNvFp4FusedMoEMethod's own "
-        "layer serves with top-1 and apply_router_weight_on_input (output = expert(x*w)"
+        "layer serves with top-1 and apply_router_weight_on_input (SGLang's own layer serves "
+        "top-1 with the flag; shown on CPU by verify on this machine)"
     ) in after["doctor"][LLAMA4]["reason"]
     assert "shown on CPU by verify on this machine" in after["doctor"][LLAMA4]["reason"]
 

@@ -9,15 +9,11 @@ the protocol of its field: a renamed function, a moved module or a missing param
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
-from pathlib import Path
 
 import pytest
 
-from sglang_nvfp4_patches.evidence_records import SHIPPED_NAME
-from sglang_nvfp4_patches.patch import PROTOCOLS, RECORD_FUNCTION, CurrentRecord, Lazy, Patch
-from sglang_nvfp4_patches.patch_names import EVIDENCE_MODULES
+from sglang_nvfp4_patches.patch import PROTOCOLS, Lazy, Patch
 from sglang_nvfp4_patches.patches import PATCHES
 
 NOT_FUNCTIONS = {"name", "architectures", "declares", "not_forceable_because"}
@@ -54,21 +50,3 @@ def patch_package(patch: Patch) -> str:
     install = patch.install
     assert isinstance(install, Lazy)
     return install.module.rsplit(".", 1)[0]
-
-
-@pytest.mark.parametrize("patch", PATCHES, ids=lambda patch: patch.name)
-def test_a_patch_that_ships_records_says_where_it_finds_them(patch: Patch) -> None:
-    """The release gate asks ``current_record`` of each module ``EVIDENCE_MODULES`` names,
-    whether this SGLang's sources are a tested release's: a patch shipping records and not
-    named there would go unasked; one named there finds its record in its own package, with
-    the protocol's signature."""
-    package = patch_package(patch)
-    ships = (Path(importlib.import_module(package).__file__).with_name(SHIPPED_NAME)).is_file()
-    assert (patch.name in EVIDENCE_MODULES) is ships, patch.name
-    if ships:
-        module = EVIDENCE_MODULES[patch.name]
-        assert module.startswith(package + "."), module
-        read = Lazy(module, RECORD_FUNCTION).resolve()
-        assert _parameters(read, protocol=False) == _parameters(
-            CurrentRecord.__call__, protocol=True
-        )

@@ -194,7 +194,7 @@ EDITS = {
 
 # Simulated next releases: 0.5.23's code (or the installed release's) with one change each.
 NEXT_RELEASE = "0.5.24.dev0"
-# A source the evidence records fingerprint (``simulation/moe_forward.py``'s SGLANG_SOURCES).
+# A source the release facts fingerprint (``release_facts.SOURCES``).
 MOE_TOPK = Path("srt", "layers", "moe", "topk.py")
 
 
@@ -203,7 +203,7 @@ def a_line_added(source: str) -> tuple[str, int]:
     return f"{source}\n# a line this build adds\n", 1
 
 
-# The next release changes sources the records fingerprint; 0.5.23's sources unchanged under
+# The next release changes sources the release facts fingerprint; 0.5.23's sources unchanged under
 # its version would be 0.5.23 to the release gate (``test_tested_release_builds.py``).
 NEXT_RELEASE_EDITS = {MOE_TOPK: a_line_added}
 MODELOPT = Path("srt", "layers", "quantization", "modelopt_quant.py")

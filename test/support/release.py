@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import json
-
 from packaging.version import Version
 
 from sglang_nvfp4_patches.status import sglang_version
@@ -45,10 +43,11 @@ def recorded_llama4_state(part: str) -> str | None:
 
 
 def shipped_llama4_serving(part: str) -> list[str]:
-    """The releases whose shipped ``llama4-router-weight`` record shows ``part``'s layer
-    serving (SGLang's own, or lifted), oldest first: the file read here, on its own."""
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import SHIPPED
+    """The releases whose shipped release-facts row shows ``part``'s layer serving (SGLang's
+    own, or lifted), oldest first: the table read here, on its own."""
+    from sglang_nvfp4_patches.release_facts import SHIPPED
 
-    records = json.loads(SHIPPED.read_text())["records"]
-    states = {r["sglang"]: r["facts"].get(part, {}).get("state") for r in records}
-    return sorted((r for r, s in states.items() if s in ("upstream", "lift serves")), key=Version)
+    lines = [line.split() for line in SHIPPED.read_text().splitlines() if line[:1] not in "#"]
+    column = lines[0].index(f"l4:{part}")
+    found = [words[0] for words in lines[1:] if words[column] in ("upstream", "lift-serves")]
+    return sorted(found, key=Version)

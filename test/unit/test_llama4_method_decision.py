@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from sglang_nvfp4_patches.evidence_records import Record
 from sglang_nvfp4_patches.llama4_router_weight.evidence import releases_serving
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import decide, still_rejects
 from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
@@ -20,6 +19,7 @@ from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
     MODELOPT,
 )
 from sglang_nvfp4_patches.llama4_router_weight.rejection_question import Reading, Verdict
+from sglang_nvfp4_patches.release_facts import Row
 from sglang_nvfp4_patches.status import PatchState
 from support.release import shipped_llama4_serving
 
@@ -35,30 +35,29 @@ TOP_K_ONLY = Reading(
 )
 
 
-def run(verdict: str, runner: str = "flashinfer_cutlass") -> dict[str, Any]:
-    return {"verdict": verdict, "runner": runner, "detail": f"the layer {verdict}"}
+def record(*states: tuple[str, str], release: str = "0.5.99", made_by: str = "CI") -> Row:
+    """A release-facts row giving each ``(part, cell)``."""
+    return Row(release, "f" * 16, {f"l4:{part}": cell for part, cell in states}, made_by)
 
 
-def fact(state: str, own: str, lifted: str, runner: str = "flashinfer_cutlass") -> dict:
-    return {"state": state, "detail": "d", "sglang": run(own, runner), "lifted": run(lifted)}
+def never_read() -> Reading:
+    raise AssertionError("the code was read although the row settles the decision")
 
 
-def record(state: str, own: str, lifted: str, runner: str = "flashinfer_cutlass") -> Record:
-    facts = {"modelopt": fact(state, own, lifted, runner)}
-    return Record("llama4-router-weight", "0.5.99", "f" * 64, "CI", facts)
-
-
-SERVES = record("upstream", "serves", "serves")
-LIFT_ONLY = record("lift serves", "fails", "serves")
-NEITHER = record("fails", "fails", "fails")
-ELSEWHERE = record("other runner", "other kernel", "other kernel", runner="cutlass")
-WRONG = record("lifted, wrong", "fails", "wrong")
+SERVES = record(("modelopt", "upstream"))
+LIFT_ONLY = record(("modelopt", "lift-serves"))
+NEITHER = record(("modelopt", "fails"))
+ELSEWHERE = record(("modelopt", "other-runner"))
+WRONG = record(("modelopt", "lifted-wrong"))
+UNGATHERED = record(("runner", "not-applicable"), ("modelopt", "-"))
 
 
 @pytest.mark.parametrize(
     ("reading", "evidence", "state", "note", "lift"),
     [
         (REJECTS, None, PatchState.APPLIED, "lifted", True),
+        (REJECTS, UNGATHERED, PatchState.APPLIED, "lifted", True),
+        (USES, UNGATHERED, PatchState.UNKNOWN, "cannot tell", True),
         (USES, None, PatchState.UNKNOWN, "cannot tell", True),
         (NOTHING, None, PatchState.UNKNOWN, "cannot tell", True),
         (UNREAD, None, PatchState.UNKNOWN, "cannot tell", True),
@@ -75,29 +74,25 @@ WRONG = record("lifted, wrong", "fails", "wrong")
     ],
 )
 def test_decide(
-    reading: Reading, evidence: Record | None, state: PatchState, note: str, lift: bool
+    reading: Reading, evidence: Row | None, state: PatchState, note: str, lift: bool
 ) -> None:
-    decision = decide(MODELOPT, reading, evidence)
+    decision = decide(MODELOPT, lambda: reading, evidence)
     assert (decision.state, decision.lift) == (state, lift), decision
     assert decision.note.startswith(note), decision.note
     # only a lifted layer shown computing wrong is refused whatever the layer's facts
     assert (decision.refusal is not None) is (evidence is WRONG), decision
 
 
-# 0.5.16's record as CI made it: the compressed-tensors layer, lifted, computes wrong; the
+@pytest.mark.parametrize("evidence", [SERVES, LIFT_ONLY, NEITHER, ELSEWHERE, WRONG])
+def test_a_row_that_settles_it_never_reads_the_code(evidence: Row) -> None:
+    """A server on a release with a row imports no reader: the decision comes from the row."""
+    decide(MODELOPT, never_read, evidence)
+
+
+# 0.5.16's row as CI made it: the compressed-tensors layer, lifted, computes wrong; the
 # ModelOpt one serves lifted.
-WRONG_HERE = Record(
-    "llama4-router-weight",
-    "0.5.16",
-    "f" * 64,
-    "CI",
-    {
-        "modelopt": fact("lift serves", "fails", "serves"),
-        "compressed-tensors": {
-            **fact("lifted, wrong", "fails", "wrong"),
-            "lifted": {**run("wrong"), "detail": "output != expert(x*w) (relative error 1.2e+00)"},
-        },
-    },
+WRONG_HERE = record(
+    ("modelopt", "lift-serves"), ("compressed-tensors", "lifted-wrong"), release="0.5.16"
 )
 
 
@@ -106,12 +101,13 @@ def test_a_lifted_layer_shown_computing_wrong_is_refused_naming_what_serves() ->
     the releases the shipped records show serving this checkpoint (the release itself left
     out), and the other checkpoint format its own record shows serving here."""
     serving = ("0.5.16", "0.5.17", "0.5.18")
-    decision = decide(COMPRESSED_TENSORS, REJECTS, WRONG_HERE, serving)
+    decision = decide(COMPRESSED_TENSORS, never_read, WRONG_HERE, serving)
     assert decision.refusal == (
         "apply_router_weight_on_input=True (Llama 4): on SGLang 0.5.16 this MoE layer's "
         "CompressedTensorsW4A4Nvfp4MoE, with its rejection of the flag lifted, computes "
-        "something other than expert(x*w) on the FlashInfer CUTLASS MoE runner (output != "
-        "expert(x*w) (relative error 1.2e+00); shown on CPU by CI): wrong results, no error, "
+        "something other than expert(x*w) on the FlashInfer CUTLASS MoE runner (lifted, the "
+        "layer computes something other than expert(x*w); shown on CPU by CI): wrong results, "
+        "no error, "
         "so sglang-nvfp4-patches refuses the layer. Serve this compressed-tensors NVFP4 "
         "checkpoint on SGLang 0.5.17 or 0.5.18 (shown serving there), or serve a ModelOpt "
         "NVFP4 checkpoint of the model (shown serving on SGLang 0.5.16)."
@@ -129,23 +125,19 @@ def test_a_lifted_layer_shown_computing_wrong_is_refused_naming_what_serves() ->
     ],
 )
 def test_the_releases_shown_serving_are_named_in_order(serving: tuple, named: str) -> None:
-    decision = decide(COMPRESSED_TENSORS, REJECTS, WRONG_HERE, serving)
+    decision = decide(COMPRESSED_TENSORS, never_read, WRONG_HERE, serving)
     assert decision.refusal is not None and named in decision.refusal, decision.refusal
 
 
 def test_with_nothing_shown_serving_the_refusal_says_so() -> None:
-    alone = Record(
-        WRONG_HERE.patch,
-        WRONG_HERE.sglang,
-        WRONG_HERE.fingerprint,
-        "verify on this machine",
-        {"compressed-tensors": WRONG_HERE.facts["compressed-tensors"]},
+    alone = record(
+        ("compressed-tensors", "lifted-wrong"), release="0.5.16", made_by="verify on this machine"
     )
-    decision = decide(COMPRESSED_TENSORS, REJECTS, alone, ("0.5.16",))
+    decision = decide(COMPRESSED_TENSORS, never_read, alone, ("0.5.16",))
     assert decision.refusal is not None
     assert decision.refusal.endswith(
-        "(output != expert(x*w) (relative error 1.2e+00); shown on CPU by verify on this "
-        "machine): wrong results, no error, so sglang-nvfp4-patches refuses the layer. No "
+        "(lifted, the layer computes something other than expert(x*w); shown on CPU by verify "
+        "on this machine): wrong results, no error, so sglang-nvfp4-patches refuses the layer. No "
         "tested SGLang release is shown serving a compressed-tensors NVFP4 layer."
     ), decision.refusal
 
@@ -158,17 +150,17 @@ def test_the_releases_shown_serving_come_from_the_shipped_records(rejecting: Any
 
 def test_no_record_never_reads_as_upstream() -> None:
     for reading in (USES, NOTHING, UNREAD):
-        decision = decide(MODELOPT, reading, None)
+        decision = decide(MODELOPT, lambda reading=reading: reading, None)
         assert "none in this release" not in decision.reason + decision.note
         assert decision.reason.endswith("; run `sglang-nvfp4-patches verify`"), decision.reason
 
 
 def test_upstream_names_the_behaviour_that_shows_it() -> None:
-    decision = decide(MODELOPT, TOP_K_ONLY, SERVES)
+    decision = decide(MODELOPT, never_read, SERVES)
     assert decision.note == (
         "none in this release (ModelOptNvFp4FusedMoEMethod's own layer serves with top-1 and "
-        "apply_router_weight_on_input (the layer serves; shown on CPU by CI); its check "
-        "(raise ValueError only with top-k > 1 at m.py:6) does not stop top-1)"
+        "apply_router_weight_on_input (SGLang's own layer serves top-1 with the flag; shown on "
+        "CPU by CI))"
     )
 
 

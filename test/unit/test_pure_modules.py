@@ -25,7 +25,7 @@ DECISION_LOGIC = (
     "sglang_nvfp4_patches.llama4_router_weight.rule",
     "sglang_nvfp4_patches.llama4_router_weight.refusals",
     "sglang_nvfp4_patches.nvfp4_moe_runner.rule",
-    "sglang_nvfp4_patches.evidence_records",
+    "sglang_nvfp4_patches.release_facts",
     "sglang_nvfp4_patches.patches",
     "sglang_nvfp4_patches.settings",
     "sglang_nvfp4_patches.supported_releases",

@@ -1,4 +1,5 @@
-"""Is the root cause live in the installed SGLang? Read off its TRT-LLM MHA backend source.
+"""Is the root cause live in the installed SGLang? The release facts' ``gemma4:v-scale`` cell
+for its sources, else read off its TRT-LLM MHA backend source (what ``verify`` always does).
 
 The file is located through ``sglang.srt.__path__`` (already imported when plugins load) and
 parsed, never imported: importing it would load FlashInfer in every process at plugin load.
@@ -12,15 +13,11 @@ import gc
 from collections.abc import Iterator
 from pathlib import Path
 
-from sglang_nvfp4_patches.gemma4_attention.rule import Gemma4Mode
-from sglang_nvfp4_patches.gemma4_attention.v_scale_question import (
-    KvScaleHandoff,
-    KvScaleVerdict,
-    analyse_backend_source,
-)
+from sglang_nvfp4_patches.gemma4_attention.rule import Gemma4Mode, KvScaleHandoff, KvScaleVerdict
 
 BACKEND_MODULE = "sglang.srt.layers.attention.trtllm_mha_backend"
 _RELATIVE = Path("layers", "attention", "trtllm_mha_backend.py")
+COLUMN = "gemma4:v-scale"  # the release facts' cell: the handoff's value
 
 
 def backend_source_path() -> Path | None:
@@ -50,7 +47,25 @@ def _collector_paused() -> Iterator[None]:
 
 @functools.cache
 def kv_scale_verdict() -> KvScaleVerdict:
-    """The root-cause verdict for this process's SGLang (read once)."""
+    """The root-cause verdict for this process's SGLang (decided once): its release facts' row,
+    else the source read."""
+    from sglang_nvfp4_patches.release_facts import current_row
+    from sglang_nvfp4_patches.status import sglang_version
+
+    row = current_row()
+    cell = None if row is None else row.cell(COLUMN)
+    if row is not None and cell is not None:
+        handoff = KvScaleHandoff(cell)
+        origin = row.origin(sglang_version())
+        return KvScaleVerdict(handoff, f"{_RELATIVE.name}, FP8 KV-cache path: {cell}, {origin}")
+    return read_verdict()
+
+
+@functools.cache
+def read_verdict() -> KvScaleVerdict:
+    """The root-cause verdict read off this process's SGLang source (once)."""
+    from sglang_nvfp4_patches.gemma4_attention.v_scale_question import analyse_backend_source
+
     path = backend_source_path()
     if path is None:
         return KvScaleVerdict(KvScaleHandoff.UNKNOWN, f"no {BACKEND_MODULE} in this SGLang")

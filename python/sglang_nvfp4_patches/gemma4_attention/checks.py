@@ -18,8 +18,11 @@ EXPLICIT = "trtllm_mha"  # what an operator passes to keep the fast backend
 
 
 def _verdict() -> str:
-    verdict = backend_source.kv_scale_verdict()
-    return f"{verdict.handoff.value}: {verdict.evidence}"
+    from sglang_nvfp4_patches.evidence_check import agrees_or_kept
+
+    verdict = backend_source.read_verdict()
+    summary = f"{verdict.handoff.value}: {verdict.evidence}"
+    return agrees_or_kept({backend_source.COLUMN: verdict.handoff.value}, summary)
 
 
 def _default() -> str:

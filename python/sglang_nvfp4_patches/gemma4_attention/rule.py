@@ -26,6 +26,23 @@ ROOT_CAUSE_ISSUE = "sglang#26518"
 ROOT_CAUSE_FIX = "sglang#28144"
 
 
+class KvScaleHandoff(enum.Enum):
+    APPLIED = "applied"  # every FP8-path bmm2_scale comes from the V scale: the bug is fixed
+    DROPPED = "dropped"  # a constant reaches some FP8-path bmm2_scale: the bug is live
+    UNKNOWN = "unknown"  # some FP8-path bmm2_scale cannot be followed (counted as live)
+
+
+@dataclass(frozen=True)
+class KvScaleVerdict:
+    handoff: KvScaleHandoff
+    evidence: str  # one line an operator can check against the file, or the row it is from
+
+    @property
+    def bug_live(self) -> bool:
+        """Unknown counts as live: accuracy over speed when the code cannot be read."""
+        return self.handoff is not KvScaleHandoff.APPLIED
+
+
 class Gemma4Mode(enum.Enum):
     """Where the rule stands in this process (decided once, at plugin load)."""
 

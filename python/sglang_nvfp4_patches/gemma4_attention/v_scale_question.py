@@ -13,12 +13,12 @@ argument, the source, the path (:mod:`.kv_cache_path`), and the verdict.
 from __future__ import annotations
 
 import ast
-import enum
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sglang_nvfp4_patches.gemma4_attention.kv_cache_path import fp8_sides
+from sglang_nvfp4_patches.gemma4_attention.rule import KvScaleHandoff, KvScaleVerdict
 from sglang_nvfp4_patches.source_reader.call_graph import roots
 from sglang_nvfp4_patches.source_reader.flow_state import Arguments, Env, Question, Side
 from sglang_nvfp4_patches.source_reader.module_code import ModuleCode
@@ -96,23 +96,6 @@ def _walk(code: ModuleCode, lines: list[str]) -> Walker:
                 env.names[params[0].arg] = walker.opaque(params[0])
             walker.run(fn, env)
     return walker
-
-
-class KvScaleHandoff(enum.Enum):
-    APPLIED = "applied"  # every FP8-path bmm2_scale comes from the V scale: the bug is fixed
-    DROPPED = "dropped"  # a constant reaches some FP8-path bmm2_scale: the bug is live
-    UNKNOWN = "unknown"  # some FP8-path bmm2_scale cannot be followed (counted as live)
-
-
-@dataclass(frozen=True)
-class KvScaleVerdict:
-    handoff: KvScaleHandoff
-    evidence: str  # one line an operator can check against the file
-
-    @property
-    def bug_live(self) -> bool:
-        """Unknown counts as live: accuracy over speed when the code cannot be read."""
-        return self.handoff is not KvScaleHandoff.APPLIED
 
 
 def _line(origin: Origin) -> int:

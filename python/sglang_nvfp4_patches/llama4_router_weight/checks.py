@@ -13,7 +13,7 @@ CPU stand-in of its contract (:mod:`sglang_nvfp4_patches.simulation.cutlass_kern
 * where the record shows a method's lifted layer computing something other than
   ``expert(x * w)`` on this release, its top-1 layers are refused when they are built;
 * the evidence (:mod:`.evidence`): SGLang's own registered fused function and methods, on
-  CPU; it must agree with the record for this SGLang, or becomes this machine's record.
+  CPU; its states must equal this SGLang's row of release facts, or become this machine's.
 """
 
 from __future__ import annotations
@@ -215,16 +215,11 @@ def _as_a_server_loads_it(rejecting: RejectingMethod) -> str:
 
 
 def _evidence() -> str:
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import (
-        SOURCES,
-        current_record,
-        gather,
-        outline,
-    )
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import PARTS, cells, gather
 
     found = gather()
-    summary = "; ".join(f"{part}: {state}" for part, state in outline(found).items())
-    return agrees_or_kept(NAME, SOURCES, current_record(), found, outline, summary)
+    summary = "; ".join(f"{part}: {fact['state']}" for part, fact in found.items())
+    return agrees_or_kept(cells(found, PARTS), summary)
 
 
 def run_checks() -> list[CheckResult]:

@@ -1,5 +1,5 @@
 """The behaviour behind ``llama4-router-weight``'s "upstream" and "none in this release",
-gathered on CPU by ``verify`` and kept as a record (:mod:`sglang_nvfp4_patches.evidence_records`).
+gathered on CPU by ``verify``; its states are release facts (:mod:`..release_facts`).
 
 Reading SGLang's code proves a rejection present, never absent; a half of this patch stands
 down only where SGLang's own code is shown to serve Llama 4's flag. Each run is the first MoE
@@ -23,22 +23,17 @@ with ``expert(x*w)`` (:func:`..simulation.moe_forward.run_first_moe_layer`):
 from __future__ import annotations
 
 import contextlib
-import functools
-import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from packaging.version import Version
 
-from sglang_nvfp4_patches.evidence_records import SHIPPED_NAME, Record, find_record
-from sglang_nvfp4_patches.llama4_router_weight import NAME
-from sglang_nvfp4_patches.simulation.moe_forward import SGLANG_SOURCES
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import REJECTING_METHODS
+from sglang_nvfp4_patches.release_facts import SHIPPED, Row, parse
 
-SOURCES = SGLANG_SOURCES  # what every run goes through
-SHIPPED = Path(__file__).with_name(SHIPPED_NAME)
 RUNNER = "runner"
+PARTS = (RUNNER, *(method.part for method in REJECTING_METHODS))  # one column each
 GPU = "sm120"
 CUTLASS = "flashinfer_cutlass"
 # fact states
@@ -48,41 +43,80 @@ LIFT_SERVES = "lift serves"  # SGLang's own method does not serve; lifted, it do
 LIFTED_WRONG = "lifted, wrong"  # SGLang's own raises; lifted, it computes, but not expert(x*w)
 FAILS = "fails"  # neither serves
 NOT_SHOWN = "not shown"  # the runner: no layer shows SGLang's fused function serving
+NOT_APPLICABLE = "not applicable"  # the runner: this release has no CUTLASS runner module
 SERVING = (UPSTREAM, LIFT_SERVES)  # the method's layer serves top-1 with the flag on the runner
+# The one sentence each state stands for (the release facts keep states only).
+SENTENCES = {
+    UPSTREAM: "SGLang's own layer serves top-1 with the flag",
+    OTHER_RUNNER: "SGLang's own layer runs on another runner",
+    LIFT_SERVES: "SGLang's own layer fails with the flag; lifted, it serves",
+    LIFTED_WRONG: "lifted, the layer computes something other than expert(x*w)",
+    FAILS: "the layer fails with the flag, lifted or not",
+    NOT_SHOWN: "no layer shows it serving the flag",
+    NOT_APPLICABLE: "this release has no FlashInfer CUTLASS runner module",
+}
+COLUMN = "l4:"  # + the part: l4:runner, l4:modelopt, l4:compressed-tensors
+NOT_GATHERED = "-"
 
 
-def current_record() -> Record | None:
-    """The record that matches the SGLang this process imported, if any."""
-    return find_record(NAME, sglang_version(), SOURCES, SHIPPED)
+def cell_of(state: str) -> str:
+    return state.replace(", ", "-").replace(" ", "-")
+
+
+def cells(facts: Mapping[str, Mapping[str, Any]], parts: tuple[str, ...]) -> dict[str, str]:
+    """The release-facts cells of gathered ``facts`` (``parts``: every column's part)."""
+    return {
+        COLUMN + part: cell_of(facts[part]["state"]) if part in facts else NOT_GATHERED
+        for part in parts
+    }
+
+
+def facts_of(row: Row) -> dict[str, dict[str, str]] | None:
+    """Each part's state and its sentence, as ``row`` gives them (``None``: no ``l4:`` cell)."""
+    states = {cell_of(state): state for state in SENTENCES}
+    found: dict[str, dict[str, str]] = {}
+    derived = False
+    for column in row.cells:
+        cell = row.cell(column)
+        if column.startswith(COLUMN) and cell is not None:
+            derived = True
+            if cell in states:
+                found[column[len(COLUMN) :]] = {
+                    "state": states[cell],
+                    "detail": SENTENCES[states[cell]],
+                }
+    return found if derived else None
+
+
+def current_row() -> Row | None:
+    """This SGLang's row, where it has this patch's cells."""
+    from sglang_nvfp4_patches.release_facts import current_row as row_here
+
+    row = row_here()
+    return row if row is not None and facts_of(row) is not None else None
 
 
 def current_facts() -> dict[str, Any] | None:
-    record = current_record()
-    return None if record is None else dict(record.facts)
-
-
-@functools.cache
-def _shipped_states(shipped: Path) -> tuple[tuple[str, Mapping[str, Any]], ...]:
-    """Each release the records in ``shipped`` cover, and its facts."""
-    try:
-        items = json.loads(shipped.read_text())["records"]
-        return tuple((item["sglang"], item["facts"]) for item in items)
-    except (OSError, ValueError, KeyError, TypeError):
-        return ()
+    row = current_row()
+    return None if row is None else facts_of(row)
 
 
 def releases_serving(part: str) -> tuple[str, ...]:
-    """The releases whose shipped record shows ``part``'s layer serving, oldest first."""
-    found = [
-        release
-        for release, facts in _shipped_states(SHIPPED)
-        if isinstance(facts.get(part), dict) and facts[part].get("state") in SERVING
-    ]
+    """The releases whose shipped row shows ``part``'s layer serving, oldest first."""
+    try:
+        rows = parse(SHIPPED.read_text())[1]
+    except OSError:
+        rows = []
+    found = {
+        row.release
+        for row in rows
+        if ((facts_of(row) or {}).get(part) or {}).get("state") in SERVING
+    }
     return tuple(sorted(found, key=Version))
 
 
-def shown_by(record: Record | None) -> str:
-    return "no record" if record is None else f"shown on CPU by {record.made_by}"
+def shown_by(row: Row | None) -> str:
+    return "no record" if row is None else f"shown on CPU by {row.made_by}"
 
 
 def _layers() -> dict[str, tuple[Path, dict[str, str]]]:
@@ -188,14 +222,9 @@ def gather() -> dict[str, Any]:
     from sglang_nvfp4_patches.simulation.cutlass_kernel import RUNNER_MODULE
 
     if not module_exists(RUNNER_MODULE):
-        return {RUNNER: {"state": "not applicable", "detail": f"no {RUNNER_MODULE}"}}
+        return {RUNNER: {"state": NOT_APPLICABLE, "detail": f"no {RUNNER_MODULE}"}}
     facts = {RUNNER: _runner_fact()}
     with _runner_as_recorded(facts[RUNNER]["state"] == UPSTREAM):
         for part in _layers():
             facts[part] = method_fact(part)
     return facts
-
-
-def outline(facts: Mapping[str, Any]) -> dict[str, str]:
-    """What two gatherings must agree on: each half's state (not the free text)."""
-    return {part: str(fact.get("state")) for part, fact in facts.items()}

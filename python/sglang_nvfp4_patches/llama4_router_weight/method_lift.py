@@ -36,11 +36,6 @@ from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
     REJECTING_METHODS,
     RejectingMethod,
 )
-from sglang_nvfp4_patches.llama4_router_weight.rejection_question import (
-    Reading,
-    Verdict,
-    read_method,
-)
 from sglang_nvfp4_patches.llama4_router_weight.rule import refusal_for
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     require_flag_free_views,
@@ -53,7 +48,8 @@ from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook
 from sglang_nvfp4_patches.status import PatchState, PatchUnavailable
 
 if TYPE_CHECKING:
-    from sglang_nvfp4_patches.evidence_records import Record
+    from sglang_nvfp4_patches.llama4_router_weight.rejection_question import Reading
+    from sglang_nvfp4_patches.release_facts import Row
 
 
 def runs_on_cutlass(method: Any) -> bool:
@@ -104,7 +100,10 @@ def create_moe_runner_hook(
 
 @functools.cache
 def reading_of(rejecting: RejectingMethod, method_cls: type) -> Reading:
-    """What ``rejecting``'s method does with the flag on the CUTLASS runner, read from its code."""
+    """What ``rejecting``'s method does with the flag on the CUTLASS runner, read from its code
+    (the reader is imported only where the release facts do not settle it)."""
+    from sglang_nvfp4_patches.llama4_router_weight.rejection_question import read_method
+
     return read_method(method_cls, rejecting.checked_in, runner_backends())
 
 
@@ -121,6 +120,8 @@ class MethodDecision:
 
 
 def what_it_reads(reading: Reading) -> str:
+    from sglang_nvfp4_patches.llama4_router_weight.rejection_question import Verdict
+
     if reading.verdict is Verdict.UNKNOWN:
         return f"it {reading.summary()}"
     if reading.verdict is Verdict.USES:
@@ -143,23 +144,25 @@ def still_rejects(rejecting: RejectingMethod, reading: Reading | None = None) ->
     return f"{rejecting.cls}.{rejecting.checked_in} still rejects {what}"
 
 
-def _fact(record: Record | None, part: str) -> dict[str, Any] | None:
-    """What ``record`` shows of ``part``, if anything."""
-    fact = None if record is None else record.facts.get(part)
-    return fact if isinstance(fact, dict) else None
+def _fact(row: Row | None, part: str) -> dict[str, Any] | None:
+    """What ``row`` shows of ``part``, if anything."""
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import facts_of
+
+    return None if row is None else (facts_of(row) or {}).get(part)
 
 
 def decide(
     rejecting: RejectingMethod,
-    reading: Reading,
-    record: Record | None,
+    read: Callable[[], Reading],
+    record: Row | None,
     serving: tuple[str, ...] = (),
 ) -> MethodDecision:
     """Lift where the code is read to reject the flag, or a record shows only the lifted layer
     serving; refuse every layer where it shows the lifted one computing wrong (naming the
     ``serving`` releases, where the shipped records show it serving, and the other methods
     the record shows serving here); stand down only where a record shows SGLang's own layer
-    serving (or running on another runner); otherwise lift, and say it cannot tell."""
+    serving (or running on another runner); otherwise lift, and say it cannot tell. The code
+    is ``read`` only where the row does not settle it."""
     # the record's vocabulary (imported here: plugin load never reads a record)
     from sglang_nvfp4_patches.llama4_router_weight.evidence import (
         FAILS,
@@ -178,34 +181,31 @@ def decide(
         how = "serves" if state == UPSTREAM else "does not run on the FlashInfer CUTLASS runner"
         reason = (
             f"{rejecting.cls}'s own layer {how} with top-1 and apply_router_weight_on_input "
-            f"({fact['sglang']['detail']}; {shown})"
+            f"({fact['detail']}; {shown})"
         )
-        if reading.rejected_at:
-            reason += f"; its check ({reading.rejected_at[0]}) does not stop top-1"
         return MethodDecision(
             PatchState.ALREADY_UPSTREAM, reason, f"{NO_REJECTION} ({reason})", False
         )
     if state == LIFT_SERVES:
         reason = (
             f"{rejecting.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner "
-            f"(SGLang's own layer: {fact['sglang']['detail']}; lifted: {fact['lifted']['detail']}; "
-            f"{shown})"
+            f"({fact['detail']}; {shown})"
         )
         return MethodDecision(PatchState.APPLIED, reason, "lifted", True)
     if record is not None and state == LIFTED_WRONG:
-        evidence = f"{fact['lifted']['detail']}; {shown}"
+        evidence = f"{fact['detail']}; {shown}"
         here = [
             other.label
             for other in REJECTING_METHODS
             if (_fact(record, other.part) or {}).get("state") in SERVING
         ]
-        elsewhere = tuple(release for release in serving if release != record.sglang)
-        served = served_instead(rejecting.label, record.sglang, elsewhere, here)
+        elsewhere = tuple(release for release in serving if release != record.release)
+        served = served_instead(rejecting.label, record.release, elsewhere, here)
         reason = (
             f"lifted, {rejecting.cls} computes something other than expert(x*w) ({evidence}); "
             f"{served}"
         )
-        refusal = lifted_wrong_message(rejecting.cls, record.sglang, evidence, served)
+        refusal = lifted_wrong_message(rejecting.cls, record.release, evidence, served)
         note = f"refused when the layer is built ({reason})"
         return MethodDecision(PatchState.APPLIED, reason, note, True, refusal)
     if state == FAILS:
@@ -214,6 +214,7 @@ def decide(
             f"lifted or not ({fact['detail']}; {shown}); left as SGLang ships it"
         )
         return MethodDecision(PatchState.FAILED, reason, "not lifted", False)
+    reading = read()
     if reading.rejects:
         reason = (
             f"{rejecting.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner "
@@ -226,13 +227,11 @@ def decide(
 
 def decision_for(rejecting: RejectingMethod, method_cls: type) -> MethodDecision:
     """:func:`decide` for the installed SGLang (its record read now)."""
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import (
-        current_record,
-        releases_serving,
-    )
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import current_row, releases_serving
 
-    reading = reading_of(rejecting, method_cls)
-    return decide(rejecting, reading, current_record(), releases_serving(rejecting.part))
+    row = current_row()
+    read = functools.partial(reading_of, rejecting, method_cls)
+    return decide(rejecting, read, row, releases_serving(rejecting.part))
 
 
 def decision_here(rejecting: RejectingMethod) -> MethodDecision:

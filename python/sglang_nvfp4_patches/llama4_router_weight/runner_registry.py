@@ -3,11 +3,11 @@
 ``sglang/srt/layers/moe/moe_runner/flashinfer_cutlass.py`` registers one fused function per dispatch
 path in ``FusedOpPool``; until SGLang pre-scales itself both assert the flag away. Each registry
 entry is wrapped with the top-1 pre-scale (:mod:`.prescale`), so the runner is the one place the
-router weight is applied. The registry is left alone only where a record shows, by behaviour, that
-SGLang's own registered fused function, called by ``MoeRunner`` with the flag, hands the kernel
-``x * w`` and unit scales (:mod:`.evidence`; where, by the records CI shipped: docs/releases.md).
+router weight is applied. The registry is left alone only where the release facts show, by
+behaviour, that SGLang's own registered fused function, called by ``MoeRunner`` with the flag,
+hands the kernel ``x * w`` and unit scales (:mod:`.evidence`; where: docs/releases.md).
 A helper of SGLang's that works when called alone shows nothing about the function the
-registry holds. Without such a record ours wraps the registry; it hands SGLang's fused function a
+registry holds. Without such a row ours wraps the registry; it hands SGLang's fused function a
 config without the flag, so a pre-scale of SGLang's own under any name does not apply the weight
 again.
 """
@@ -18,7 +18,7 @@ import functools
 import importlib
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sglang_nvfp4_patches.llama4_router_weight import outcomes
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
@@ -35,13 +35,12 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     GENERIC_PREQUANTIZED_REMEDY,
     nvfp4_dispatch_remedy,
 )
-from sglang_nvfp4_patches.llama4_router_weight.rejection_question import (
-    Reading,
-    read_runner_function,
-)
 from sglang_nvfp4_patches.llama4_router_weight.suspension import is_runner_prescale_suspended
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PATCHED_MARK, PatchState, PatchUnavailable
+
+if TYPE_CHECKING:
+    from sglang_nvfp4_patches.llama4_router_weight.rejection_question import Reading
 
 RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
 MOE_UTILS_MODULE = "sglang.srt.layers.moe.utils"
@@ -150,20 +149,19 @@ def runner_backends() -> tuple[str, ...]:
 
 
 def upstream_prescale_problem() -> str | None:
-    """Why SGLang's own runner is not shown to pre-scale top-1 (``None``: a record shows its
-    registered fused function serving the flag): a fused function of SGLang's read to reject
-    the flag, what the record shows, or that there is no record."""
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import RUNNER, UPSTREAM, current_record
+    """Why SGLang's own runner is not shown to pre-scale top-1 (``None``: the release facts
+    show its registered fused function serving the flag): what the row shows, else a fused
+    function of SGLang's read to reject the flag, or that nothing shows it."""
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import RUNNER, UPSTREAM, current_facts
 
-    record = current_record()
-    fact = None if record is None else record.facts.get(RUNNER)
+    fact = (current_facts() or {}).get(RUNNER)
     if isinstance(fact, dict) and fact.get("state") == UPSTREAM:
         return None
+    if isinstance(fact, dict):
+        return f"its registered fused function does not serve the flag ({fact.get('detail')})"
     rejection = _fused_rejection()
     if rejection is not None:
         return rejection
-    if isinstance(fact, dict):
-        return f"its registered fused function does not serve the flag ({fact.get('detail')})"
     return (
         "no record shows its registered fused function pre-scaling top-1 on this SGLang "
         f"(`{VERIFY_COMMAND}` records it)"
@@ -173,22 +171,24 @@ def upstream_prescale_problem() -> str | None:
 def runner_not_recorded() -> bool:
     """Whether nothing shows what SGLang's own runner does: no record for this SGLang, and no
     fused function read to reject the flag."""
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import current_record
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import current_row
 
-    return current_record() is None and _fused_rejection() is None
+    return current_row() is None and _fused_rejection() is None
 
 
 def upstream_reason() -> str:
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import current_record, shown_by
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import current_row, shown_by
 
     return (
         f"{RUNNER_MODULE}'s registered fused function pre-scales top-1 itself "
-        f"({shown_by(current_record())})"
+        f"({shown_by(current_row())})"
     )
 
 
 @functools.cache
 def _fused_reading(function: FusedFunc) -> Reading:
+    from sglang_nvfp4_patches.llama4_router_weight.rejection_question import read_runner_function
+
     return read_runner_function(function, runner_backends())
 
 

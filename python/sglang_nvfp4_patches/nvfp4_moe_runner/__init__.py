@@ -10,10 +10,11 @@ What it does, where it is wired, how it is tested:
   ``test/integration/test_nvfp4_moe_runner.py``;
 * the evidence: :mod:`.evidence` runs SGLang's first MoE layer of stand-in checkpoints on
   simulated Blackwell GPUs (:mod:`..simulation.moe_forward`), kept per MoE layer settings,
-  GPU and launch line as a record (:mod:`..evidence_records`);
+  GPU and launch line, its states one ``moe:`` column of the release facts
+  (:mod:`..release_facts`);
 * where it is wired: :data:`.question.QUESTION`, asked through the server-args seam
-  (:mod:`..server_args_seam`), which also runs the rule in this process (record, log lines);
-  :mod:`.suspension` passes every call through (``explain``'s unpatched column);
+  (:mod:`..server_args_seam`), which also runs the rule in this process (release facts, log
+  lines); :mod:`.suspension` passes every call through (``explain``'s unpatched column);
 * what the commands call (the declaration below): :mod:`.install`, :mod:`.read_back`
   (``doctor``), :mod:`.explain_facts`, :mod:`.checks` (``verify``);
 * tests: ``test/unit/test_nvfp4_moe_runner_*.py``, ``test/integration/test_nvfp4_moe_runner*.py``.

@@ -3,8 +3,8 @@ weight loader and ModelOpt NVFP4 method on simulated Blackwell GPUs; only kernel
 for (:mod:`..simulation.moe_forward`).
 
 * the evidence: SGLang's first MoE layer of each stand-in checkpoint, launched as SGLang ships
-  it and with ``--moe-runner-backend flashinfer_cutlass``, per GPU and launch line; it must
-  agree with the record CI shipped for this SGLang, or becomes this machine's record;
+  it and with ``--moe-runner-backend flashinfer_cutlass``, per GPU and launch line; its states
+  must equal the release facts' row for this SGLang, or become this machine's row;
 * each stand-in launched as operators do, with no flags and with the model cards'
   ``--quantization modelopt_fp4``, on every simulated Blackwell GPU: the runner published is
   ``flashinfer_cutlass`` where the evidence shows SGLang's own layer failing, SGLang's own
@@ -16,7 +16,6 @@ for (:mod:`..simulation.moe_forward`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,8 @@ from sglang_nvfp4_patches.check_result import CheckFailed, CheckResult, NotAppli
 from sglang_nvfp4_patches.evidence_check import agrees_or_kept
 from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
 from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import (
-    SOURCES,
-    current_record,
+    cells,
+    current_facts,
     gather,
     settings_of,
     stand_ins,
@@ -52,24 +51,11 @@ GIVEN_FLAGS: tuple[dict[str, str], ...] = (
 )
 
 
-def outline(facts: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
-    """What two evidence gatherings must agree on (states, runners, verdicts: not the free
-    text, whose numbers may differ in the last digit from one CPU to another)."""
-
-    def run(item: Any) -> tuple[Any, ...]:
-        return (None,) if item is None else (item["runner"], item["verdict"])
-
-    return {
-        key: (fact["state"], fact["published"], *run(fact["unpatched"]), *run(fact[CUTLASS]))
-        for key, fact in facts.items()
-    }
-
-
 def _evidence(found: dict[str, Any]) -> str:
     states = [fact["state"] for fact in found.values()]
     counts = ", ".join(f"{state} {states.count(state)}" for state in sorted(set(states)))
     summary = f"{len(found)} MoE layer settings x GPU x launch line: {counts}"
-    return agrees_or_kept(NAME, SOURCES, current_record(), found, outline, summary)
+    return agrees_or_kept(cells(found), summary)
 
 
 def _launch(model_dir: Path, gpu: str, quantization: str | None) -> str:
@@ -80,11 +66,11 @@ def _launch(model_dir: Path, gpu: str, quantization: str | None) -> str:
     from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
     from sglang_nvfp4_patches.simulation.server_args import resolve
 
-    record = current_record()
+    record = current_facts()
     if record is None:
-        raise CheckFailed("no evidence record for this SGLang, so the patch cannot act")
+        raise CheckFailed("no release facts for this SGLang, so the patch cannot act")
     launch = launch_name(quantization)
-    fact = record.facts[evidence_key(settings_of(model_dir), gpu, launch)]
+    fact = record[evidence_key(settings_of(model_dir), gpu, launch)]
     state = EvidenceState(fact["state"])
     flags = {} if quantization is None else {"quantization": quantization}
     profile = GPU_PROFILES[gpu]
@@ -125,13 +111,13 @@ def _refusals() -> str:
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.server_args import ServerArgsRejected, resolve
 
-    record = current_record()
+    record = current_facts()
     if record is None:
-        raise CheckFailed("no evidence record for this SGLang, so the patch cannot act")
+        raise CheckFailed("no release facts for this SGLang, so the patch cannot act")
     by_settings = {settings_of(model_dir): model_dir for model_dir in stand_ins().values()}
     refused = []
-    for key, fact in record.facts.items():
-        instead = launch_that_works(record.facts, key)
+    for key, fact in record.items():
+        instead = launch_that_works(record, key)
         if fact["state"] != EvidenceState.NO_REMEDY.value or instead is None:
             continue
         settings, gpu, launch = split_key(key)

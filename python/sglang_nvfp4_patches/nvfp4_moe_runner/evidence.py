@@ -1,4 +1,4 @@
-"""The evidence behind ``nvfp4-moe-runner``, gathered on CPU and kept as a record.
+"""The evidence behind ``nvfp4-moe-runner``, gathered on CPU; its states are release facts.
 
 Per MoE layer settings (activation, experts per token: :class:`..models.MoeSettings`), per
 simulated Blackwell GPU and per launch line (no ``--quantization``, and each spelling of it
@@ -8,8 +8,9 @@ layer once as SGLang ships it (this patch suspended) and once with ``--moe-runne
 flashinfer_cutlass`` (:mod:`..simulation.moe_forward`), and :func:`.rule.evidence_of` says what
 that shows. The stand-ins are bundled configs of published checkpoints; where two share
 settings, one whose runner SGLang leaves at ``auto`` is the measurement (a model override
-that publishes a runner is read per launch, never from here). ``verify`` gathers it and keeps
-the record (:mod:`..evidence_records`); a server reads the record (:func:`current_facts`).
+that publishes a runner is read per launch, never from here). ``verify`` gathers it and
+compares the states with the release facts (:mod:`..release_facts`), one ``moe:`` column per
+settings (:func:`cells`); a server reads the row (:func:`current_facts`).
 """
 
 from __future__ import annotations
@@ -19,26 +20,70 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sglang_nvfp4_patches.evidence_records import SHIPPED_NAME, Record, find_record
 from sglang_nvfp4_patches.models import moe_settings
-from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     AUTO,
     CUTLASS,
     EVIDENCE_GPUS,
     NVFP4,
+    STATE_REASONS,
     EvidenceState,
     evidence_key,
     evidence_of,
     launch_name,
+    split_key,
 )
-from sglang_nvfp4_patches.simulation.moe_forward import SGLANG_SOURCES
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.release_facts import Row, current_row
 
-SOURCES = SGLANG_SOURCES  # the sources its runs go through
-SHIPPED = Path(__file__).with_name(SHIPPED_NAME)
 QUANTIZATION_FLAG = "--quantization"
 NVFP4_SPELLINGS = (NVFP4, "modelopt")
+COLUMN = "moe:"  # + the settings, no spaces: moe:silu,top-k
+# A cell: per GPU (EVIDENCE_GPUS' order, "/" between), one letter per launch line
+# (LAUNCHES' order); "." where this release offers no such launch line.
+LAUNCHES = tuple(launch_name(q) for q in (None, *NVFP4_SPELLINGS))
+LETTERS: dict[EvidenceState, str] = {
+    EvidenceState.LIVE: "L",
+    EvidenceState.UPSTREAM: "U",
+    EvidenceState.NOT_AFFECTED: "A",
+    EvidenceState.NO_REMEDY: "N",
+    EvidenceState.NOT_COVERED: "C",
+    EvidenceState.UNKNOWN: "?",
+}
+STATES = {letter: state for state, letter in LETTERS.items()}
+ABSENT = "."
+
+
+def cells(facts: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """The release-facts cells of gathered ``facts`` (states only)."""
+    by_settings: dict[str, dict[tuple[str, str], str]] = {}
+    for key, fact in facts.items():
+        settings, gpu, launch = split_key(key)
+        by_settings.setdefault(settings, {})[gpu, launch] = LETTERS[EvidenceState(fact["state"])]
+    return {
+        COLUMN + settings.replace(" ", ""): "/".join(
+            "".join(found.get((gpu, launch), ABSENT) for launch in LAUNCHES)
+            for gpu in EVIDENCE_GPUS.values()
+        )
+        for settings, found in sorted(by_settings.items())
+    }
+
+
+def facts_of(row: Row) -> dict[str, dict[str, str]] | None:
+    """The facts a row's ``moe:`` cells give (``None`` where it has none): per
+    :func:`.rule.evidence_key`, the state and its sentence."""
+    found: dict[str, dict[str, str]] = {}
+    for column in row.cells:
+        cell = row.cell(column)
+        if not column.startswith(COLUMN) or cell is None:
+            continue
+        settings = column[len(COLUMN) :].replace(",", ", ")
+        for gpu, letters in zip(EVIDENCE_GPUS.values(), cell.split("/"), strict=True):
+            for launch, letter in zip(LAUNCHES, letters, strict=True):
+                if letter != ABSENT:
+                    state = STATES[letter]
+                    key = evidence_key(settings, gpu, launch)
+                    found[key] = {"state": state.value, "detail": STATE_REASONS[state]}
+    return found or None
 
 
 def stand_ins() -> dict[str, Path]:
@@ -56,14 +101,10 @@ def settings_of(model_dir: Path) -> str:
     return found.key
 
 
-def current_record() -> Record | None:
-    """The record that matches the SGLang this process imported, if any."""
-    return find_record(NAME, sglang_version(), SOURCES, SHIPPED)
-
-
 def current_facts() -> dict[str, Any] | None:
-    record = current_record()
-    return None if record is None else dict(record.facts)
+    """The facts of the row for the SGLang this process imported, if it has them."""
+    row = current_row()
+    return None if row is None else facts_of(row)
 
 
 def nvfp4_spellings() -> tuple[str, ...]:
@@ -90,8 +131,9 @@ def _cutlass_run(model_dir: Path, profile: Any, flags: dict[str, Any]) -> dict[s
 
 
 def gather_one(model_dir: Path, gpu: str, quantization: str | None = None) -> dict[str, Any]:
-    """The evidence of one stand-in on one simulated GPU, launched with ``quantization`` (in
-    a process where SGLang loaded the plugin: the other patches act as in a server)."""
+    """The state of one stand-in on one simulated GPU, launched with ``quantization``, and the
+    runner SGLang publishes (in a process where SGLang loaded the plugin: the other patches
+    act as in a server)."""
     from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.moe_forward import run_first_moe_layer
@@ -107,16 +149,8 @@ def gather_one(model_dir: Path, gpu: str, quantization: str | None = None) -> di
     cutlass = None
     if unpatched is not None and unpatched.broken:
         cutlass = _cutlass_run(model_dir, profile, flags)
-    state, detail = evidence_of(
-        published, None if unpatched is None else unpatched.as_json(), cutlass
-    )
-    return {
-        "state": state.value,
-        "detail": detail,
-        "published": published,
-        "unpatched": None if unpatched is None else unpatched.as_json(),
-        CUTLASS: cutlass,
-    }
+    state = evidence_of(published, None if unpatched is None else unpatched.as_json(), cutlass)
+    return {"state": state.value, "published": published}
 
 
 def _measured(fact: Mapping[str, Any]) -> bool:
@@ -134,23 +168,12 @@ def merged(
     architectures, whose launches read their own overrides); run layers that disagree are
     ``unknown``."""
     fact = {**fact, "stand_in": stand_in}
-    if not _measured(fact) and fact["published"] == general:
-        fact["detail"] = f"SGLang publishes {general} itself, whatever the architecture"
-    elif not _measured(fact):
+    if not _measured(fact) and fact["published"] != general:
         fact["state"] = EvidenceState.NOT_COVERED.value
-        fact["detail"] = (
-            f"no stand-in with these settings leaves the runner at auto here ({stand_in}'s "
-            f"model override publishes {fact['published']})"
-        )
     if kept is None or (not _measured(kept) and _measured(fact)):
         return fact
     if _measured(fact) and kept["state"] != fact["state"]:
-        return {
-            **kept,
-            "state": EvidenceState.UNKNOWN.value,
-            "detail": f"stand-ins with these settings disagree: {kept['stand_in']}: "
-            f"{kept['detail']}; {stand_in}: {fact['detail']}",
-        }
+        return {**kept, "state": EvidenceState.UNKNOWN.value}
     return kept
 
 

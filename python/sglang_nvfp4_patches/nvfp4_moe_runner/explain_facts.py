@@ -11,14 +11,15 @@ def explain_note(moe_runner: str | None, moe_quantization: str | None) -> str:
     evidence (no line for any other checkpoint)."""
     if moe_quantization != NVFP4:
         return ""
-    from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import current_record
+    from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import facts_of
     from sglang_nvfp4_patches.nvfp4_moe_runner.read_back import no_record
+    from sglang_nvfp4_patches.release_facts import current_row
 
-    record = current_record()
-    if record is None:
+    row = current_row()
+    if row is None or facts_of(row) is None:
         return f"{NAME} cannot tell here ({no_record().reason})"
     return (
         f"{NAME}: a ModelOpt NVFP4 MoE checkpoint launched with no MoE runner gets {CUTLASS} "
         f"where SGLang's own layer fails at the first forward (evidence recorded by "
-        f"{record.made_by})"
+        f"{row.made_by})"
     )

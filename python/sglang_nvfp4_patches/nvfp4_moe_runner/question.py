@@ -4,7 +4,7 @@ layer settings its config gives, the quantization and MoE runner resolution has 
 operator's flags, then SGLang's own model defaults), the GPU, and the checkpoint's
 quantization as SGLang detects it. Where SGLang adjusts the record in place it is asked after
 those adjustments, where they left the runner at ``auto``. The rule runs here as this process
-runs it: the evidence record read when a launch needs it, the decision's log lines (one per
+runs it: the release facts read when a launch needs it, the decision's log lines (one per
 model and GPU per process), and the refusal of a launch no runner serves where another
 launch line does."""
 

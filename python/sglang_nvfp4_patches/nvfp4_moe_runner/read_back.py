@@ -1,5 +1,5 @@
 """What ``doctor`` reads back of ``nvfp4-moe-runner``: whether its hook is on the seam, and
-what the evidence record for this SGLang says, per launch line, MoE layer settings and GPU."""
+what the release facts for this SGLang say, per launch line, MoE layer settings and GPU."""
 
 from __future__ import annotations
 
@@ -84,12 +84,14 @@ def summary(facts: Mapping[str, Any], origin: str, live_state: PatchState) -> Pa
 
 
 def _evidence(live_state: PatchState) -> PatchReport:
-    from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import current_record
+    from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import facts_of
+    from sglang_nvfp4_patches.release_facts import current_row
 
-    record = current_record()
-    if record is None:
+    row = current_row()
+    facts = None if row is None else facts_of(row)
+    if row is None or facts is None:
         return no_record()
-    return summary(record.facts, record.origin(sglang_version()), live_state)
+    return summary(facts, row.origin(sglang_version()), live_state)
 
 
 def current_state() -> PatchReport:

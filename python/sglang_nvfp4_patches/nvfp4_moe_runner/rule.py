@@ -53,6 +53,19 @@ class EvidenceState(str, enum.Enum):
     NOT_COVERED = "not covered"
 
 
+# The one sentence a state stands for where the release facts give it (the facts keep states
+# only: `verify` and `explain` derive the details again).
+STATE_REASONS: dict[EvidenceState, str] = {
+    EvidenceState.LIVE: f"SGLang's own layer fails at the first forward, and with {CUTLASS} "
+    "it serves",
+    EvidenceState.UPSTREAM: "SGLang's own layer serves",
+    EvidenceState.NOT_AFFECTED: "SGLang publishes a runner itself, or the layer's weights and "
+    "kernel agree",
+    EvidenceState.NO_REMEDY: f"SGLang's own layer fails, and with {CUTLASS} it fails too",
+    EvidenceState.UNKNOWN: "the simulation could not tell",
+    EvidenceState.NOT_COVERED: "no stand-in with these settings leaves the runner at auto here",
+}
+
 NO_QUANTIZATION = "no --quantization"
 
 
@@ -76,36 +89,23 @@ def split_key(key: str) -> tuple[str, str, str]:
 
 def evidence_of(
     published: str | None, unpatched: Mapping[str, Any] | None, cutlass: Mapping[str, Any] | None
-) -> tuple[EvidenceState, str]:
-    """The state and its reason from what the simulation saw: the runner SGLang ``published``
-    with no flags, the layer run as SGLang ships it (``unpatched``: runner, verdict, detail)
-    and the same launch with ``--moe-runner-backend flashinfer_cutlass`` (``cutlass``)."""
+) -> EvidenceState:
+    """The state of what the simulation saw: the runner SGLang ``published`` with no flags,
+    the layer run as SGLang ships it (``unpatched``: runner, verdict, detail) and the same
+    launch with ``--moe-runner-backend flashinfer_cutlass`` (``cutlass``); each state reads as
+    its sentence (:data:`STATE_REASONS`)."""
     if published not in (None, AUTO):
-        return EvidenceState.NOT_AFFECTED, f"SGLang publishes {published} itself"
-    if unpatched is None:
-        return EvidenceState.UNKNOWN, "the simulation built no layer"
-    runner, verdict, detail = unpatched["runner"], unpatched["verdict"], unpatched["detail"]
-    on_runner = f"on the {runner} runner it builds" if runner else "with no runner"
+        return EvidenceState.NOT_AFFECTED  # SGLang publishes a runner itself
+    verdict = None if unpatched is None else unpatched["verdict"]
     if verdict == SERVES:
-        return EvidenceState.UPSTREAM, f"SGLang's own layer serves {on_runner}: {detail}"
-    if verdict == OTHER_KERNEL:
-        return (
-            EvidenceState.NOT_AFFECTED,
-            f"with the runner left at auto the layer's weights and kernel agree ({detail})",
-        )
-    if verdict not in BROKEN_VERDICTS:
-        return EvidenceState.UNKNOWN, f"SGLang's own layer {on_runner}: {verdict}, {detail}"
-    failure = f"SGLang's own layer fails {on_runner} {detail}"
-    if cutlass is None:
-        return EvidenceState.UNKNOWN, f"{failure}, and with {CUTLASS} no layer was built"
+        return EvidenceState.UPSTREAM
+    if verdict == OTHER_KERNEL:  # with the runner left at auto, the weights and kernel agree
+        return EvidenceState.NOT_AFFECTED
+    if verdict not in BROKEN_VERDICTS or cutlass is None:
+        return EvidenceState.UNKNOWN
     if cutlass["verdict"] in BROKEN_VERDICTS:
-        return (
-            EvidenceState.NO_REMEDY,
-            f"{failure}, and with {CUTLASS} it fails too, {cutlass['detail']}",
-        )
-    if cutlass["verdict"] != SERVES:
-        return EvidenceState.UNKNOWN, f"{failure}, and with {CUTLASS}: {cutlass['detail']}"
-    return EvidenceState.LIVE, f"{failure}, and with {CUTLASS} it serves: {cutlass['detail']}"
+        return EvidenceState.NO_REMEDY
+    return EvidenceState.LIVE if cutlass["verdict"] == SERVES else EvidenceState.UNKNOWN
 
 
 @dataclass(frozen=True)

@@ -38,20 +38,6 @@ BLACKWELL_MAJOR = 10
 PARALLEL_SIZES = ("tp_size", "dp_size", "ep_size", "pp_size")
 TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
 FUSED_MOE_MODULE = "sglang.srt.layers.moe.fused_moe_triton"
-# The SGLang sources a run goes through (what a record of its verdicts is keyed by, with the
-# version: ``evidence_records.py``): resolution, quantization methods, the MoE layer, runners
-# and dispatch, the model config and the weight loader's quant config.
-SGLANG_SOURCES: tuple[str, ...] = (
-    "srt/arg_groups",
-    "srt/server_args.py",
-    "srt/configs/model_config.py",
-    "srt/runtime_context.py",
-    "srt/utils/common.py",
-    "srt/layers/moe",
-    "srt/layers/quantization",
-    "srt/layers/dp_attention.py",
-    "srt/model_loader/weight_utils.py",
-)
 
 
 class LayerVerdict(str, enum.Enum):

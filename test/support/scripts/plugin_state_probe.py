@@ -4,9 +4,9 @@ No test monkeypatching: this reads SGLang's own registries and classes after
 ``sglang.srt.plugins.load_plugins()``. ``--load-times N`` calls the loader N times,
 ``--register-times N`` calls our ``register`` N more times, and ``--without MODULE:NAME``
 (or ``MODULE:Class.NAME``) deletes one SGLang attribute first, standing in for a release that
-lacks it (a missing seam: the fail-safe path). ``--no-llama4-record`` hides the record of
-``llama4-router-weight``'s evidence (shipped and local), standing in for a release nobody
-verified: nothing shows SGLang's runner pre-scaling, the path where the plugin wraps it.
+lacks it (a missing seam: the fail-safe path). ``--no-llama4-record`` hides the release facts
+of ``llama4-router-weight`` (shipped and local), standing in for a release nobody verified:
+nothing shows SGLang's runner pre-scaling, the path where the plugin wraps it.
 """
 
 from __future__ import annotations
@@ -61,14 +61,10 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO)
     if args.no_llama4_record:
-        import os
-        import tempfile
-        from pathlib import Path
-
         from sglang_nvfp4_patches.llama4_router_weight import evidence
 
-        evidence.SHIPPED = Path(tempfile.mkdtemp()) / "none.json"
-        os.environ["SGLANG_NVFP4_PATCHES_RECORDS"] = tempfile.mkdtemp()
+        evidence.current_row = lambda: None
+        evidence.current_facts = lambda: None
     if args.without:
         importlib.import_module("sglang.srt.server_args")  # SGLang's own imports come first
         module_name, attribute = args.without.split(":")
