@@ -1,21 +1,15 @@
 """``accuracy run``: ask a running server every question, keep answers safe, write RUN.json.
 
-A fixed pool of ``parallel`` workers pulls questions from one shared iterator and posts them
-over one shared aiohttp session; that bounds concurrency without a task per question. Every
-answer is appended to the partial JSONL as soon as it arrives, so rerunning the same command
-after Ctrl-C, a crash or a server restart only asks what is still missing.
-
-A rerun never drops a stored answer: RUN.json is rewritten only with every answer stored for
-it, a run asking a subset of the stored questions reports on that subset and writes nothing,
-and one that would have to drop answers to finish is refused (:func:`plan_resume`). Callers
-hold :func:`~sglang_nvfp4_patches.accuracy.store.run_file_lock` on ``out`` while it runs.
+``parallel`` workers pull questions from one shared iterator over one aiohttp session; each
+answer is appended to the partial JSONL at once, so a rerun only asks what is missing. A rerun
+never drops a stored answer (:func:`plan_resume`). Callers hold
+:func:`~sglang_nvfp4_patches.accuracy.store.run_file_lock` on ``out`` while it runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import random
 import sys
 import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
@@ -84,10 +78,8 @@ class RunConfig:
     server: Mapping[str, str] | None = None  # model path and flags, when ab started the server
 
     def __post_init__(self) -> None:
-        timeout, backoff = (
-            seconds_problem(self.timeout_s, False),
-            seconds_problem(self.backoff_s, True),
-        )
+        timeout = seconds_problem(self.timeout_s, False)
+        backoff = seconds_problem(self.backoff_s, True)
         url = url_problem(self.base_url)
         checks = [
             (self.shots >= 0, f"--shots must be >= 0, got {self.shots}"),
@@ -128,8 +120,7 @@ class RunConfig:
 
 @dataclass
 class RunOutcome:
-    """What happened; ``run`` is the RUN.json content (None when interrupted); ``notes`` are
-    NOTE lines for stderr."""
+    """What happened; ``run`` is the RUN.json content (None when interrupted)."""
 
     run: dict[str, Any] | None
     partial: Path
@@ -184,9 +175,8 @@ class ResumePlan:
 
 
 def plan_resume(config: RunConfig, items: Sequence[EvalItem]) -> ResumePlan:
-    """Stored answers of ``config.out`` (partial file and RUN.json both, so neither can hide
-    answers of the other) against ``items``. Raises ResumeError when they come from other
-    settings, when the data changed, and when this run would have to drop some to finish."""
+    """Stored answers of ``config.out`` (partial file and RUN.json both) against ``items``.
+    Raises ResumeError for other settings, changed data, or a run that would drop some."""
     settings = config.settings()
     ppath = partial_path(config.out)
     partial = load_partial(ppath, settings)
@@ -238,11 +228,9 @@ def _scope_text(value: object) -> str:
 def check_endpoint(config: RunConfig, plan: ResumePlan) -> tuple[dict[str, Any], list[str]]:
     """The endpoint fields this run records (``base_url``, ``served_model``) and NOTE lines.
 
-    Only a ``run`` against a server the user started is checked (``ab`` records the server it
-    starts in ``server``), and only when it will ask something: the server's model (SGLang's
-    ``GET /get_model_info``) must be the one the stored answers record; a changed
-    ``--base-url`` is accepted, with a NOTE, only when both name the same model, and refused
-    otherwise (another port may well be another model).
+    Only a ``run`` that will ask something, against a server the user started, is checked:
+    the server's model must be the stored one; a changed ``--base-url`` is accepted, with a
+    NOTE, only when both name the same model (another port may well be another model).
     """
     stored_url, stored_model = plan.meta.get("base_url"), plan.meta.get("served_model")
     if not plan.todo:
@@ -284,9 +272,8 @@ def run_accuracy(
     say: Callable[[str], None] | None = None,
 ) -> RunOutcome:
     """Evaluate, resuming from earlier answers, and write RUN.json atomically at the end (see
-    :attr:`ResumePlan.writes`); ``items`` (default: ``config.load_items()``) saves reloading
-    the data. What reading the stored answers left out goes to ``say`` before any question
-    is asked (without ``say``: into the outcome's notes)."""
+    :attr:`ResumePlan.writes`). What reading the stored answers left out goes to ``say``
+    before any question is asked (without ``say``: into the outcome's notes)."""
     ensure_output_file(config.out, "--out")
     items = config.load_items() if items is None else items
     plan = plan_resume(config, items)
@@ -309,7 +296,7 @@ def run_accuracy(
     if plan.todo:
         header = {**config.settings(), **endpoint, **config.scope(items)}
         writer = PartialWriter(ppath, header, done.values())
-        progress = _make_progress(config, total=len(items), initial=resumed)
+        progress = progress_bar(len(items), "q", show=config.progress, initial=resumed)
         try:
             _run_coroutine(_evaluate(config, plan.todo, writer, tally, progress))
         except KeyboardInterrupt:
@@ -369,8 +356,6 @@ async def _evaluate(
     progress: Progress,
 ) -> None:
     """Run ``parallel`` workers over one session until the questions are used up."""
-    if not todo:
-        return
     workers = min(config.parallel, len(todo))
     connector = aiohttp.TCPConnector(limit=workers, ttl_dns_cache=300)
     async with aiohttp.ClientSession(connector=connector) as session:
@@ -382,7 +367,6 @@ async def _evaluate(
             max_new_tokens=config.max_new_tokens,
             timeout_s=config.timeout_s,
             retry=RetryPolicy(max_retries=config.max_retries, backoff_base_s=config.backoff_s),
-            rng=random.Random(),
         )
         queue = iter(todo)
         tasks = [
@@ -470,15 +454,9 @@ def _run_document(
     }
 
 
-def _make_progress(config: RunConfig, total: int, initial: int) -> Progress:
-    """A tqdm bar on an interactive terminal only (or as --progress says); logs and CI stay
-    quiet."""
-    return progress_bar(total, "q", show=config.progress, initial=initial)
-
-
 def _run_coroutine(coro: Coroutine[Any, Any, None]) -> None:
-    """Run on uvloop when it is installed (SGLang ships it): it cuts the client's per-request
-    CPU cost, which is what limits throughput at --parallel 512 on a small host."""
+    """Run on uvloop when installed (SGLang ships it): it cuts the per-request CPU cost that
+    limits throughput at --parallel 512 on a small host."""
     try:
         import uvloop
     except ImportError:
