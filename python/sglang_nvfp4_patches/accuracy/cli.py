@@ -1,10 +1,8 @@
 """Command line for ``accuracy run``, ``accuracy ab`` and ``accuracy compare``.
 
-User errors (bad data files, unreadable run files, mismatched resume) are UsageErrors: the
-top-level CLI prints one ``error: ...`` line and exits 2. A significantly worse B (``ab``,
-``compare``) exits 1, and nothing else does; questions the server did not answer (``run``,
-``ab``) or a server ``ab`` started that did not come up exit 3; Ctrl-C exits 130. The codes
-are named in :mod:`sglang_nvfp4_patches.errors`.
+User errors are UsageErrors (exit 2); only a significantly worse B exits 1; unanswered
+questions or a server that did not come up exit 3; Ctrl-C exits 130
+(:mod:`sglang_nvfp4_patches.errors` names the codes).
 """
 
 from __future__ import annotations
@@ -39,8 +37,8 @@ _KIND_NAMES = {int: "an integer", float: "a number"}
 def _number(
     kind: type, minimum: float, inclusive: bool, maximum: float = math.inf
 ) -> Callable[[str], float]:
-    """argparse type: a finite ``kind`` parsed from text, within [minimum, maximum] (above
-    minimum when not ``inclusive``)."""
+    """argparse type: a finite ``kind`` within [minimum, maximum] (above minimum when not
+    ``inclusive``)."""
 
     def parse(text: str) -> float:
         try:
@@ -68,16 +66,14 @@ _non_negative_seconds = _number(float, 0, inclusive=True, maximum=MAX_SECONDS)
 
 
 def path_argument(text: str) -> Path:
-    """argparse type: a path that is not empty (``Path("")`` is ``.``, which would then be
-    named as ``--out .``, a directory the user never gave)."""
+    """argparse type: a non-empty path (``Path("")`` is ``.``, a directory never given)."""
     if not text:
         raise argparse.ArgumentTypeError("is empty; give a path")
     return Path(text)
 
 
 def _model_path(text: str) -> str:
-    """argparse type: a Hub id, or a local path (``/``, ``.`` or ``~`` first, as a Hub id
-    never is) that exists, checked before any server is started."""
+    """argparse type: a Hub id, or a local path (``/``, ``.`` or ``~`` first) that exists."""
     try:
         os.lstat(os.path.expanduser(text)) if text.startswith(("/", ".", "~")) else None
     except OSError as error:  # too long, not searchable: cli's path check names it
@@ -102,12 +98,8 @@ COMMAND_LINE_OPTIONS: tuple[str, ...] = ("--a-args", "--b-args", "--launcher")
 
 
 def attach_command_line_values(argv: Sequence[str]) -> list[str]:
-    """``--b-args --disable-cuda-graph`` -> ``--b-args=--disable-cuda-graph``.
-
-    argparse takes a lone word starting with "-" for an option, so a single server flag
-    given the way people type it would be "expected one argument"; the ``=`` form is what
-    argparse reads as the value.
-    """
+    """``--b-args --disable-cuda-graph`` -> ``--b-args=--disable-cuda-graph``: argparse reads
+    a lone word starting with "-" as an option, but the ``=`` form as the value."""
     out: list[str] = []
     words = iter(argv)
     for word in words:
@@ -121,7 +113,7 @@ def attach_command_line_values(argv: Sequence[str]) -> list[str]:
 
 def add_accuracy_parser(subparsers: argparse._SubParsersAction) -> None:
     """Add ``accuracy {run,ab,compare}`` to the top-level CLI; ``args.func(args)`` returns the
-    exit code, and bad input raises a UsageError for that CLI to print."""
+    exit code."""
     parser = subparsers.add_parser(
         "accuracy",
         help="MMLU-format accuracy A/B check: ab starts a server per side; run asks a "
@@ -130,10 +122,6 @@ def add_accuracy_parser(subparsers: argparse._SubParsersAction) -> None:
         "side and compares the two; 'run' asks a server you started yourself; 'compare' pairs "
         "two runs, ours or sgl-eval's.",
     )
-    _add_commands(parser)
-
-
-def _add_commands(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="accuracy_command", required=True, metavar="COMMAND")
     run = commands.add_parser(
         "run",
@@ -267,6 +255,25 @@ def _add_comparison_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
+# flag, type, default, metavar, help: the valued options of ``_add_question_options``, in order.
+_QUESTION_OPTIONS: tuple[tuple[str, Callable[[str], object], object, str, str], ...] = (
+    ("--shots", _non_negative_int, 5, "K", "few-shot examples (5)"),
+    ("--parallel", _positive_int, 64, "N", "concurrent requests (64)"),
+    ("--subjects", _subject_list, None, "S1,S2", "only these subjects (default all)"),
+    ("--limit", _positive_int, None, "N", "first N questions per subject"),
+    ("--timeout", _positive_seconds, 120.0, "S", "per-request seconds (120)"),
+    ("--max-retries", _non_negative_int, 3, "N", "retries per question (3)"),
+    (
+        "--backoff",
+        _non_negative_seconds,
+        0.5,
+        "S",
+        "first retry delay in seconds, doubled per retry (default 0.5)",
+    ),
+    ("--max-new-tokens", _positive_int, 2, "N", "tokens to generate (2)"),
+)
+
+
 def _add_question_options(parser: argparse.ArgumentParser) -> None:
     """What to ask and how: shared by ``run`` and ``ab``."""
     parser.add_argument(
@@ -275,46 +282,8 @@ def _add_question_options(parser: argparse.ArgumentParser) -> None:
         metavar="DIR|ID",
         help="MMLU csv folder, or a Hugging Face dataset id (cais/mmlu: config all, dev, test)",
     )
-    parser.add_argument(
-        "--shots", type=_non_negative_int, default=5, metavar="K", help="few-shot examples (5)"
-    )
-    parser.add_argument(
-        "--parallel", type=_positive_int, default=64, metavar="N", help="concurrent requests (64)"
-    )
-    parser.add_argument(
-        "--subjects", type=_subject_list, metavar="S1,S2", help="only these subjects (default all)"
-    )
-    parser.add_argument(
-        "--limit", type=_positive_int, metavar="N", help="first N questions per subject"
-    )
-    parser.add_argument(
-        "--timeout",
-        type=_positive_seconds,
-        default=120.0,
-        metavar="S",
-        help="per-request seconds (120)",
-    )
-    parser.add_argument(
-        "--max-retries",
-        type=_non_negative_int,
-        default=3,
-        metavar="N",
-        help="retries per question (3)",
-    )
-    parser.add_argument(
-        "--backoff",
-        type=_non_negative_seconds,
-        default=0.5,
-        metavar="S",
-        help="first retry delay in seconds, doubled per retry (default 0.5)",
-    )
-    parser.add_argument(
-        "--max-new-tokens",
-        type=_positive_int,
-        default=2,
-        metavar="N",
-        help="tokens to generate (2)",
-    )
+    for flag, kind, default, metavar, text in _QUESTION_OPTIONS:
+        parser.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -375,40 +344,34 @@ def _run_config(args: argparse.Namespace, base_url: str, out: Path, **extra: obj
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.client import Api
-    from sglang_nvfp4_patches.accuracy.report import format_run_report, run_notes
+    from sglang_nvfp4_patches.accuracy.report import format_run_report, kept_line, run_notes
     from sglang_nvfp4_patches.accuracy.run import run_accuracy
-    from sglang_nvfp4_patches.accuracy.store import ensure_output_file, run_file_lock
+    from sglang_nvfp4_patches.accuracy.store import (
+        answers_on_disk,
+        ensure_output_file,
+        run_file_lock,
+    )
 
     try:
         config = _run_config(args, args.base_url, args.out, api=Api(args.api), model=args.model)
         ensure_output_file(args.out, "--out")  # before the data is read or a question asked
         items = config.load_items()
         with run_file_lock(args.out, "--out"):
-            outcome = run_accuracy(config, items, _stderr_line)
-    except KeyboardInterrupt:  # before, during or after the questions
-        print(_kept_on_disk(args.out), file=sys.stderr)
+            outcome = run_accuracy(
+                config, items, lambda line: print(line, file=sys.stderr, flush=True)
+            )
+            if outcome.interrupted:
+                raise KeyboardInterrupt
+    except KeyboardInterrupt:  # before, during or after the questions: say what is on disk
+        kept = kept_line(*answers_on_disk(args.out), "rerun the same command to resume")
+        print(f"interrupted; {kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    if outcome.interrupted:
-        print(_kept_on_disk(args.out), file=sys.stderr)
-        return outcome.exit_code
     report = format_run_report(outcome)
     if report:
         print(report)
     for note in run_notes(outcome):  # warnings and errors: stderr
         print(note, file=sys.stderr)
     return outcome.exit_code
-
-
-def _kept_on_disk(out: Path) -> str:
-    """The interrupt line: what is on disk, read back from the file that holds it."""
-    from sglang_nvfp4_patches.accuracy.report import kept_line
-    from sglang_nvfp4_patches.accuracy.store import answers_on_disk
-
-    return f"interrupted; {kept_line(*answers_on_disk(out), 'rerun the same command to resume')}"
-
-
-def _stderr_line(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
 
 
 def _cmd_ab(args: argparse.Namespace) -> int:

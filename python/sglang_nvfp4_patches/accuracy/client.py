@@ -1,9 +1,7 @@
 """Async completion client for SGLang's native ``/generate`` and OpenAI ``/v1/completions``.
 
-Transient failures (connection errors, dropped connections, timeouts, HTTP 5xx) are retried
-with exponential backoff and jitter, since a busy or restarting server should not turn into
-wrong answers. A 4xx or a malformed 200 is a request the server will never accept, so it
-fails at once with the server's message.
+Transient failures (connection, timeout, HTTP 5xx) are retried with exponential backoff and
+jitter; a 4xx or a malformed 200 will never be accepted, so it fails at once.
 """
 
 from __future__ import annotations
@@ -45,26 +43,18 @@ class Failure(str, enum.Enum):
 class RequestFailedError(Exception):
     """One question could not be answered: retries exhausted or a non-retryable error."""
 
-    def __init__(self, message: str, attempts: int, kind: Failure) -> None:
-        super().__init__(message)
-        self.attempts = attempts
-        self.kind = kind
-
-
-class _AttemptFailed(Exception):
-    """Internal: one attempt failed; ``kind`` says how."""
-
     def __init__(self, message: str, kind: Failure) -> None:
         super().__init__(message)
         self.kind = kind
 
 
-class _Retryable(_AttemptFailed):
-    """Internal: the attempt failed in a way worth retrying."""
+class _AttemptFailed(Exception):
+    """Internal: one attempt failed; ``kind`` says how, ``retry`` whether a retry may help."""
 
-
-class _Permanent(_AttemptFailed):
-    """Internal: the attempt failed in a way a retry cannot fix."""
+    def __init__(self, message: str, kind: Failure, retry: bool = False) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retry = retry
 
 
 @dataclass(frozen=True)
@@ -171,27 +161,21 @@ class CompletionClient:
         self._retry = retry
         self._rng = rng or random.Random()
 
-    @property
-    def url(self) -> str:
-        return self._url
-
     async def complete(self, prompt: str) -> str:
         """Generated text for ``prompt``; raises RequestFailedError once retries are spent."""
         body = request_body(self._api, prompt, self._max_new_tokens, self._model)
         attempts = self._retry.max_retries + 1
-        attempt = 1
-        while True:
+        for attempt in range(1, attempts + 1):
             try:
                 return await self._attempt(body)
-            except _Permanent as exc:
-                raise RequestFailedError(f"{exc} (not retried)", attempt, exc.kind) from None
-            except _Retryable as exc:
+            except _AttemptFailed as exc:
+                if not exc.retry:
+                    raise RequestFailedError(f"{exc} (not retried)", exc.kind) from None
                 if attempt >= attempts:
-                    raise RequestFailedError(
-                        f"{exc} (gave up after {attempts} attempt(s))", attempt, exc.kind
-                    ) from None
+                    message = f"{exc} (gave up after {attempts} attempt(s))"
+                    raise RequestFailedError(message, exc.kind) from None
             await asyncio.sleep(self._retry.delay(attempt - 1, self._rng))
-            attempt += 1
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _attempt(self, body: bytes) -> str:
         """One POST, with the failure classified as retryable or permanent."""
@@ -202,19 +186,22 @@ class CompletionClient:
                 status = resp.status
                 raw = await resp.read()
         except asyncio.TimeoutError:
-            raise _Retryable(f"timed out after {self._timeout_s:g} s", Failure.TIMEOUT) from None
+            message = f"timed out after {self._timeout_s:g} s"
+            raise _AttemptFailed(message, Failure.TIMEOUT, retry=True) from None
         except aiohttp.ClientError as exc:
-            raise _Retryable(f"{type(exc).__name__}: {exc}", Failure.CONNECTION) from None
+            message = f"{type(exc).__name__}: {exc}"
+            raise _AttemptFailed(message, Failure.CONNECTION, retry=True) from None
         if status >= 500:
-            raise _Retryable(f"HTTP {status}: {_snippet(raw)}", Failure.SERVER_ERROR)
+            message = f"HTTP {status}: {_snippet(raw)}"
+            raise _AttemptFailed(message, Failure.SERVER_ERROR, retry=True)
         if status >= 400:
             message = f"HTTP {status} from {self._url}: {_snippet(raw)}"
-            raise _Permanent(message, Failure.REJECTED)
+            raise _AttemptFailed(message, Failure.REJECTED)
         if status != 200:
             message = f"unexpected HTTP {status} from {self._url}: {_snippet(raw)}"
-            raise _Permanent(message, Failure.BAD_REPLY)
+            raise _AttemptFailed(message, Failure.BAD_REPLY)
         try:
             return response_text(self._api, raw)
         except (ValueError, UnicodeDecodeError) as exc:
             message = f"bad response from {self._url}: {exc}: {_snippet(raw)}"
-            raise _Permanent(message, Failure.BAD_REPLY) from None
+            raise _AttemptFailed(message, Failure.BAD_REPLY) from None
