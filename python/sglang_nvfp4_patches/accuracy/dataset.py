@@ -1,12 +1,9 @@
 """MMLU-format data loading and k-shot prompt building.
 
-The csv layout is the one of SGLang's ``benchmark/mmlu``: ``DIR/dev/<subject>_dev.csv`` holds
-the few-shot examples and ``DIR/test/<subject>_test.csv`` the questions; each csv row is
-``question, A, B, C, D, answer-letter`` with no header. A Hugging Face dataset id
-(``cais/mmlu``) is read by ``hub.py`` into the same questions with the same ids. The prompt
-follows the classic MMLU evaluation so numbers are comparable with published ones. Malformed
-input raises :class:`DatasetError` naming the file and line, because a silently skipped row
-would change the question set and with it the comparison.
+The csv layout is SGLang's ``benchmark/mmlu``: ``DIR/dev/<subject>_dev.csv`` (few-shot
+examples) and ``DIR/test/<subject>_test.csv``, rows ``question, A, B, C, D, answer-letter``.
+The prompt is the classic MMLU one, so numbers compare with published ones. Malformed input
+raises :class:`DatasetError` naming file and line: a skipped row would change the question set.
 """
 
 from __future__ import annotations
@@ -57,9 +54,7 @@ class EvalItem:
 
 
 def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
-    """Parse one MMLU csv file (a regular file of at most
-    :data:`~sglang_nvfp4_patches.accuracy.limits.MAX_CSV_BYTES`); blank lines are ignored,
-    anything else malformed raises."""
+    """Parse one MMLU csv file; blank lines are ignored, anything else malformed raises."""
     try:
         raw = read_bounded(path, CSV_FILE)
     except OSError as exc:  # read_bounded leaves a missing file to its caller
@@ -85,8 +80,8 @@ def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
 
 
 def _not_utf8(path: Path, raw: bytes) -> str:
-    """Where in the file the first byte that is not UTF-8 is, decoding ``raw`` again as plain
-    UTF-8 so that the offset counts from the start of the file (a BOM included)."""
+    """Where the first byte that is not UTF-8 is, counted from the start of the file (a BOM
+    included)."""
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -110,18 +105,7 @@ def _parse_row(row: list[str], path: Path, line: int, subject: str, index: int) 
         raise DatasetError(
             f"{path}:{line}: answer must be one of {'/'.join(CHOICE_LETTERS)}, found {row[-1]!r}"
         )
-    return Question(
-        subject=subject,
-        index=index,
-        question=row[0],
-        choices=tuple(row[1:-1]),
-        answer=answer,
-    )
-
-
-def format_subject(subject: str) -> str:
-    """``high_school_physics`` -> ``high school physics`` as in the classic MMLU header."""
-    return subject.replace("_", " ")
+    return Question(subject, index, row[0], tuple(row[1:-1]), answer)
 
 
 def format_example(question: Question, include_answer: bool) -> str:
@@ -138,34 +122,21 @@ def build_prefix(subject: str, dev_examples: Sequence[Question], shots: int) -> 
     """Header plus the first ``shots`` dev examples; built once per subject."""
     header = (
         "The following are multiple choice questions (with answers) about "
-        f"{format_subject(subject)}.\n\n"
+        f"{subject.replace('_', ' ')}.\n\n"
     )
     return header + "".join(format_example(q, include_answer=True) for q in dev_examples[:shots])
-
-
-def build_prompt(prefix: str, question: Question) -> str:
-    """Full prompt for one test question."""
-    return prefix + format_example(question, include_answer=False)
 
 
 class QuestionSource(Protocol):
     """Where questions come from: an MMLU csv folder or a Hugging Face dataset (``hub.py``)."""
 
-    def subjects(self) -> list[str]:
-        """Subjects that have test questions, sorted."""
-        ...
+    def subjects(self) -> list[str]: ...  # sorted, those with test questions
 
-    def test_questions(self, subject: str) -> list[Question]:
-        """The test questions of ``subject`` in file order (their index is their id)."""
-        ...
+    def test_questions(self, subject: str) -> list[Question]: ...  # in order: index is id
 
-    def dev_examples(self, subject: str) -> list[Question]:
-        """The few-shot examples of ``subject``; raises DatasetError when there are none."""
-        ...
+    def dev_examples(self, subject: str) -> list[Question]: ...  # DatasetError when none
 
-    def where(self, subject: str, split: str) -> str:
-        """Where ``split`` of ``subject`` lives, for error messages."""
-        ...
+    def where(self, subject: str, split: str) -> str: ...  # for error messages
 
 
 class CsvSource:
@@ -246,12 +217,13 @@ def load_eval_items(
             raise DatasetError(f"{source.where(subject, 'test')}: no questions in file")
         prefix = build_prefix(subject, _dev_examples(source, subject, shots), shots)
         selected = questions if limit is None else questions[:limit]
-        items.extend(EvalItem(q, build_prompt(prefix, q)) for q in selected)
+        items.extend(
+            EvalItem(q, prefix + format_example(q, include_answer=False)) for q in selected
+        )
     return items
 
 
 def _dev_examples(source: QuestionSource, subject: str, shots: int) -> list[Question]:
-    """The few-shot examples of ``subject``; too few for ``shots`` raises."""
     if shots == 0:
         return []
     examples = source.dev_examples(subject)

@@ -1,15 +1,10 @@
 """MMLU from the Hugging Face Hub (``--data cais/mmlu``): config ``all``, ``dev`` for the
 few-shot examples, ``test`` for the questions.
 
-``datasets`` comes with SGLang, so the project adds no dependency; it is imported only here,
-and only when ``--data`` names a dataset (:func:`open_source`, which picks the source of a
-run), so the csv path stays light. Caching
-and offline use (``HF_HUB_OFFLINE=1``) are the library's own; a Hub that cannot be reached
-(one HEAD request, through the proxies the environment names, :data:`REACH_TIMEOUT_S`) turns
-offline mode on before ``datasets`` is imported, so a cached copy is used at once and a
-missing one is one line instead of the library's retries. Rows keep their order
-within a subject, so a question's id ``<subject>/<index>`` is the one its row has in the csv
-layout of the same data, and runs from both sources pair in ``compare``.
+``datasets`` (shipped with SGLang) is imported only here, only when ``--data`` names a
+dataset. A Hub that one HEAD request cannot reach turns offline mode on first, so a cached
+copy is used at once and a missing one is one line instead of the library's retries. Rows keep
+their order within a subject, so ids ``<subject>/<index>`` match the csv layout's.
 """
 
 from __future__ import annotations
@@ -87,8 +82,7 @@ def hub_unreachable() -> str | None:
 
 
 def _go_offline() -> None:
-    """The Hub's offline switch, before ``datasets`` reads it at import (and where it was
-    imported already, in the settings it read)."""
+    """The Hub's offline switch, in the environment and in modules that read it already."""
     for name in OFFLINE_ENV:
         os.environ[name] = "1"
     for module, attribute in (
@@ -99,16 +93,13 @@ def _go_offline() -> None:
             setattr(sys.modules[module], attribute, True)
 
 
-def _offline_already() -> bool:
-    return any(
-        os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE") for name in OFFLINE_ENV
-    )
-
-
 def _load(dataset_id: str) -> Mapping[str, Iterable[Mapping[str, Any]]]:
     """The ``dev`` and ``test`` splits; any failure of the library becomes one DatasetError."""
     unreachable = None
-    if not Path(dataset_id).exists() and not _offline_already():
+    offline = any(
+        os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE") for name in OFFLINE_ENV
+    )
+    if not Path(dataset_id).exists() and not offline:
         unreachable = hub_unreachable()
         if unreachable is not None:
             _go_offline()

@@ -1,15 +1,9 @@
-"""Read sgl-eval runs for ``accuracy compare`` (pure: its files only; sgl-eval is not
-imported).
+"""Read sgl-eval runs for ``accuracy compare`` (pure: its files only, sgl-eval not imported).
 
-sgl-eval (SGLang's accuracy harness) scores one endpoint per run and writes
-``<out-dir>/sgl_eval_<bench>_<stamp>/`` with ``metrics.json`` (``partial: true`` after
-Ctrl-C) and one ``output-rs<k>.jsonl`` per repeat: one JSON object per scored sample with
-``id`` and a binary score (``symbolic_correct``; ``is_correct`` for some benchmarks).
-Each repeat becomes one :class:`LoadedRun`, so two runs are paired repeat by repeat:
-repeats ask the same questions again, so pooling them into one test would count the same
-question as several independent pairs. ``metrics.json`` also records the run's settings
-(benchmark, sampling parameters, sgl-eval and NeMo-Skills versions): those that change the
-answers are compared between the two sides (:data:`SETTING_KEYS`).
+sgl-eval writes ``sgl_eval_<bench>_<stamp>/`` with ``metrics.json`` (settings; ``partial:
+true`` after Ctrl-C) and one ``output-rs<k>.jsonl`` per repeat, one scored sample per line.
+Each repeat is one :class:`LoadedRun`, paired repeat by repeat: pooling repeats would count
+the same question as several independent pairs.
 """
 
 from __future__ import annotations
@@ -63,13 +57,13 @@ def load_sgl_eval(path: Path, allow_partial: bool) -> dict[int, LoadedRun]:
         )
     metrics = _metrics(run_dir)
     complete = _finished(run_dir, metrics, allow_partial)
-    bench = _benchmark(run_dir)
+    match = RUN_DIR.match(run_dir.name)  # the benchmark is the table's subject column
+    bench = match.group("bench") if match else "all"
     settings = {key: (metrics or {}).get(key) for key in SETTING_KEYS}
     return {repeat_of(file): _load_repeat(file, bench, complete, settings) for file in files}
 
 
 def _metrics(run_dir: Path) -> dict[str, Any] | None:
-    """The run's metrics.json, or None when it has none."""
     metrics_path = run_dir / "metrics.json"
     try:
         raw = read_bounded(metrics_path)
@@ -85,8 +79,7 @@ def _metrics(run_dir: Path) -> dict[str, Any] | None:
 
 
 def _finished(run_dir: Path, metrics: Mapping[str, Any] | None, allow_partial: bool) -> bool:
-    """Whether metrics.json says the run ended normally; refuses a partial run unless
-    ``allow_partial``."""
+    """Whether the run ended normally; a partial run is refused unless ``allow_partial``."""
     if metrics is None:
         problem = "has no metrics.json (sgl-eval writes it when a run ends; was it killed?)"
     elif metrics.get("partial") is not True:
@@ -99,12 +92,6 @@ def _finished(run_dir: Path, metrics: Mapping[str, Any] | None, allow_partial: b
             "could mislead: rerun it, or pass --allow-partial to compare the samples it has"
         )
     return False
-
-
-def _benchmark(run_dir: Path) -> str:
-    """The benchmark name from ``sgl_eval_<bench>_<stamp>``: the table's subject column."""
-    match = RUN_DIR.match(run_dir.name)
-    return match.group("bench") if match else "all"
 
 
 def _load_repeat(path: Path, bench: str, complete: bool, settings: Mapping[str, Any]) -> LoadedRun:
@@ -157,20 +144,15 @@ def _record(path: Path, number: int, sample: object, bench: str) -> dict[str, An
     }
 
 
-def _side(path: Path, allow_partial: bool) -> dict[int, LoadedRun] | LoadedRun:
-    """A repeat-numbered sgl-eval side, or our own run file."""
-    return load_sgl_eval(path, allow_partial) if is_sgl_eval(path) else load_run(path)
-
-
 def paired_runs(
     path_a: Path, path_b: Path, allow_partial: bool = False
 ) -> list[tuple[LoadedRun, LoadedRun]]:
-    """What ``compare`` tests: one pair, or one pair per repeat (rs<k> with rs<k>).
-
-    Two sgl-eval directories with the same repeats pair repeat by repeat; a side with
-    several repeats against a single run is refused, naming the files to pick from.
-    """
-    a, b = _side(path_a, allow_partial), _side(path_b, allow_partial)
+    """What ``compare`` tests: one pair, or one pair per repeat (rs<k> with rs<k>); a side with
+    several repeats against a single run is refused, naming the files to pick from."""
+    a, b = (
+        load_sgl_eval(path, allow_partial) if is_sgl_eval(path) else load_run(path)
+        for path in (path_a, path_b)
+    )
     _refuse_one_run_twice(path_a, path_b)
     if isinstance(a, LoadedRun) and isinstance(b, LoadedRun):
         return [(a, b)]
@@ -180,17 +162,17 @@ def paired_runs(
         return [(next(iter(repeats_a.values())), next(iter(repeats_b.values())))]
     if isinstance(a, dict) and isinstance(b, dict) and set(a) == set(b):
         return [(a[k], b[k]) for k in sorted(a)]
+    example = next(iter(repeats_a.values())).label if path_a.is_dir() else str(path_a)
     raise RunFileError(
         f"A has {_repeats_text(repeats_a)} and B {_repeats_text(repeats_b)}: compare pairs "
         "two sgl-eval directories repeat by repeat only when both hold the same repeats; "
-        f"name one file per side instead (e.g. {_example(path_a, repeats_a)})"
+        f"name one file per side instead (e.g. {example})"
     )
 
 
 def _refuse_one_run_twice(path_a: Path, path_b: Path) -> None:
-    """A and B must be two runs: not one path twice (a typo that would pass as "no
-    significant difference"), nor two copies of one run file of ours (it records when it
-    ran, so two runs never have the same bytes)."""
+    """A and B must be two runs: not one path twice, nor two byte-equal copies of one run file
+    (it records when it ran): either would pass as "no significant difference"."""
     try:
         same = path_a.samefile(path_b)
     except OSError:  # pragma: no cover - both were just read
@@ -214,7 +196,3 @@ def _refuse_one_run_twice(path_a: Path, path_b: Path) -> None:
 
 def _repeats_text(repeats: dict[int, LoadedRun]) -> str:
     return f"{len(repeats)} repeat(s) ({', '.join(f'rs{k}' for k in sorted(repeats))})"
-
-
-def _example(path: Path, repeats: dict[int, LoadedRun]) -> str:
-    return next(iter(repeats.values())).label if path.is_dir() else str(path)
