@@ -206,10 +206,6 @@ def load_eval_items(
     limit: int | None = None,
 ) -> list[EvalItem]:
     """All prompts of a run in subject order; ``limit`` keeps the first N questions each."""
-    if shots < 0:
-        raise DatasetError(f"shots must be >= 0, got {shots}")
-    if limit is not None and limit < 1:
-        raise DatasetError(f"limit must be >= 1, got {limit}")
     items: list[EvalItem] = []
     for subject in select_subjects(source.subjects(), subjects):
         questions = source.test_questions(subject)

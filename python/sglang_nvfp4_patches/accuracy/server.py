@@ -1,9 +1,7 @@
 """One server of ``accuracy ab``: started in its own process group, stopped with all of it.
 
-The server gets a session (and so a process group) of its own: a Ctrl-C in the terminal then
-reaches only this tool, which stops the server itself, and stopping can signal every process
-the server forked (SGLang's scheduler and detokenizer workers) at once. SIGINT lets SGLang shut
-down cleanly; whatever is left after the grace period gets SIGKILL.
+In a session of its own, a terminal Ctrl-C reaches only this tool, which then signals every
+process the server forked at once: SIGINT for a clean shutdown, SIGKILL after the grace period.
 """
 
 from __future__ import annotations
@@ -59,8 +57,7 @@ def server_command(
 
 
 def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
-    """The last ``lines`` lines of a (possibly huge) log, from its last start on (the lines
-    of earlier starts are kept in the file, not shown)."""
+    """The last ``lines`` lines of a (possibly huge) log, from its last start on."""
     try:
         with log.open("rb") as handle:
             handle.seek(0, os.SEEK_END)
@@ -84,11 +81,13 @@ class ServerProcess:
 
     @classmethod
     def start(cls, command: Sequence[str], port: int, log: Path, grace_s: float) -> ServerProcess:
-        """Spawn ``command`` in a new session, stdout and stderr appended to ``log`` after a
-        line that says when and how it started (a resumed ``ab`` keeps the earlier log)."""
+        """Spawn ``command`` in a new session, its output appended to ``log`` after a line that
+        says when and how it started."""
         log.parent.mkdir(exist_ok=True)
+        sigint_ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         with log.open("ab") as handle:
-            handle.write(_start_banner(command))
+            started = time.strftime("%Y-%m-%d %H:%M:%S %z")
+            handle.write(f"===== {started}: accuracy ab starts {shlex.join(command)}\n".encode())
             handle.flush()
             try:
                 proc = subprocess.Popen(
@@ -99,7 +98,7 @@ class ServerProcess:
                     start_new_session=True,
                     # ab started as a script's background job ignores SIGINT; the server, in
                     # a session of its own, must still take the SIGINT that stops it cleanly.
-                    preexec_fn=_sigint_default if _sigint_ignored() else None,
+                    preexec_fn=_sigint_default if sigint_ignored else None,
                 )
             except OSError as exc:
                 raise ConfigError(
@@ -150,8 +149,8 @@ class ServerProcess:
             time.sleep(min(_POLL_S, max(0.0, timeout_s - elapsed)))
 
     def stop(self) -> None:
-        """SIGINT to the whole group, SIGKILL to what is left after the grace period (at once
-        on a second Ctrl-C); returns when no process of the group is left."""
+        """SIGINT to the whole group, SIGKILL to what is left after the grace period (or a
+        second Ctrl-C); returns when no process of the group is left."""
         pgid = self.proc.pid  # the session leader's pid is the group id
         interrupted = False
         try:
@@ -181,21 +180,12 @@ class ServerProcess:
 _BANNER = re.compile(r"^===== .*: accuracy ab starts ")
 
 
-def _start_banner(command: Sequence[str]) -> bytes:
-    started = time.strftime("%Y-%m-%d %H:%M:%S %z")
-    return f"===== {started}: accuracy ab starts {shlex.join(command)}\n".encode()
-
-
 def _healthy(opener: urllib.request.OpenerDirector, url: str) -> bool:
     try:
         with opener.open(url, timeout=2) as response:
             return response.status == 200
     except (urllib.error.URLError, OSError, ValueError):
         return False
-
-
-def _sigint_ignored() -> bool:
-    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
 def _sigint_default() -> None:
