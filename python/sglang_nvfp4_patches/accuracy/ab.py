@@ -1,12 +1,9 @@
 """``accuracy ab``: start a server per side, ask both the same questions, compare.
 
-Side A, then side B, one after the other on the same GPU: start the server with the side's
-flags, wait for ``/health``, ask the questions exactly as ``accuracy run`` does (same run
-files, same resume), stop the server's whole process group, then pair the two runs with
-McNemar's test. The side's model path, flags and launcher are part of its run settings, so a
-rerun with other flags or another launcher cannot add answers to a run of another
-configuration. ``ab`` holds the lock of both run files from before the first server starts to
-the end, so a second ``ab`` on the same ``--out-dir`` is refused at once.
+Side A, then side B on the same GPU: start the server with the side's flags, wait for
+``/health``, ask as ``accuracy run`` does, stop the server's process group, then pair the runs
+with McNemar's test. The side's model path, flags and launcher are run settings, so a rerun
+cannot mix configurations; both run files stay locked from before the first server starts.
 """
 
 from __future__ import annotations
@@ -112,46 +109,37 @@ def _run_side(
 
     if not plan_resume(config.side_config(side), items).todo:
         outcome = run_accuracy(config.side_config(side), items, note)  # asks nothing
-        say(f"side {name}: {out} already answers all {len(items)} questions; server not started")
-        return _answers(out, outcome.run, run_notes(outcome), say, name)
-    port = free_port()
-    command = server_command(config.launcher, config.model_path, port, side.args)
-    log = config.server_log(side)
-    say(f"side {name}: starting {shlex.join(command)}")
-    say(f"side {name}: server log {log}")
-    with ServerProcess.start(command, port, log, config.stop_grace_s) as server:
-        say(f"side {name}: waiting for {server.base_url}/health ({config.startup_timeout_s:g} s)")
-        try:
-            ready_s = server.wait_healthy(
-                config.startup_timeout_s,
-                lambda elapsed: tick(
-                    f"side {name}: waiting for /health ... {elapsed:.0f} s of "
-                    f"{config.startup_timeout_s:g} s"
-                ),
-            )
-        except ServerError as exc:
-            raise ServerError(f"side {name}: {exc}", exc.log) from None
-        say(f"side {name}: server ready after {ready_s:.1f} s")
-        outcome = run_accuracy(config.side_config(side, server.base_url), items, note)
-        if outcome.interrupted or outcome.run is None:
-            raise KeyboardInterrupt
+        note(f"{out} already answers all {len(items)} questions; server not started")
         notes = run_notes(outcome)
-        if outcome.exit_code:
-            raise ServerError(
-                f"side {name}: the server did not answer every question:\n" + "\n".join(notes),
-                log,
-            )
-    say(f"side {name}: {run_summary(outcome.run)}; server stopped")
-    return _answers(out, outcome.run, notes, say, name)
-
-
-def _answers(
-    out: Path, run: dict[str, object] | None, notes: Sequence[str], say: Say, name: str
-) -> LoadedRun:
-    """The side's answers to this run's questions, as compared (the run document, which is
-    RUN.json unless the stored answers go beyond this run), after its notes."""
-    for note in notes:
-        say(f"side {name}: {note}")
-    if run is None:  # only an interrupted run has no document
+    else:
+        port = free_port()
+        command = server_command(config.launcher, config.model_path, port, side.args)
+        log = config.server_log(side)
+        note(f"starting {shlex.join(command)}")
+        note(f"server log {log}")
+        with ServerProcess.start(command, port, log, config.stop_grace_s) as server:
+            note(f"waiting for {server.base_url}/health ({config.startup_timeout_s:g} s)")
+            try:
+                ready_s = server.wait_healthy(
+                    config.startup_timeout_s,
+                    lambda elapsed: tick(
+                        f"side {name}: waiting for /health ... {elapsed:.0f} s of "
+                        f"{config.startup_timeout_s:g} s"
+                    ),
+                )
+            except ServerError as exc:
+                raise ServerError(f"side {name}: {exc}", exc.log) from None
+            note(f"server ready after {ready_s:.1f} s")
+            outcome = run_accuracy(config.side_config(side, server.base_url), items, note)
+            if outcome.interrupted or outcome.run is None:
+                raise KeyboardInterrupt
+            notes = run_notes(outcome)
+            if outcome.exit_code:
+                message = "the server did not answer every question:\n" + "\n".join(notes)
+                raise ServerError(f"side {name}: {message}", log)
+        note(f"{run_summary(outcome.run)}; server stopped")
+    for line in notes:
+        note(line)
+    if outcome.run is None:  # only an interrupted run has no document
         raise KeyboardInterrupt
-    return run_from_document(str(out), run)
+    return run_from_document(str(out), outcome.run)
