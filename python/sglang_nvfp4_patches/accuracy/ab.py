@@ -1,9 +1,7 @@
-"""``accuracy ab``: start a server per side, ask both the same questions, compare.
+"""``accuracy ab``: start a server per side (A, then B), ask both the same questions, compare.
 
-Side A, then side B on the same GPU: start the server with the side's flags, wait for
-``/health``, ask as ``accuracy run`` does, stop the server's process group, then pair the runs
-with McNemar's test. The side's model path, flags and launcher are run settings, so a rerun
-cannot mix configurations; both run files stay locked from before the first server starts.
+A side's model path, flags and launcher are run settings, so a rerun cannot mix configurations;
+both run files stay locked from before the first server starts.
 """
 
 from __future__ import annotations
@@ -39,8 +37,7 @@ class Side:
 
 @dataclass(frozen=True)
 class AbConfig:
-    """Everything ``accuracy ab`` needs; ``questions`` carries the run options (its
-    ``base_url`` and ``out`` are replaced per side)."""
+    """Everything ``accuracy ab`` needs; ``questions`` carries the run options of both sides."""
 
     model_path: str
     sides: tuple[Side, Side]
@@ -75,8 +72,7 @@ Say = Callable[[str], None]  # receives one line of text
 
 
 def run_ab(config: AbConfig, say: Say, tick: Say) -> Comparison:
-    """Both sides, then the comparison. ``say`` gets status lines, ``tick`` the health-wait
-    progress text. Raises AccuracyError (bad input), ServerError, KeyboardInterrupt."""
+    """Both sides, then the comparison; ``say`` gets status lines, ``tick`` health-wait text."""
     ensure_output_dir(config.out_dir, "--out-dir")
     items = config.questions.load_items()
     with contextlib.ExitStack() as locks:
@@ -99,8 +95,7 @@ def _run_side(
     say: Say,
     tick: Say,
 ) -> LoadedRun:
-    """The side's answers to ``items``: stored ones without starting its server when nothing
-    is missing; otherwise start its server, ask what is missing, stop it."""
+    """The side's answers to ``items``; its server is started only when some are missing."""
     name = side.name
     out = config.run_file(side)
 

@@ -37,8 +37,7 @@ _KIND_NAMES = {int: "an integer", float: "a number"}
 def _number(
     kind: type, minimum: float, inclusive: bool, maximum: float = math.inf
 ) -> Callable[[str], float]:
-    """argparse type: a finite ``kind`` within [minimum, maximum] (above minimum when not
-    ``inclusive``)."""
+    """argparse type: a finite ``kind`` within [minimum, maximum] (or above ``minimum``)."""
 
     def parse(text: str) -> float:
         try:
@@ -112,8 +111,7 @@ def attach_command_line_values(argv: Sequence[str]) -> list[str]:
 
 
 def add_accuracy_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``accuracy {run,ab,compare}`` to the top-level CLI; ``args.func(args)`` returns the
-    exit code."""
+    """Add ``accuracy {run,ab,compare}``; ``args.func(args)`` returns the exit code."""
     parser = subparsers.add_parser(
         "accuracy",
         help="MMLU-format accuracy A/B check: ab starts a server per side; run asks a "

@@ -1,7 +1,6 @@
 """Async completion client for SGLang's native ``/generate`` and OpenAI ``/v1/completions``.
 
-Transient failures (connection, timeout, HTTP 5xx) are retried with exponential backoff and
-jitter; a 4xx or a malformed 200 will never be accepted, so it fails at once.
+Connection failures, timeouts and HTTP 5xx are retried with backoff; a 4xx or bad 200 is not.
 """
 
 from __future__ import annotations
@@ -66,8 +65,7 @@ class RetryPolicy:
     backoff_max_s: float = 10.0
 
     def delay(self, retry: int, rng: random.Random) -> float:
-        """Equal jitter: half the exponential step fixed, half random, so that many workers
-        failing together (server restart) do not come back in lockstep."""
+        """Equal jitter, so workers failing together (a restart) do not retry in lockstep."""
         step = min(self.backoff_max_s, self.backoff_base_s * 2.0 ** min(retry, 64))
         return step / 2 + rng.uniform(0, step / 2)
 
@@ -115,8 +113,7 @@ def response_text(api: Api, raw: bytes) -> str:
 
 
 def served_model(base_url: str, timeout_s: float) -> str | None:
-    """The model path the server says it serves (SGLang's ``GET /get_model_info``), or None
-    when it does not answer that (another server, down, or too slow)."""
+    """The model path the server names (``GET /get_model_info``), or None when it does not."""
     base = base_url.rstrip("/")
     base = base[: -len("/v1")] if base.endswith("/v1") else base
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -137,8 +134,7 @@ def _snippet(raw: bytes) -> str:
 
 
 class CompletionClient:
-    """Sends prompts over one shared session; concurrency is bounded by the caller's workers
-    and by the session's connector."""
+    """Sends prompts over one shared session (the caller's workers bound concurrency)."""
 
     def __init__(
         self,

@@ -189,8 +189,7 @@ def compare_runs(
     alpha: float = DEFAULT_ALPHA,
     allow_different_settings: bool = False,
 ) -> Comparison:
-    """Pair by id over the shared questions; refuse differing answer-changing settings (unless
-    ``allow_different_settings``) and a question with two answer keys."""
+    """Pair by id over the shared questions; refuse differing settings and answer keys."""
     if not 0 < alpha < 1:
         raise CompareError(f"--alpha must be between 0 and 1, got {alpha}")
     differences = setting_differences(

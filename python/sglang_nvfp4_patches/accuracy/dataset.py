@@ -1,9 +1,7 @@
-"""MMLU-format data loading and k-shot prompt building.
+"""MMLU-format data (SGLang's ``benchmark/mmlu`` csv layout) and the classic k-shot prompt.
 
-The csv layout is SGLang's ``benchmark/mmlu``: ``DIR/dev/<subject>_dev.csv`` (few-shot
-examples) and ``DIR/test/<subject>_test.csv``, rows ``question, A, B, C, D, answer-letter``.
-The prompt is the classic MMLU one, so numbers compare with published ones. Malformed input
-raises :class:`DatasetError` naming file and line: a skipped row would change the question set.
+Malformed input raises :class:`DatasetError` naming file and line: a skipped row would change
+the question set.
 """
 
 from __future__ import annotations
@@ -80,8 +78,7 @@ def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
 
 
 def _not_utf8(path: Path, raw: bytes) -> str:
-    """Where the first byte that is not UTF-8 is, counted from the start of the file (a BOM
-    included)."""
+    """Where the first non-UTF-8 byte is, counted from the start of the file (BOM included)."""
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:

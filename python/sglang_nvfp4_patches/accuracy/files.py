@@ -32,8 +32,7 @@ def kind_of(mode: int) -> str:
 
 @dataclass(frozen=True)
 class FileRole:
-    """What a file read with :func:`read_bounded` is for: its name in messages, its size
-    bound, the UsageError it raises, and the remedy for a non-regular file."""
+    """What a file read with :func:`read_bounded` is for: name, size bound, error, remedy."""
 
     noun: str
     limit: int
@@ -46,8 +45,7 @@ CSV_FILE = FileRole("an MMLU csv file", MAX_CSV_BYTES, DatasetError)
 
 
 def read_bounded(path: Path, role: FileRole = RUN_FILE) -> bytes:
-    """The bytes of a regular file of at most ``role.limit`` bytes; anything else raises
-    ``role.error`` naming ``path`` (FileNotFoundError is left to the caller)."""
+    """The bytes of a regular file within ``role.limit``; else ``role.error`` (or not found)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -83,8 +81,7 @@ def _too_large(path: Path, size: int, role: FileRole) -> str:
 
 
 def require_writable_target(path: Path, option: str) -> None:
-    """``path`` is a regular file or does not exist yet (a dangling symbolic link is neither);
-    anything else raises ConfigError."""
+    """``path`` is a regular file or does not exist yet; anything else raises ConfigError."""
     where = f"{option} {path}"
     try:
         info = path.stat()

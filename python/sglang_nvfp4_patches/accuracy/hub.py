@@ -1,10 +1,7 @@
-"""MMLU from the Hugging Face Hub (``--data cais/mmlu``): config ``all``, ``dev`` for the
-few-shot examples, ``test`` for the questions.
+"""MMLU from the Hugging Face Hub (``--data cais/mmlu``, config ``all``, splits dev and test).
 
-``datasets`` (shipped with SGLang) is imported only here, only when ``--data`` names a
-dataset. A Hub that one HEAD request cannot reach turns offline mode on first, so a cached
-copy is used at once and a missing one is one line instead of the library's retries. Rows keep
-their order within a subject, so ids ``<subject>/<index>`` match the csv layout's.
+``datasets`` is imported only here. An unreachable Hub turns offline mode on first, so a cached
+copy is used at once. Rows keep their order, so ids ``<subject>/<index>`` match the csv ones.
 """
 
 from __future__ import annotations
@@ -66,8 +63,7 @@ class HubSource:
 
 
 def hub_unreachable() -> str | None:
-    """Why the Hub (``HF_ENDPOINT``) cannot be reached from here, or None: any HTTP answer,
-    an error status included, means it can."""
+    """Why the Hub (``HF_ENDPOINT``) cannot be reached, or None (any HTTP answer counts)."""
     endpoint = os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT
     try:
         with urllib.request.urlopen(
@@ -175,8 +171,7 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def open_source(data: str | Path) -> QuestionSource:
-    """A csv folder (it has ``test/``); else a Hub id (``org/name``, no such local path) or a
-    local copy of a Hub dataset repository (it has the repository's ``README.md``)."""
+    """A csv folder (with ``test/``), a Hub id, or a local copy of a Hub dataset repository."""
     path = Path(data)
     if (path / "test").is_dir():
         return CsvSource(path)

@@ -50,8 +50,7 @@ _HOST_NAME = re.compile(r"[A-Za-z0-9_-]{1,63}(\.[A-Za-z0-9_-]{1,63})*\.?")
 
 
 def _valid_host(host: str) -> bool:
-    """An IP address, or a host name whose IDNA form is dot-separated labels of letters,
-    digits, ``-`` and ``_`` (as Docker and Kubernetes service names have)."""
+    """An IP address, or a host name of letters, digits, ``-`` and ``_`` labels (IDNA form)."""
     try:
         ipaddress.ip_address(host)
         return True

@@ -28,8 +28,7 @@ def _fmt_acc(value: float | None) -> str:
 
 
 def format_run_report(outcome: RunOutcome) -> str:
-    """Per-subject table, total and speed (stdout); empty when no question got an answer.
-    The warnings and errors are :func:`run_notes` (stderr)."""
+    """Per-subject table, total and speed (stdout); empty when no question got an answer."""
     run = outcome.run
     if run is None or (run["n_answered"] == 0 and outcome.exit_code):
         return ""
@@ -61,8 +60,7 @@ def run_summary(run: Mapping[str, Any]) -> str:
 
 
 def run_notes(outcome: RunOutcome) -> list[str]:
-    """The NOTE/WARNING/ERROR lines of a finished run: how stored answers were used, collapse,
-    failed questions, early stop."""
+    """The NOTE/WARNING/ERROR lines of a finished run (stderr)."""
     run = outcome.run
     if run is None:
         return []
@@ -94,8 +92,7 @@ def run_notes(outcome: RunOutcome) -> list[str]:
 
 
 def kept_line(answers: int, partial: Path, rerun: str) -> str:
-    """How many answers of an unfinished run are kept and where (or that there are none),
-    then ``rerun``: what to do next."""
+    """How many answers of an unfinished run are kept and where, then ``rerun``."""
     if answers == 0:
         return f"no answer was received, so none is kept; {rerun}"
     return f"the {answers} answer(s) so far are kept in {partial}; {rerun}"

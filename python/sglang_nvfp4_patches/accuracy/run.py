@@ -1,9 +1,7 @@
 """``accuracy run``: ask a running server every question, keep answers safe, write RUN.json.
 
-``parallel`` workers pull questions from one shared iterator over one aiohttp session; each
-answer is appended to the partial JSONL at once, so a rerun only asks what is missing. A rerun
-never drops a stored answer (:func:`plan_resume`). Callers hold
-:func:`~sglang_nvfp4_patches.accuracy.store.run_file_lock` on ``out`` while it runs.
+Each answer is appended to the partial JSONL at once, so a rerun only asks what is missing,
+and never drops a stored answer (:func:`plan_resume`). Callers hold ``run_file_lock``.
 """
 
 from __future__ import annotations
@@ -167,16 +165,14 @@ class ResumePlan:
 
     @property
     def writes(self) -> bool:
-        """Whether the run writes RUN.json: not for a subset of the stored answers, nor when
-        RUN.json already holds exactly these answers (a rerun keeps the file as it is)."""
+        """Whether the run writes RUN.json: not for a subset, nor when it holds these answers."""
         if self.subset_note is not None:
             return False
         return bool(self.todo) or self.has_partial or not self.has_run_file
 
 
 def plan_resume(config: RunConfig, items: Sequence[EvalItem]) -> ResumePlan:
-    """Stored answers of ``config.out`` (partial file and RUN.json both) against ``items``.
-    Raises ResumeError for other settings, changed data, or a run that would drop some."""
+    """Stored answers of ``config.out`` against ``items``; ResumeError when unusable."""
     settings = config.settings()
     ppath = partial_path(config.out)
     partial = load_partial(ppath, settings)
@@ -226,12 +222,8 @@ def _scope_text(value: object) -> str:
 
 
 def check_endpoint(config: RunConfig, plan: ResumePlan) -> tuple[dict[str, Any], list[str]]:
-    """The endpoint fields this run records (``base_url``, ``served_model``) and NOTE lines.
-
-    Only a ``run`` that will ask something, against a server the user started, is checked:
-    the server's model must be the stored one; a changed ``--base-url`` is accepted, with a
-    NOTE, only when both name the same model (another port may well be another model).
-    """
+    """The endpoint fields this run records and NOTE lines; a user-started server must serve
+    the stored answers' model (a changed ``--base-url`` may well be another model)."""
     stored_url, stored_model = plan.meta.get("base_url"), plan.meta.get("served_model")
     if not plan.todo:
         return {"base_url": stored_url or config.base_url, "served_model": stored_model}, []
@@ -272,8 +264,7 @@ def run_accuracy(
     say: Callable[[str], None] | None = None,
 ) -> RunOutcome:
     """Evaluate, resuming from earlier answers, and write RUN.json atomically at the end (see
-    :attr:`ResumePlan.writes`). What reading the stored answers left out goes to ``say``
-    before any question is asked (without ``say``: into the outcome's notes)."""
+    :attr:`ResumePlan.writes`); notes on stored answers go to ``say`` (else the outcome)."""
     ensure_output_file(config.out, "--out")
     items = config.load_items() if items is None else items
     plan = plan_resume(config, items)
@@ -455,8 +446,7 @@ def _run_document(
 
 
 def _run_coroutine(coro: Coroutine[Any, Any, None]) -> None:
-    """Run on uvloop when installed (SGLang ships it): it cuts the per-request CPU cost that
-    limits throughput at --parallel 512 on a small host."""
+    """Run on uvloop when installed: it cuts the per-request CPU cost at high --parallel."""
     try:
         import uvloop
     except ImportError:

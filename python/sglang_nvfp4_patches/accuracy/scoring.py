@@ -15,11 +15,7 @@ _LEADING_NOISE = " \t\r\n(*"
 
 
 def parse_prediction(text: str) -> str | None:
-    """The answer letter at the start of the generation, or None.
-
-    Leading whitespace, ``(`` and ``*`` are skipped; the letter must not be the start of a
-    word, so ``" B"``, ``"B."`` and ``"(C)"`` count while ``"Based"`` or ``"As"`` do not.
-    """
+    """The answer letter starting the generation (``" B"``, ``"(C)"``, not ``"Based"``), or None."""
     stripped = text.lstrip(_LEADING_NOISE)
     if not stripped or stripped[0] not in CHOICE_LETTERS:
         return None

@@ -81,8 +81,7 @@ class ServerProcess:
 
     @classmethod
     def start(cls, command: Sequence[str], port: int, log: Path, grace_s: float) -> ServerProcess:
-        """Spawn ``command`` in a new session, its output appended to ``log`` after a line that
-        says when and how it started."""
+        """Spawn ``command`` in a new session, its output appended to ``log`` after a banner."""
         log.parent.mkdir(exist_ok=True)
         sigint_ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         with log.open("ab") as handle:
@@ -123,8 +122,7 @@ class ServerProcess:
         self.stop()
 
     def wait_healthy(self, timeout_s: float, tick: Callable[[float], None]) -> float:
-        """Seconds until ``GET /health`` answered 200; ``tick(elapsed)`` about once a
-        second. Raises ServerError when the server exits first or the time runs out."""
+        """Seconds until ``GET /health`` answered 200 (ServerError on exit or timeout)."""
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         start = time.monotonic()
         last_tick = start
@@ -149,8 +147,7 @@ class ServerProcess:
             time.sleep(min(_POLL_S, max(0.0, timeout_s - elapsed)))
 
     def stop(self) -> None:
-        """SIGINT to the whole group, SIGKILL to what is left after the grace period (or a
-        second Ctrl-C); returns when no process of the group is left."""
+        """SIGINT to the group, then SIGKILL after the grace period (or a second Ctrl-C)."""
         pgid = self.proc.pid  # the session leader's pid is the group id
         interrupted = False
         try:
@@ -198,8 +195,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
 
 
 def _group_has_live_members(pgid: int) -> bool:
-    """Any process of group ``pgid`` that is not a zombie (an orphaned zombie waits for its
-    reaper, which a container's PID 1 may never be; it holds no GPU memory)."""
+    """Any non-zombie process of group ``pgid`` (an orphaned zombie may never be reaped)."""
     proc = Path("/proc")
     if not proc.is_dir():
         try:

@@ -147,8 +147,7 @@ def _record(path: Path, number: int, sample: object, bench: str) -> dict[str, An
 def paired_runs(
     path_a: Path, path_b: Path, allow_partial: bool = False
 ) -> list[tuple[LoadedRun, LoadedRun]]:
-    """What ``compare`` tests: one pair, or one pair per repeat (rs<k> with rs<k>); a side with
-    several repeats against a single run is refused, naming the files to pick from."""
+    """What ``compare`` tests: one pair, or one pair per repeat (rs<k> with rs<k>)."""
     a, b = (
         load_sgl_eval(path, allow_partial) if is_sgl_eval(path) else load_run(path)
         for path in (path_a, path_b)
@@ -171,8 +170,7 @@ def paired_runs(
 
 
 def _refuse_one_run_twice(path_a: Path, path_b: Path) -> None:
-    """A and B must be two runs: not one path twice, nor two byte-equal copies of one run file
-    (it records when it ran): either would pass as "no significant difference"."""
+    """A and B must be two runs, not one path twice nor two copies of one run file."""
     try:
         same = path_a.samefile(path_b)
     except OSError:  # pragma: no cover - both were just read

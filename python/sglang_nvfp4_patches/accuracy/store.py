@@ -1,10 +1,8 @@
 """Crash-safe result storage: an append-only JSONL of answers next to RUN.json (pure).
 
-Each answer is one line flushed to the OS at once, so Ctrl-C, a crash or SIGKILL loses none
-(no fsync per line: that only guards against a power cut). The first line records the settings
-that shape the answers, so a rerun with other settings cannot mix two evaluations. One process
-at a time writes a run file: it holds a ``flock`` on ``.RUN.json.lock``, which the kernel drops
-however the process ends.
+Each answer is a line flushed at once (no fsync: that only guards against a power cut); the
+first line records the settings, so a rerun cannot mix two evaluations. The writer holds a
+``flock`` on ``.RUN.json.lock``, which the kernel drops however the process ends.
 """
 
 from __future__ import annotations
@@ -48,8 +46,7 @@ _LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 @dataclass(frozen=True)
 class Stored:
-    """What an earlier run left in one file: metadata (partial header, or RUN.json without
-    its records), answers, and NOTE lines about what was left out."""
+    """What an earlier run left in one file: metadata, answers, and NOTE lines."""
 
     meta: Mapping[str, Any]
     records: list[Record]
@@ -72,8 +69,7 @@ def ensure_output_dir(directory: Path, option: str) -> None:
 
 
 def ensure_output_file(out: Path, option: str) -> None:
-    """``out`` can be written: a regular file or nothing yet (its partial file too), with a
-    name this file system takes, in a directory that exists or can be made."""
+    """``out`` and its partial file can be written, with a name this file system takes."""
     for path in (out, partial_path(out)):
         require_writable_target(path, option)
     existing = _writable_dir(out.parent, option, out)
@@ -91,8 +87,7 @@ def ensure_output_file(out: Path, option: str) -> None:
 
 
 def _writable_dir(directory: Path, option: str, target: Path) -> Path:
-    """The nearest existing ancestor of ``directory`` (returned), checked writable with a probe
-    file; problems name ``option target``."""
+    """The nearest existing ancestor of ``directory``, checked writable with a probe file."""
     where = f"{option} {target}"
     existing = directory
     for existing in (directory, *directory.parents):
@@ -131,8 +126,7 @@ def _writable_dir(directory: Path, option: str, target: Path) -> Path:
 
 @contextlib.contextmanager
 def run_file_lock(out: Path, option: str) -> Iterator[None]:
-    """Hold the exclusive lock of ``out`` while the block runs (BusyError when another process
-    holds it); the lock file is removed on the way out, still locked, as :func:`_lock` allows."""
+    """Hold the exclusive lock of ``out`` while the block runs (BusyError when it is held)."""
     path = lock_path(out)
     try:
         path.parent.mkdir(exist_ok=True)
@@ -192,8 +186,7 @@ def _flock(fd: int, path: Path, out: Path, option: str) -> None:
 
 
 def _holder(fd: int) -> str:
-    """``process N`` when the lock file holds just a pid line, as :func:`_lock` writes it; else
-    ``another process`` (reading one byte past the longest such line shows there is more)."""
+    """``process N`` when the lock file holds just a pid line, else ``another process``."""
     head = os.pread(fd, _PID_DIGITS + 2, 0)
     return f"process {int(head)}" if _PID_LINE.fullmatch(head) else "another process"
 
@@ -232,8 +225,7 @@ def _naming(path: Path) -> Iterator[None]:
 
 
 def run_file_text(data: Mapping[str, Any]) -> str:
-    """Indented metadata, then one record per line: diffable, and fast (``indent`` over 14k
-    records would fall back to the slow Python JSON encoder)."""
+    """Indented metadata, then one record per line (``indent`` over them all would be slow)."""
     meta = {key: value for key, value in data.items() if key != "records"}
     head = _META.encode(meta)
     if "records" not in data:
@@ -245,8 +237,7 @@ def run_file_text(data: Mapping[str, Any]) -> str:
 
 
 def is_valid_record(record: object) -> bool:
-    """Shape check for one stored answer: every key a verdict rests on (``prediction`` may be
-    None)."""
+    """Shape check for one stored answer: every key a verdict rests on."""
     return (
         isinstance(record, dict)
         and isinstance(record.get("id"), str)
@@ -259,8 +250,7 @@ def is_valid_record(record: object) -> bool:
 
 
 def record_problem(record: object) -> str | None:
-    """What is wrong with one stored answer, or None: its shape, or a ``correct`` that does not
-    follow from its prediction and answer key."""
+    """What is wrong with one stored answer (shape, or an unfounded ``correct``), or None."""
     if not is_valid_record(record):
         return "lacks a valid id/subject/answer/correct/prediction"
     checked = cast(Record, record)
@@ -279,8 +269,7 @@ def setting_differences(
     keys: Sequence[str],
     labels: tuple[str, str] = ("stored", "now"),
 ) -> list[str]:
-    """``key: stored X, now Y`` per differing setting of ``keys``; a mapping (``server``) is
-    compared field by field (``server.launcher: ...``)."""
+    """``key: stored X, now Y`` per differing setting; mappings field by field."""
     return [diff for key in keys for diff in _differences(key, old.get(key), new.get(key), labels)]
 
 
@@ -301,8 +290,7 @@ def _stored(
     settings: Mapping[str, Any],
     notes: tuple[str, ...] = (),
 ) -> Stored:
-    """``records`` of ``source``, refused when they come from other settings; a file that
-    holds no answer has nothing to protect, so other settings start afresh, with a NOTE."""
+    """``records`` of ``source``, refused from other settings (without any, start afresh)."""
     diffs = setting_differences(meta, settings, SETTING_KEYS)
     if diffs and records:
         raise ResumeError(
@@ -328,8 +316,7 @@ def _refuse_damaged(where: str, problem: str, path: Path) -> ResumeError:
 
 
 def check_run_document(path: Path, data: object) -> dict[str, Any]:
-    """``data`` (a parsed RUN.json) is a run file this version reads; else RunFileError naming
-    the field."""
+    """``data`` (a parsed RUN.json) is a run file this version reads; else RunFileError."""
     if not isinstance(data, dict) or not isinstance(data.get("records"), list):
         raise RunFileError(
             f"{path}: not a run file (expected an object with a 'records' list, as accuracy run "
@@ -392,8 +379,7 @@ def load_partial(path: Path, settings: Mapping[str, Any]) -> Stored:
 
 
 def answers_on_disk(out: Path) -> tuple[int, Path]:
-    """How many answers are stored for ``out`` and in which file: its partial file (a torn last
-    line is not counted), else ``out``."""
+    """How many answers are stored for ``out`` and in which file (partial file first)."""
     with contextlib.suppress(OSError, UsageError):
         return max(read_bounded(partial_path(out)).count(b"\n") - 1, 0), partial_path(out)
     with contextlib.suppress(OSError, UsageError, ValueError, KeyError, TypeError):
@@ -402,8 +388,7 @@ def answers_on_disk(out: Path) -> tuple[int, Path]:
 
 
 def load_finished_run(path: Path, settings: Mapping[str, Any]) -> Stored:
-    """Records of an earlier RUN.json with the same settings, checked as ``compare`` checks
-    them."""
+    """Records of an earlier RUN.json with the same settings, checked as ``compare`` does."""
     try:
         raw = read_bounded(path)
     except FileNotFoundError:
@@ -427,8 +412,7 @@ def load_finished_run(path: Path, settings: Mapping[str, Any]) -> Stored:
 
 
 class PartialWriter:
-    """Appends answered records; the file is first rewritten atomically with the header
-    (``fields``: settings, endpoint, question set) and the carried records."""
+    """Appends answers, after rewriting the file with the header and the carried records."""
 
     def __init__(self, path: Path, fields: Mapping[str, Any], carried: Iterable[Record]):
         self.path = path
