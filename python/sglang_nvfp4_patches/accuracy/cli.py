@@ -166,49 +166,7 @@ def add_accuracy_parser(subparsers: argparse._SubParsersAction) -> None:
     ab.add_argument(
         "--model-path", required=True, type=_model_path, metavar="M", help="model for both servers"
     )
-    ab.add_argument(
-        "--a-args",
-        type=_server_args,
-        default=(),
-        metavar="ARGS",
-        help='side A\'s server flags, one shell-quoted string (e.g. "--attention-backend triton")',
-    )
-    ab.add_argument(
-        "--b-args",
-        type=_server_args,
-        default=(),
-        metavar="ARGS",
-        help='side B\'s server flags (a single flag works too: --b-args "--disable-cuda-graph")',
-    )
-    ab.add_argument(
-        "--out-dir",
-        type=path_argument,
-        default=Path("accuracy-ab"),
-        metavar="DIR",
-        help="run files A.json, B.json and server logs (%(default)s)",
-    )
-    ab.add_argument(
-        "--launcher",
-        type=_launcher,
-        default=None,
-        metavar="CMD",
-        help="server command, split like a shell line (default: this Python -m "
-        "sglang.launch_server)",
-    )
-    ab.add_argument(
-        "--startup-timeout",
-        type=_positive_seconds,
-        default=1200.0,
-        metavar="S",
-        help="seconds to wait for /health (1200)",
-    )
-    ab.add_argument(
-        "--stop-grace",
-        type=_non_negative_seconds,
-        default=30.0,
-        metavar="S",
-        help="seconds between SIGINT and SIGKILL when stopping a server (30)",
-    )
+    _add_valued_options(ab, _AB_OPTIONS)
     _add_comparison_options(ab)
     _add_question_options(ab)
     ab.set_defaults(func=_cmd_ab)
@@ -253,25 +211,6 @@ def _add_comparison_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
-# flag, type, default, metavar, help: the valued options of ``_add_question_options``, in order.
-_QUESTION_OPTIONS: tuple[tuple[str, Callable[[str], object], object, str, str], ...] = (
-    ("--shots", _non_negative_int, 5, "K", "few-shot examples (5)"),
-    ("--parallel", _positive_int, 64, "N", "concurrent requests (64)"),
-    ("--subjects", _subject_list, None, "S1,S2", "only these subjects (default all)"),
-    ("--limit", _positive_int, None, "N", "first N questions per subject"),
-    ("--timeout", _positive_seconds, 120.0, "S", "per-request seconds (120)"),
-    ("--max-retries", _non_negative_int, 3, "N", "retries per question (3)"),
-    (
-        "--backoff",
-        _non_negative_seconds,
-        0.5,
-        "S",
-        "first retry delay in seconds, doubled per retry (default 0.5)",
-    ),
-    ("--max-new-tokens", _positive_int, 2, "N", "tokens to generate (2)"),
-)
-
-
 def _add_question_options(parser: argparse.ArgumentParser) -> None:
     """What to ask and how: shared by ``run`` and ``ab``."""
     parser.add_argument(
@@ -280,8 +219,7 @@ def _add_question_options(parser: argparse.ArgumentParser) -> None:
         metavar="DIR|ID",
         help="MMLU csv folder, or a Hugging Face dataset id (cais/mmlu: config all, dev, test)",
     )
-    for flag, kind, default, metavar, text in _QUESTION_OPTIONS:
-        parser.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
+    _add_valued_options(parser, _QUESTION_OPTIONS)
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -317,6 +255,69 @@ def _launcher(text: str) -> tuple[str, ...]:
     if not words:
         raise argparse.ArgumentTypeError("is empty; give the command that starts a server")
     return tuple(words)
+
+
+# flag, type, default, metavar, help: the options that take a value, in --help order.
+_Option = tuple[str, Callable[[str], object], object, str, str]
+_AB_OPTIONS: tuple[_Option, ...] = (
+    (
+        "--a-args",
+        _server_args,
+        (),
+        "ARGS",
+        'side A\'s server flags, one shell-quoted string (e.g. "--attention-backend triton")',
+    ),
+    (
+        "--b-args",
+        _server_args,
+        (),
+        "ARGS",
+        'side B\'s server flags (a single flag works too: --b-args "--disable-cuda-graph")',
+    ),
+    (
+        "--out-dir",
+        path_argument,
+        Path("accuracy-ab"),
+        "DIR",
+        "run files A.json, B.json and server logs (%(default)s)",
+    ),
+    (
+        "--launcher",
+        _launcher,
+        None,
+        "CMD",
+        "server command, split like a shell line (default: this Python -m sglang.launch_server)",
+    ),
+    ("--startup-timeout", _positive_seconds, 1200.0, "S", "seconds to wait for /health (1200)"),
+    (
+        "--stop-grace",
+        _non_negative_seconds,
+        30.0,
+        "S",
+        "seconds between SIGINT and SIGKILL when stopping a server (30)",
+    ),
+)
+_QUESTION_OPTIONS: tuple[_Option, ...] = (
+    ("--shots", _non_negative_int, 5, "K", "few-shot examples (5)"),
+    ("--parallel", _positive_int, 64, "N", "concurrent requests (64)"),
+    ("--subjects", _subject_list, None, "S1,S2", "only these subjects (default all)"),
+    ("--limit", _positive_int, None, "N", "first N questions per subject"),
+    ("--timeout", _positive_seconds, 120.0, "S", "per-request seconds (120)"),
+    ("--max-retries", _non_negative_int, 3, "N", "retries per question (3)"),
+    (
+        "--backoff",
+        _non_negative_seconds,
+        0.5,
+        "S",
+        "first retry delay in seconds, doubled per retry (default 0.5)",
+    ),
+    ("--max-new-tokens", _positive_int, 2, "N", "tokens to generate (2)"),
+)
+
+
+def _add_valued_options(parser: argparse.ArgumentParser, options: tuple[_Option, ...]) -> None:
+    for flag, kind, default, metavar, text in options:
+        parser.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
 
 
 def _run_config(args: argparse.Namespace, base_url: str, out: Path, **extra: object) -> RunConfig:
