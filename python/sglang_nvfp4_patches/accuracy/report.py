@@ -32,20 +32,18 @@ def format_run_report(outcome: RunOutcome) -> str:
     run = outcome.run
     if run is None or (run["n_answered"] == 0 and outcome.exit_code):
         return ""
-    lines: list[str] = []
     per_subject: Mapping[str, Mapping[str, Any]] = run["per_subject"]
     width = max([len("subject"), len("TOTAL"), *map(len, per_subject)])
-    lines.append(f"{'subject':<{width}}  {'n':>6}  {'correct':>7}  accuracy")
-    for subject, s in per_subject.items():
-        acc = _fmt_acc(s["accuracy"])
-        lines.append(f"{subject:<{width}}  {s['n']:>6}  {s['correct']:>7}  {acc}")
-    n_total = sum(s["n"] for s in per_subject.values())
-    correct_total = sum(s["correct"] for s in per_subject.values())
-    acc = _fmt_acc(run["accuracy"])
-    lines.append(f"{'TOTAL':<{width}}  {n_total:>6}  {correct_total:>7}  {acc}")
-    lines.append("")
-    lines.append(run_summary(run))
-    return "\n".join(lines)
+    rows = [(name, s["n"], s["correct"], s["accuracy"]) for name, s in per_subject.items()]
+    total = ("TOTAL", sum(r[1] for r in rows), sum(r[2] for r in rows), run["accuracy"])
+    return "\n".join(
+        [
+            f"{'subject':<{width}}  {'n':>6}  {'correct':>7}  accuracy",
+            *(f"{a:<{width}}  {n:>6}  {c:>7}  {_fmt_acc(acc)}" for a, n, c, acc in [*rows, total]),
+            "",
+            run_summary(run),
+        ]
+    )
 
 
 def run_summary(run: Mapping[str, Any]) -> str:

@@ -64,11 +64,8 @@ def score_by_subject(records: Iterable[Mapping[str, Any]]) -> dict[str, Score]:
 
 
 def total_score(scores: Iterable[Score]) -> Score:
-    n = correct = 0
-    for score in scores:
-        n += score.n
-        correct += score.correct
-    return Score(n, correct)
+    listed = list(scores)
+    return Score(sum(s.n for s in listed), sum(s.correct for s in listed))
 
 
 def is_collapsed(accuracy: float | None) -> bool:

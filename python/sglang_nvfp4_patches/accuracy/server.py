@@ -19,7 +19,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 
 from sglang_nvfp4_patches.accuracy.errors import ConfigError, ServerError
 from sglang_nvfp4_patches.interrupts import stop_requests_held
@@ -113,12 +112,7 @@ class ServerProcess:
     def __enter__(self) -> ServerProcess:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def wait_healthy(self, timeout_s: float, tick: Callable[[float], None]) -> float:

@@ -179,16 +179,13 @@ def _flock(fd: int, path: Path, out: Path, option: str) -> None:
                 f"{option} {out}: cannot lock {path} ({exc.strerror or exc}); pick a path on "
                 "a local file system"
             ) from None
+        # ``process N`` when the lock file holds just a pid line (one byte more shows more).
+        head = os.pread(fd, _PID_DIGITS + 2, 0)
+        holder = f"process {int(head)}" if _PID_LINE.fullmatch(head) else "another process"
         raise BusyError(
-            f"{option} {out}: {_holder(fd)} is writing this run right now (it holds {path}); "
+            f"{option} {out}: {holder} is writing this run right now (it holds {path}); "
             f"wait for it to end, or pick another {option}"
         ) from None
-
-
-def _holder(fd: int) -> str:
-    """``process N`` when the lock file holds just a pid line, else ``another process``."""
-    head = os.pread(fd, _PID_DIGITS + 2, 0)
-    return f"process {int(head)}" if _PID_LINE.fullmatch(head) else "another process"
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
