@@ -115,13 +115,19 @@ def format_example(question: Question, include_answer: bool) -> str:
     return f"{question.question}{options}\nAnswer:"
 
 
-def build_prefix(subject: str, dev_examples: Sequence[Question], shots: int) -> str:
-    """Header plus the first ``shots`` dev examples; built once per subject."""
+def build_prefix(source: QuestionSource, subject: str, shots: int) -> str:
+    """The header plus the first ``shots`` dev examples (too few raise); built once per subject."""
+    examples = source.dev_examples(subject) if shots else []
+    if len(examples) < shots:
+        raise DatasetError(
+            f"{source.where(subject, 'dev')}: has {len(examples)} example(s) but --shots {shots} "
+            f"needs {shots}"
+        )
     header = (
         "The following are multiple choice questions (with answers) about "
         f"{subject.replace('_', ' ')}.\n\n"
     )
-    return header + "".join(format_example(q, include_answer=True) for q in dev_examples[:shots])
+    return header + "".join(format_example(q, include_answer=True) for q in examples[:shots])
 
 
 class QuestionSource(Protocol):
@@ -208,21 +214,9 @@ def load_eval_items(
         questions = source.test_questions(subject)
         if not questions:
             raise DatasetError(f"{source.where(subject, 'test')}: no questions in file")
-        prefix = build_prefix(subject, _dev_examples(source, subject, shots), shots)
+        prefix = build_prefix(source, subject, shots)
         selected = questions if limit is None else questions[:limit]
         items.extend(
             EvalItem(q, prefix + format_example(q, include_answer=False)) for q in selected
         )
     return items
-
-
-def _dev_examples(source: QuestionSource, subject: str, shots: int) -> list[Question]:
-    if shots == 0:
-        return []
-    examples = source.dev_examples(subject)
-    if len(examples) < shots:
-        raise DatasetError(
-            f"{source.where(subject, 'dev')}: has {len(examples)} example(s) but --shots {shots} "
-            f"needs {shots}"
-        )
-    return examples

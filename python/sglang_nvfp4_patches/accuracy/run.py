@@ -179,7 +179,16 @@ def plan_resume(config: RunConfig, items: Sequence[EvalItem]) -> ResumePlan:
     finished = load_finished_run(config.out, settings)
     has_partial = ppath.exists()
     source = ppath if has_partial else config.out
-    done = _check_carried([*partial.records, *finished.records], items, source)
+    done: dict[str, Record] = {}
+    for record in [*partial.records, *finished.records]:
+        done.setdefault(record["id"], record)  # first wins
+    for item in items:  # a changed answer key means the data changed
+        if item.id in done and done[item.id]["answer"] != item.question.answer:
+            raise ResumeError(
+                f"{source}: stored answer key for {item.id} is {done[item.id]['answer']}, the "
+                f"data now says {item.question.answer}; the data changed, so delete {source} "
+                "(or write to another --out) to start over"
+            )
     meta = partial.meta or finished.meta
     todo = [item for item in items if item.id not in done]
     asked = {item.id for item in items}
@@ -319,24 +328,6 @@ def run_accuracy(
         if outcome.exit_code == EXIT_OK:
             ppath.unlink(missing_ok=True)  # RUN.json now holds every stored answer
     return outcome
-
-
-def _check_carried(
-    carried: Sequence[Record], items: Sequence[EvalItem], source: Path
-) -> dict[str, Record]:
-    """Earlier answers by id (first wins); a changed answer key means the data changed."""
-    done: dict[str, Record] = {}
-    for record in carried:
-        done.setdefault(record["id"], record)
-    for item in items:
-        record = done.get(item.id)
-        if record is not None and record["answer"] != item.question.answer:
-            raise ResumeError(
-                f"{source}: stored answer key for {item.id} is {record['answer']}, the data "
-                f"now says {item.question.answer}; the data changed, so delete {source} "
-                "(or write to another --out) to start over"
-            )
-    return done
 
 
 async def _evaluate(

@@ -7,6 +7,7 @@ process the server forked at once: SIGINT for a clean shutdown, SIGKILL after th
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shlex
@@ -83,6 +84,7 @@ class ServerProcess:
         """Spawn ``command`` in a new session, its output appended to ``log`` after a banner."""
         log.parent.mkdir(exist_ok=True)
         sigint_ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        restore_sigint = functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
         with log.open("ab") as handle:
             started = time.strftime("%Y-%m-%d %H:%M:%S %z")
             handle.write(f"===== {started}: accuracy ab starts {shlex.join(command)}\n".encode())
@@ -96,7 +98,7 @@ class ServerProcess:
                     start_new_session=True,
                     # ab started as a script's background job ignores SIGINT; the server, in
                     # a session of its own, must still take the SIGINT that stops it cleanly.
-                    preexec_fn=_sigint_default if sigint_ignored else None,
+                    preexec_fn=restore_sigint if sigint_ignored else None,
                 )
             except OSError as exc:
                 raise ConfigError(
@@ -142,26 +144,26 @@ class ServerProcess:
 
     def stop(self) -> None:
         """SIGINT to the group, then SIGKILL after the grace period (or a second Ctrl-C)."""
-        pgid = self.proc.pid  # the session leader's pid is the group id
         interrupted = False
         try:
-            if self._group_alive():
-                _signal_group(pgid, signal.SIGINT)
-                deadline = time.monotonic() + self.grace_s
-                while time.monotonic() < deadline and self._group_alive():
-                    time.sleep(0.05)
+            self._end_group(signal.SIGINT, self.grace_s, 0.05)
         except KeyboardInterrupt:
             interrupted = True
         with stop_requests_held():
-            if self._group_alive():
-                _signal_group(pgid, signal.SIGKILL)
-                deadline = time.monotonic() + _KILL_WAIT_S
-                while time.monotonic() < deadline and self._group_alive():
-                    time.sleep(0.02)
+            self._end_group(signal.SIGKILL, _KILL_WAIT_S, 0.02)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=_KILL_WAIT_S)
         if interrupted:
             raise KeyboardInterrupt
+
+    def _end_group(self, sig: signal.Signals, wait_s: float, poll_s: float) -> None:
+        """``sig`` to the group if it is alive, then wait up to ``wait_s`` for it to end."""
+        if self._group_alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, sig)  # the session leader's pid is the group id
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline and self._group_alive():
+                time.sleep(poll_s)
 
     def _group_alive(self) -> bool:
         self.proc.poll()  # reap the leader once it exits, so it does not count as a member
@@ -177,15 +179,6 @@ def _healthy(opener: urllib.request.OpenerDirector, url: str) -> bool:
             return response.status == 200
     except (urllib.error.URLError, OSError, ValueError):
         return False
-
-
-def _sigint_default() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
 
 
 def _group_has_live_members(pgid: int) -> bool:
