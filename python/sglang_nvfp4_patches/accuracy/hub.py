@@ -77,18 +77,6 @@ def hub_unreachable() -> str | None:
         return f"{endpoint} cannot be reached ({reason})"
 
 
-def _go_offline() -> None:
-    """The Hub's offline switch, in the environment and in modules that read it already."""
-    for name in OFFLINE_ENV:
-        os.environ[name] = "1"
-    for module, attribute in (
-        ("huggingface_hub.constants", "HF_HUB_OFFLINE"),
-        ("datasets.config", "HF_HUB_OFFLINE"),
-    ):
-        if module in sys.modules:
-            setattr(sys.modules[module], attribute, True)
-
-
 def _load(dataset_id: str) -> Mapping[str, Iterable[Mapping[str, Any]]]:
     """The ``dev`` and ``test`` splits; any failure of the library becomes one DatasetError."""
     unreachable = None
@@ -97,8 +85,11 @@ def _load(dataset_id: str) -> Mapping[str, Iterable[Mapping[str, Any]]]:
     )
     if not Path(dataset_id).exists() and not offline:
         unreachable = hub_unreachable()
-        if unreachable is not None:
-            _go_offline()
+        if unreachable is not None:  # offline, in the environment and where it was read
+            os.environ.update(dict.fromkeys(OFFLINE_ENV, "1"))
+            for module in ("huggingface_hub.constants", "datasets.config"):
+                if module in sys.modules:
+                    sys.modules[module].HF_HUB_OFFLINE = True  # type: ignore[attr-defined]
     try:
         import datasets
     except ImportError:

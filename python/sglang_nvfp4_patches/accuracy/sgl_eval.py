@@ -56,7 +56,17 @@ def load_sgl_eval(path: Path, allow_partial: bool) -> dict[int, LoadedRun]:
             "(sgl_eval_<bench>_<stamp>/, written with per-sample predictions) or a run file"
         )
     metrics = _metrics(run_dir)
-    complete = _finished(run_dir, metrics, allow_partial)
+    complete = metrics is not None and metrics.get("partial") is not True
+    if not complete and not allow_partial:
+        problem = (
+            "has no metrics.json (sgl-eval writes it when a run ends; was it killed?)"
+            if metrics is None
+            else "is a partial run (metrics.json says partial: true: it was stopped early)"
+        )
+        raise RunFileError(
+            f"{run_dir} {problem}; its samples are not the whole benchmark, so comparing it "
+            "could mislead: rerun it, or pass --allow-partial to compare the samples it has"
+        )
     match = RUN_DIR.match(run_dir.name)  # the benchmark is the table's subject column
     bench = match.group("bench") if match else "all"
     settings = {key: (metrics or {}).get(key) for key in SETTING_KEYS}
@@ -76,22 +86,6 @@ def _metrics(run_dir: Path) -> dict[str, Any] | None:
     if not isinstance(metrics, dict):
         raise RunFileError(f"{metrics_path}: not a JSON object; not an sgl-eval metrics file")
     return metrics
-
-
-def _finished(run_dir: Path, metrics: Mapping[str, Any] | None, allow_partial: bool) -> bool:
-    """Whether the run ended normally; a partial run is refused unless ``allow_partial``."""
-    if metrics is None:
-        problem = "has no metrics.json (sgl-eval writes it when a run ends; was it killed?)"
-    elif metrics.get("partial") is not True:
-        return True
-    else:
-        problem = "is a partial run (metrics.json says partial: true: it was stopped early)"
-    if not allow_partial:
-        raise RunFileError(
-            f"{run_dir} {problem}; its samples are not the whole benchmark, so comparing it "
-            "could mislead: rerun it, or pass --allow-partial to compare the samples it has"
-        )
-    return False
 
 
 def _load_repeat(path: Path, bench: str, complete: bool, settings: Mapping[str, Any]) -> LoadedRun:
