@@ -27,7 +27,6 @@ from sglang_nvfp4_patches.errors import (
 from sglang_nvfp4_patches.streams import printable
 
 if TYPE_CHECKING:
-    from sglang_nvfp4_patches.accuracy.compare import Comparison
     from sglang_nvfp4_patches.accuracy.run import RunConfig
 
 
@@ -376,6 +375,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_ab(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.ab import AbConfig, Side, run_ab
     from sglang_nvfp4_patches.accuracy.compare import verdict_exit_code
+    from sglang_nvfp4_patches.accuracy.report import format_comparison
     from sglang_nvfp4_patches.accuracy.server import DEFAULT_LAUNCHER, log_tail
 
     status = _StatusLines(sys.stderr)
@@ -407,7 +407,9 @@ def _cmd_ab(args: argparse.Namespace) -> int:
             "rerun the same command to resume"
         )
         return EXIT_INTERRUPTED
-    _print_comparison(comparison, args.json)
+    print(
+        json.dumps(comparison.to_json(), indent=2) if args.json else format_comparison(comparison)
+    )
     return verdict_exit_code([comparison])
 
 
@@ -447,20 +449,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         compare_runs(a, b, args.alpha, allow_different_settings=args.allow_different_settings)
         for a, b in pairs
     ]
-    if len(comparisons) == 1:
-        _print_comparison(comparisons[0], args.json)
-    elif args.json:
-        print(json.dumps([c.to_json() for c in comparisons], indent=2))
+    if args.json:
+        documents = [c.to_json() for c in comparisons]
+        print(json.dumps(documents[0] if len(documents) == 1 else documents, indent=2))
     else:
         print("\n\n".join(format_comparison(c) for c in comparisons))
-        print(f"\n{repeats_note(len(comparisons), args.alpha)}")
+        if len(comparisons) > 1:
+            print(f"\n{repeats_note(len(comparisons), args.alpha)}")
     return verdict_exit_code(comparisons)
-
-
-def _print_comparison(comparison: Comparison, as_json: bool) -> None:
-    from sglang_nvfp4_patches.accuracy.report import format_comparison
-
-    if as_json:
-        print(json.dumps(comparison.to_json(), indent=2))
-    else:
-        print(format_comparison(comparison))

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sglang_nvfp4_patches.accuracy.compare import EXACT_TEST_BELOW, Comparison, McNemar
+from sglang_nvfp4_patches.accuracy.compare import EXACT_TEST_BELOW, Comparison, SubjectDelta
 from sglang_nvfp4_patches.accuracy.limits import ABORT_AFTER_CONSECUTIVE_FAILURES, MAX_OUTPUT_CHARS
 from sglang_nvfp4_patches.accuracy.scoring import CHANCE_ACCURACY, COLLAPSE_MARGIN, is_collapsed
 
@@ -114,34 +114,27 @@ def format_comparison(cmp: Comparison) -> str:
     lines.append("")
     width = max([len("subject"), len("TOTAL"), *(len(d.subject) for d in cmp.per_subject)])
     lines.append(f"{'subject':<{width}}  {'n':>6}  {'acc A':>7}  {'acc B':>7}  {'B-A (pp)':>8}")
-    for d in cmp.per_subject:
+    total = SubjectDelta("TOTAL", cmp.n, cmp.acc_a, cmp.acc_b)
+    for d in [*cmp.per_subject, total]:
         lines.append(
             f"{d.subject:<{width}}  {d.n:>6}  {d.acc_a:>7.4f}  {d.acc_b:>7.4f}  "
             f"{100 * d.delta:>+8.2f}"
         )
-    lines.append(
-        f"{'TOTAL':<{width}}  {cmp.n:>6}  {cmp.acc_a:>7.4f}  {cmp.acc_b:>7.4f}  "
-        f"{100 * (cmp.acc_b - cmp.acc_a):>+8.2f}"
-    )
-    lines.append("")
     t = cmp.test
+    lines.append("")
     lines.append(f"discordant pairs: b = {t.b} (A right, B wrong), c = {t.c} (A wrong, B right)")
-    lines.append(test_line(t))
+    if t.method == "exact-binomial":  # the test that produced the p-value, by name
+        lines.append(
+            f"McNemar exact binomial test (b + c = {t.b + t.c} < {EXACT_TEST_BELOW}): "
+            f"p = {t.p_value:.4g}"
+        )
+    else:
+        lines.append(
+            f"McNemar chi-square test, continuity-corrected (b + c = {t.b + t.c}): "
+            f"chi2 = {t.chi2:.3f}, p = {t.p_value:.4g}"
+        )
     lines.append(cmp.verdict)
     return "\n".join(lines)
-
-
-def test_line(test: McNemar) -> str:
-    """The test that produced the p-value, by name, and its p-value."""
-    if test.method == "exact-binomial":
-        return (
-            f"McNemar exact binomial test (b + c = {test.b + test.c} < {EXACT_TEST_BELOW}): "
-            f"p = {test.p_value:.4g}"
-        )
-    return (
-        f"McNemar chi-square test, continuity-corrected (b + c = {test.b + test.c}): "
-        f"chi2 = {test.chi2:.3f}, p = {test.p_value:.4g}"
-    )
 
 
 def repeats_note(repeats: int, alpha: float) -> str:
