@@ -10,7 +10,7 @@ import asyncio
 import datetime as dt
 import sys
 import time
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,9 +166,8 @@ class ResumePlan:
     @property
     def writes(self) -> bool:
         """Whether the run writes RUN.json: not for a subset, nor when it holds these answers."""
-        if self.subset_note is not None:
-            return False
-        return bool(self.todo) or self.has_partial or not self.has_run_file
+        fresh = bool(self.todo) or self.has_partial or not self.has_run_file
+        return self.subset_note is None and fresh
 
 
 def plan_resume(config: RunConfig, items: Sequence[EvalItem]) -> ResumePlan:
@@ -214,20 +213,20 @@ def plan_resume(config: RunConfig, items: Sequence[EvalItem]) -> ResumePlan:
 
 def _scope_changes(stored: Mapping[str, Any], now: Mapping[str, Any]) -> str:
     """``--limit: stored 30, now 15; ...`` for the question-set options that differ."""
+
+    def text(value: object) -> str:
+        if value is None:
+            return "all"
+        if isinstance(value, list):
+            shown = ",".join(map(str, value[:4]))
+            return shown if len(value) <= 4 else f"{len(value)} subjects ({shown},...)"
+        return str(value)
+
     return "; ".join(
-        f"{option}: stored {_scope_text(stored[key])}, now {_scope_text(now[key])}"
+        f"{option}: stored {text(stored[key])}, now {text(now[key])}"
         for key, option in SCOPE_OPTIONS.items()
         if key in stored and stored[key] != now[key]
     )
-
-
-def _scope_text(value: object) -> str:
-    if value is None:
-        return "all"
-    if isinstance(value, list):
-        shown = ",".join(map(str, value[:4]))
-        return shown if len(value) <= 4 else f"{len(value)} subjects ({shown},...)"
-    return str(value)
 
 
 def check_endpoint(config: RunConfig, plan: ResumePlan) -> tuple[dict[str, Any], list[str]]:
@@ -351,43 +350,34 @@ async def _evaluate(
             retry=RetryPolicy(max_retries=config.max_retries, backoff_base_s=config.backoff_s),
         )
         queue = iter(todo)
-        tasks = [
-            asyncio.ensure_future(_worker(client, queue, writer, tally, progress))
-            for _ in range(workers)
-        ]
+
+        async def worker() -> None:
+            """Take the next question, ask it, store the answer at once."""
+            for item in queue:
+                if tally.stop:
+                    return
+                try:
+                    output = await client.complete(item.prompt)
+                except RequestFailedError as exc:
+                    tally.failures.append((item.id, str(exc)))
+                    tally.consecutive_failures += 1
+                    if tally.consecutive_failures >= ABORT_AFTER_CONSECUTIVE_FAILURES:
+                        tally.stop = True
+                        tally.abort_cause = exc.kind
+                    continue
+                tally.consecutive_failures = 0
+                record = make_record(item, output)
+                writer.append(record)
+                tally.records[item.id] = record
+                progress.update(1)
+
+        tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
         try:
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _worker(
-    client: CompletionClient,
-    queue: Iterator[EvalItem],
-    writer: PartialWriter,
-    tally: _Tally,
-    progress: Progress,
-) -> None:
-    """Take the next question, ask it, store the answer at once."""
-    for item in queue:
-        if tally.stop:
-            return
-        try:
-            output = await client.complete(item.prompt)
-        except RequestFailedError as exc:
-            tally.failures.append((item.id, str(exc)))
-            tally.consecutive_failures += 1
-            if tally.consecutive_failures >= ABORT_AFTER_CONSECUTIVE_FAILURES:
-                tally.stop = True
-                tally.abort_cause = exc.kind
-            continue
-        tally.consecutive_failures = 0
-        record = make_record(item, output)
-        writer.append(record)
-        tally.records[item.id] = record
-        progress.update(1)
 
 
 def _run_document(
