@@ -60,7 +60,15 @@ def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise DatasetError(_not_utf8(path, raw)) from None
+        try:  # again as plain UTF-8, so that the offset counts from the start of the file (BOM)
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise DatasetError(
+                f"{path}:{line}: not valid UTF-8 at offset {exc.start} of the file (byte "
+                f"0x{raw[exc.start]:02x}); re-save the file as UTF-8"
+            ) from None
+        raise  # pragma: no cover - what utf-8-sig refuses, plain utf-8 refuses too
     questions: list[Question] = []
     reader = csv.reader(io.StringIO(text, newline=""))
     while True:
@@ -73,36 +81,19 @@ def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
             raise DatasetError(f"{path}:{line}: malformed csv ({exc})") from exc
         if not row or all(not cell.strip() for cell in row):
             continue
-        questions.append(_parse_row(row, path, line, subject, len(questions)))
+        if len(row) != _COLUMNS:
+            raise DatasetError(
+                f"{path}:{line}: expected {_COLUMNS} columns (question, A, B, C, D, answer), "
+                f"found {len(row)}; quote fields that contain commas"
+            )
+        answer = row[-1].strip().upper()
+        if answer not in CHOICE_LETTERS:
+            raise DatasetError(
+                f"{path}:{line}: answer must be one of {'/'.join(CHOICE_LETTERS)}, found "
+                f"{row[-1]!r}"
+            )
+        questions.append(Question(subject, len(questions), row[0], tuple(row[1:-1]), answer))
     return questions
-
-
-def _not_utf8(path: Path, raw: bytes) -> str:
-    """Where the first non-UTF-8 byte is, counted from the start of the file (BOM included)."""
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        return (
-            f"{path}:{line}: not valid UTF-8 at offset {exc.start} of the file (byte "
-            f"0x{raw[exc.start]:02x}); re-save the file as UTF-8"
-        )
-    return f"{path}: not valid UTF-8; re-save the file as UTF-8"
-
-
-def _parse_row(row: list[str], path: Path, line: int, subject: str, index: int) -> Question:
-    """Validate the column count and answer letter of one csv record."""
-    if len(row) != _COLUMNS:
-        raise DatasetError(
-            f"{path}:{line}: expected {_COLUMNS} columns (question, A, B, C, D, answer), "
-            f"found {len(row)}; quote fields that contain commas"
-        )
-    answer = row[-1].strip().upper()
-    if answer not in CHOICE_LETTERS:
-        raise DatasetError(
-            f"{path}:{line}: answer must be one of {'/'.join(CHOICE_LETTERS)}, found {row[-1]!r}"
-        )
-    return Question(subject, index, row[0], tuple(row[1:-1]), answer)
 
 
 def format_example(question: Question, include_answer: bool) -> str:
