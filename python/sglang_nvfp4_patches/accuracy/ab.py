@@ -51,9 +51,6 @@ class AbConfig:
     def run_file(self, side: Side) -> Path:
         return self.out_dir / f"{side.name}.json"
 
-    def server_log(self, side: Side) -> Path:
-        return self.out_dir / f"{side.name}.server.log"
-
     def side_config(self, side: Side, base_url: str | None = None) -> RunConfig:
         """The side's ``run`` settings; ``base_url`` only matters once its server is up."""
         return dataclasses.replace(
@@ -109,7 +106,7 @@ def _run_side(
     else:
         port = free_port()
         command = server_command(config.launcher, config.model_path, port, side.args)
-        log = config.server_log(side)
+        log = config.out_dir / f"{side.name}.server.log"
         note(f"starting {shlex.join(command)}")
         note(f"server log {log}")
         with ServerProcess.start(command, port, log, config.stop_grace_s) as server:

@@ -1,8 +1,7 @@
 """Command line for ``accuracy run``, ``accuracy ab`` and ``accuracy compare``.
 
-User errors are UsageErrors (exit 2); only a significantly worse B exits 1; unanswered
-questions or a server that did not come up exit 3; Ctrl-C exits 130
-(:mod:`sglang_nvfp4_patches.errors` names the codes).
+Exit 2: bad input; 1: only a significantly worse B; 3: unanswered questions or a server that
+did not come up; 130: Ctrl-C (:mod:`sglang_nvfp4_patches.errors` names the codes).
 """
 
 from __future__ import annotations

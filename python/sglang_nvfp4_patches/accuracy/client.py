@@ -88,12 +88,7 @@ def request_body(api: Api, prompt: str, max_new_tokens: int, model: str) -> byte
             "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens},
         }
     else:
-        payload = {
-            "model": model,
-            "prompt": prompt,
-            "max_tokens": max_new_tokens,
-            "temperature": 0,
-        }
+        payload = {"model": model, "prompt": prompt, "max_tokens": max_new_tokens, "temperature": 0}
     return json.dumps(payload, ensure_ascii=False).encode()
 
 

@@ -1,8 +1,7 @@
 """``accuracy compare``: paired comparison of two runs with McNemar's test (pure).
 
-Discordant pairs: b = A right / B wrong, c = A wrong / B right; under "no difference"
-b ~ Binomial(b + c, 1/2). Below 25 pairs the exact binomial p-value is used, above it the
-continuity-corrected chi-square (1 dof, survival function erfc(sqrt(x / 2)): no scipy).
+b = A right / B wrong, c = A wrong / B right: exact binomial p below 25 discordant pairs, else
+the continuity-corrected chi-square (1 dof, survival function erfc(sqrt(x / 2)): no scipy).
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Files this tool reads and writes must be regular files, read with a size bound (pure).
 
-A FIFO, a terminal or ``/dev/zero`` would block a read forever or feed it without end: files
-are opened without blocking and checked with ``fstat`` on the opened descriptor (nothing can be
-swapped in between), and one larger than its role's bound (:class:`FileRole`) is refused.
+A FIFO or ``/dev/zero`` would block or feed a read without end: files are opened without
+blocking and checked with ``fstat`` on the opened descriptor (nothing can be swapped in).
 """
 
 from __future__ import annotations

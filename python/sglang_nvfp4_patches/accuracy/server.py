@@ -42,11 +42,8 @@ def free_port() -> int:
 
 def reserved_flag(args: Sequence[str]) -> str | None:
     """The first of RESERVED_FLAGS in ``args`` (also as ``--port=N``), or None."""
-    for arg in args:
-        name = arg.split("=", 1)[0]
-        if name in RESERVED_FLAGS:
-            return name
-    return None
+    names = (arg.split("=", 1)[0] for arg in args)
+    return next((name for name in names if name in RESERVED_FLAGS), None)
 
 
 def server_command(

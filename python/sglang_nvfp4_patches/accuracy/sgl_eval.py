@@ -1,9 +1,7 @@
-"""Read sgl-eval runs for ``accuracy compare`` (pure: its files only, sgl-eval not imported).
+"""Read sgl-eval runs (``metrics.json``, ``output-rs<k>.jsonl``) for ``accuracy compare`` (pure).
 
-sgl-eval writes ``sgl_eval_<bench>_<stamp>/`` with ``metrics.json`` (settings; ``partial:
-true`` after Ctrl-C) and one ``output-rs<k>.jsonl`` per repeat, one scored sample per line.
-Each repeat is one :class:`LoadedRun`, paired repeat by repeat: pooling repeats would count
-the same question as several independent pairs.
+Each repeat is one :class:`LoadedRun`, paired repeat by repeat: pooling repeats would count the
+same question as several independent pairs.
 """
 
 from __future__ import annotations

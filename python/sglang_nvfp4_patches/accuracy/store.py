@@ -1,8 +1,7 @@
 """Crash-safe result storage: an append-only JSONL of answers next to RUN.json (pure).
 
-Each answer is a line flushed at once (no fsync: that only guards against a power cut); the
-first line records the settings, so a rerun cannot mix two evaluations. The writer holds a
-``flock`` on ``.RUN.json.lock``, which the kernel drops however the process ends.
+Each answer is a line flushed at once (no fsync: that only guards against a power cut). The
+writer holds a ``flock`` on ``.RUN.json.lock``, which the kernel drops however it ends.
 """
 
 from __future__ import annotations
