@@ -100,11 +100,8 @@ def attach_command_line_values(argv: Sequence[str]) -> list[str]:
     out: list[str] = []
     words = iter(argv)
     for word in words:
-        if word in COMMAND_LINE_OPTIONS:
-            value = next(words, None)
-            out.append(word if value is None else f"{word}={value}")
-        else:
-            out.append(word)
+        value = next(words, None) if word in COMMAND_LINE_OPTIONS else None
+        out.append(word if value is None else f"{word}={value}")
     return out
 
 

@@ -40,15 +40,7 @@ class Failure(str, enum.Enum):
 
 
 class RequestFailedError(Exception):
-    """One question could not be answered: retries exhausted or a non-retryable error."""
-
-    def __init__(self, message: str, kind: Failure) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-class _AttemptFailed(Exception):
-    """Internal: one attempt failed; ``kind`` says how, ``retry`` whether a retry may help."""
+    """A request failed: ``kind`` says how, ``retry`` whether another attempt may help."""
 
     def __init__(self, message: str, kind: Failure, retry: bool = False) -> None:
         super().__init__(message)
@@ -159,7 +151,7 @@ class CompletionClient:
         for attempt in range(1, attempts + 1):
             try:
                 return await self._attempt(body)
-            except _AttemptFailed as exc:
+            except RequestFailedError as exc:
                 if not exc.retry:
                     raise RequestFailedError(f"{exc} (not retried)", exc.kind) from None
                 if attempt >= attempts:
@@ -178,21 +170,21 @@ class CompletionClient:
                 raw = await resp.read()
         except asyncio.TimeoutError:
             message = f"timed out after {self._timeout_s:g} s"
-            raise _AttemptFailed(message, Failure.TIMEOUT, retry=True) from None
+            raise RequestFailedError(message, Failure.TIMEOUT, retry=True) from None
         except aiohttp.ClientError as exc:
             message = f"{type(exc).__name__}: {exc}"
-            raise _AttemptFailed(message, Failure.CONNECTION, retry=True) from None
+            raise RequestFailedError(message, Failure.CONNECTION, retry=True) from None
         if status >= 500:
             message = f"HTTP {status}: {_snippet(raw)}"
-            raise _AttemptFailed(message, Failure.SERVER_ERROR, retry=True)
+            raise RequestFailedError(message, Failure.SERVER_ERROR, retry=True)
         if status >= 400:
             message = f"HTTP {status} from {self._url}: {_snippet(raw)}"
-            raise _AttemptFailed(message, Failure.REJECTED)
+            raise RequestFailedError(message, Failure.REJECTED)
         if status != 200:
             message = f"unexpected HTTP {status} from {self._url}: {_snippet(raw)}"
-            raise _AttemptFailed(message, Failure.BAD_REPLY)
+            raise RequestFailedError(message, Failure.BAD_REPLY)
         try:
             return response_text(self._api, raw)
         except (ValueError, UnicodeDecodeError) as exc:
             message = f"bad response from {self._url}: {exc}: {_snippet(raw)}"
-            raise _AttemptFailed(message, Failure.BAD_REPLY) from None
+            raise RequestFailedError(message, Failure.BAD_REPLY) from None

@@ -121,9 +121,7 @@ def _record(path: Path, number: int, sample: object, bench: str) -> dict[str, An
         )
     key = next((k for k in SCORE_KEYS if k in sample), None)
     score = sample.get(key) if key else None
-    if isinstance(score, bool) or score in (0, 1):
-        correct = bool(score)
-    else:
+    if not (isinstance(score, bool) or score in (0, 1)):
         raise RunFileError(
             f"{where}: no binary score ({' or '.join(SCORE_KEYS)}: true/false); compare "
             "needs right/wrong per sample, which benchmarks scored another way do not give"
@@ -132,7 +130,7 @@ def _record(path: Path, number: int, sample: object, bench: str) -> dict[str, An
     return {
         "id": str(qid),
         "subject": subject if isinstance(subject, str) and subject else bench,
-        "correct": correct,
+        "correct": bool(score),
     }
 
 
