@@ -126,8 +126,12 @@ class ServerProcess:
                 raise ServerError(
                     f"the server exited with code {code} before /health answered", self.log
                 )
-            if _healthy(opener, f"{self.base_url}/health"):
-                return elapsed
+            with (
+                contextlib.suppress(urllib.error.URLError, OSError, ValueError),
+                opener.open(f"{self.base_url}/health", timeout=2) as response,
+            ):
+                if response.status == 200:
+                    return elapsed
             if elapsed >= timeout_s:
                 raise ServerError(
                     f"/health on {self.base_url} did not answer 200 within {timeout_s:g} s "
@@ -163,39 +167,28 @@ class ServerProcess:
                 time.sleep(poll_s)
 
     def _group_alive(self) -> bool:
+        """Any non-zombie process of the group (an orphaned zombie may never be reaped)."""
         self.proc.poll()  # reap the leader once it exits, so it does not count as a member
-        return _group_has_live_members(self.proc.pid)
-
-
-_BANNER = re.compile(r"^===== .*: accuracy ab starts ")
-
-
-def _healthy(opener: urllib.request.OpenerDirector, url: str) -> bool:
-    try:
-        with opener.open(url, timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError, ValueError):
+        pgid = self.proc.pid
+        proc = Path("/proc")
+        if not proc.is_dir():
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return False
+            return True
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+                return True
         return False
 
 
-def _group_has_live_members(pgid: int) -> bool:
-    """Any non-zombie process of group ``pgid`` (an orphaned zombie may never be reaped)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
+_BANNER = re.compile(r"^===== .*: accuracy ab starts ")
