@@ -124,37 +124,32 @@ def questions_by_subject(
 ) -> dict[str, list[Question]]:
     """Rows in order, grouped by subject; index = position among that subject's rows."""
     by_subject: dict[str, list[Question]] = {}
-    for position, row in enumerate(rows):
-        subject, question, choices, answer = _checked(row, f"{where} row {position}")
+    for position, row in enumerate(rows):  # answer: a ClassLabel index (0-3) or a letter
+        where_row = f"{where} row {position}"
+        missing = [column for column in COLUMNS if column not in row]
+        if missing:
+            raise DatasetError(
+                f"{where_row}: no column {', '.join(missing)}; expected MMLU's {', '.join(COLUMNS)}"
+            )
+        subject, question = row["subject"], row["question"]
+        choices, answer = row["choices"], row["answer"]
+        if not (isinstance(subject, str) and subject and isinstance(question, str)):
+            raise DatasetError(f"{where_row}: 'subject' and 'question' must be text")
+        if not (
+            isinstance(choices, (list, tuple))
+            and len(choices) == len(CHOICE_LETTERS)
+            and all(isinstance(choice, str) for choice in choices)
+        ):
+            raise DatasetError(f"{where_row}: 'choices' must be {len(CHOICE_LETTERS)} texts")
+        if isinstance(answer, int) and 0 <= answer < len(CHOICE_LETTERS):
+            letter = CHOICE_LETTERS[answer]
+        elif isinstance(answer, str) and answer.strip().upper() in CHOICE_LETTERS:
+            letter = answer.strip().upper()
+        else:
+            raise DatasetError(f"{where_row}: 'answer' must be 0-3 or A-D, found {answer!r}")
         questions = by_subject.setdefault(subject, [])
-        questions.append(Question(subject, len(questions), question, choices, answer))
+        questions.append(Question(subject, len(questions), question, tuple(choices), letter))
     return by_subject
-
-
-def _checked(row: Mapping[str, Any], where: str) -> tuple[str, str, tuple[str, ...], str]:
-    """One row of the MMLU schema; answer is a ClassLabel index (0-3) or a letter."""
-    missing = [column for column in COLUMNS if column not in row]
-    if missing:
-        raise DatasetError(
-            f"{where}: no column {', '.join(missing)}; expected MMLU's {', '.join(COLUMNS)}"
-        )
-    subject, question = row["subject"], row["question"]
-    choices, answer = row["choices"], row["answer"]
-    if not (isinstance(subject, str) and subject and isinstance(question, str)):
-        raise DatasetError(f"{where}: 'subject' and 'question' must be text")
-    if not (
-        isinstance(choices, (list, tuple))
-        and len(choices) == len(CHOICE_LETTERS)
-        and all(isinstance(choice, str) for choice in choices)
-    ):
-        raise DatasetError(f"{where}: 'choices' must be {len(CHOICE_LETTERS)} texts")
-    if isinstance(answer, int) and 0 <= answer < len(CHOICE_LETTERS):
-        letter = CHOICE_LETTERS[answer]
-    elif isinstance(answer, str) and answer.strip().upper() in CHOICE_LETTERS:
-        letter = answer.strip().upper()
-    else:
-        raise DatasetError(f"{where}: 'answer' must be 0-3 or A-D, found {answer!r}")
-    return subject, question, tuple(choices), letter
 
 
 # ``org/name``: what --data takes as a Hugging Face dataset id when no such local path exists.
