@@ -75,8 +75,7 @@ def run_ab(config: AbConfig, say: Say, tick: Say) -> Comparison:
     with contextlib.ExitStack() as locks:
         for side in config.sides:
             locks.enter_context(run_file_lock(config.run_file(side), "--out-dir"))
-        # Refuse a mismatched resume of either side before any server starts.
-        for side in config.sides:
+        for side in config.sides:  # refuse a mismatched resume before any server starts
             try:
                 plan_resume(config.side_config(side), items)
             except (ResumeError, RunFileError) as exc:

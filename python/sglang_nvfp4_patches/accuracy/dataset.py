@@ -185,8 +185,7 @@ def select_subjects(available: Sequence[str], wanted: Iterable[str] | None) -> l
     chosen = list(dict.fromkeys(s.strip() for s in wanted if s.strip()))
     if not chosen:
         raise DatasetError("--subjects is empty; give a comma-separated list of subject names")
-    known = set(available)
-    unknown = [s for s in chosen if s not in known]
+    unknown = [s for s in chosen if s not in available]
     if unknown:
         shown = ", ".join(available[:10]) + (", ..." if len(available) > 10 else "")
         raise DatasetError(f"unknown subject(s) {', '.join(unknown)}; available: {shown}")
