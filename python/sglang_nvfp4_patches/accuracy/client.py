@@ -115,9 +115,7 @@ def served_model(base_url: str, timeout_s: float) -> str | None:
 
 def _snippet(raw: bytes) -> str:
     text = printable(raw.decode("utf-8", errors="replace").strip())
-    if len(text) > _BODY_SNIPPET_CHARS:
-        text = text[:_BODY_SNIPPET_CHARS] + "..."
-    return text
+    return text if len(text) <= _BODY_SNIPPET_CHARS else text[:_BODY_SNIPPET_CHARS] + "..."
 
 
 class CompletionClient:

@@ -46,16 +46,12 @@ class McNemar:
 
 def chi2_sf_1dof(x: float) -> float:
     """P(X >= x) for a chi-square variable with one degree of freedom (X = Z^2)."""
-    if x <= 0:
-        return 1.0
-    return math.erfc(math.sqrt(x / 2))
+    return 1.0 if x <= 0 else math.erfc(math.sqrt(x / 2))
 
 
 def exact_binomial_p(b: int, c: int) -> float:
     """Two-sided exact p for b ~ Binomial(b + c, 1/2): twice the smaller tail, capped at 1."""
-    n = b + c
-    if n == 0:
-        return 1.0
+    n = b + c  # n = 0: a tail of 1 out of 1, so p = 1
     tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
     return min(1.0, 2 * tail / 2**n)
 

@@ -17,9 +17,7 @@ _LEADING_NOISE = " \t\r\n(*"
 def parse_prediction(text: str) -> str | None:
     """The answer letter starting the generation (``" B"``, ``"(C)"``, not ``"Based"``), or None."""
     stripped = text.lstrip(_LEADING_NOISE)
-    if not stripped or stripped[0] not in CHOICE_LETTERS:
-        return None
-    if len(stripped) > 1 and stripped[1].isalnum():
+    if not stripped or stripped[0] not in CHOICE_LETTERS or stripped[1:2].isalnum():
         return None
     return stripped[0]
 
