@@ -130,7 +130,6 @@ class CompletionClient:
         max_new_tokens: int,
         timeout_s: float,
         retry: RetryPolicy,
-        rng: random.Random | None = None,
     ) -> None:
         self._session = session
         self._api = api
@@ -140,7 +139,7 @@ class CompletionClient:
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._timeout_s = timeout_s
         self._retry = retry
-        self._rng = rng or random.Random()
+        self._rng = random.Random()
 
     async def complete(self, prompt: str) -> str:
         """Generated text for ``prompt``; raises RequestFailedError once retries are spent."""

@@ -53,7 +53,17 @@ def load_sgl_eval(path: Path, allow_partial: bool) -> dict[int, LoadedRun]:
             f"{path}: no output-rs<k>.jsonl in this directory; give an sgl-eval run directory "
             "(sgl_eval_<bench>_<stamp>/, written with per-sample predictions) or a run file"
         )
-    metrics = _metrics(run_dir)
+    metrics_path = run_dir / "metrics.json"
+    try:
+        metrics = loads_json(read_bounded(metrics_path))
+    except FileNotFoundError:
+        metrics = None
+    except RunFileError:  # read_bounded's own refusal (a FIFO, too large), worded already
+        raise
+    except ValueError as exc:
+        raise RunFileError(f"{metrics_path}: not readable JSON ({exc})") from None
+    if metrics is not None and not isinstance(metrics, dict):
+        raise RunFileError(f"{metrics_path}: not a JSON object; not an sgl-eval metrics file")
     complete = metrics is not None and metrics.get("partial") is not True
     if not complete and not allow_partial:
         problem = (
@@ -69,21 +79,6 @@ def load_sgl_eval(path: Path, allow_partial: bool) -> dict[int, LoadedRun]:
     bench = match.group("bench") if match else "all"
     settings = {key: (metrics or {}).get(key) for key in SETTING_KEYS}
     return {repeat_of(file): _load_repeat(file, bench, complete, settings) for file in files}
-
-
-def _metrics(run_dir: Path) -> dict[str, Any] | None:
-    metrics_path = run_dir / "metrics.json"
-    try:
-        raw = read_bounded(metrics_path)
-    except FileNotFoundError:
-        return None
-    try:
-        metrics = loads_json(raw)
-    except ValueError as exc:
-        raise RunFileError(f"{metrics_path}: not readable JSON ({exc})") from None
-    if not isinstance(metrics, dict):
-        raise RunFileError(f"{metrics_path}: not a JSON object; not an sgl-eval metrics file")
-    return metrics
 
 
 def _load_repeat(path: Path, bench: str, complete: bool, settings: Mapping[str, Any]) -> LoadedRun:
