@@ -29,9 +29,6 @@ if TYPE_CHECKING:
     from sglang_nvfp4_patches.accuracy.run import RunConfig
 
 
-_KIND_NAMES = {int: "an integer", float: "a number"}
-
-
 def _number(
     kind: type, minimum: float, inclusive: bool, maximum: float = math.inf
 ) -> Callable[[str], float]:
@@ -41,9 +38,8 @@ def _number(
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected {_KIND_NAMES[kind]}, got {text!r}"
-            ) from None
+            expected = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
         low = value >= minimum if inclusive else value > minimum
         if not (math.isfinite(value) and low and value <= maximum):
             bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"

@@ -161,7 +161,6 @@ def open_source(data: str | Path) -> QuestionSource:
     path = Path(data)
     if (path / "test").is_dir():
         return CsvSource(path)
-    hub_copy = (path / "README.md").is_file()
-    if hub_copy or (not path.exists() and _HUB_ID.match(str(data))):
+    if (path / "README.md").is_file() or (not path.exists() and _HUB_ID.match(str(data))):
         return HubSource(str(data))
     return CsvSource(path)

@@ -235,9 +235,8 @@ def check_endpoint(config: RunConfig, plan: ResumePlan) -> tuple[dict[str, Any],
     stored_url, stored_model = plan.meta.get("base_url"), plan.meta.get("served_model")
     if not plan.todo:
         return {"base_url": stored_url or config.base_url, "served_model": stored_model}, []
-    model = None
-    if config.server is None:
-        model = served_model(config.base_url, min(config.timeout_s, _MODEL_PROBE_S))
+    probe_s = min(config.timeout_s, _MODEL_PROBE_S)
+    model = served_model(config.base_url, probe_s) if config.server is None else None
     endpoint = {"base_url": config.base_url, "served_model": model}
     if config.server is not None or not plan.done or stored_url is None:
         return endpoint, []
