@@ -1,7 +1,6 @@
 """``accuracy ab``: start a server per side (A, then B), ask both the same questions, compare.
 
-A side's model path, flags and launcher are run settings, so a rerun cannot mix configurations;
-both run files stay locked from before the first server starts.
+A side's model path, flags and launcher are run settings, so a rerun cannot mix configurations.
 """
 
 from __future__ import annotations

@@ -91,8 +91,7 @@ COMMAND_LINE_OPTIONS: tuple[str, ...] = ("--a-args", "--b-args", "--launcher")
 
 
 def attach_command_line_values(argv: Sequence[str]) -> list[str]:
-    """``--b-args --disable-cuda-graph`` -> ``--b-args=--disable-cuda-graph``: argparse reads
-    a lone word starting with "-" as an option, but the ``=`` form as the value."""
+    """``--b-args --disable-cuda-graph`` -> ``--b-args=--disable-cuda-graph``, read as a value."""
     out: list[str] = []
     words = iter(argv)
     for word in words:
@@ -336,11 +335,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.client import Api
     from sglang_nvfp4_patches.accuracy.report import format_run_report, kept_line, run_notes
     from sglang_nvfp4_patches.accuracy.run import run_accuracy
-    from sglang_nvfp4_patches.accuracy.store import (
-        answers_on_disk,
-        ensure_output_file,
-        run_file_lock,
-    )
+    from sglang_nvfp4_patches.accuracy.store import answers_on_disk as on_disk
+    from sglang_nvfp4_patches.accuracy.store import ensure_output_file, run_file_lock
 
     try:
         config = _run_config(args, args.base_url, args.out, api=Api(args.api), model=args.model)
@@ -353,7 +349,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             if outcome.interrupted:
                 raise KeyboardInterrupt
     except KeyboardInterrupt:  # before, during or after the questions: say what is on disk
-        kept = kept_line(*answers_on_disk(args.out), "rerun the same command to resume")
+        kept = kept_line(*on_disk(args.out), "rerun the same command to resume")
         print(f"interrupted; {kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
     report = format_run_report(outcome)

@@ -101,8 +101,7 @@ def response_text(api: Api, raw: bytes) -> str:
 
 def served_model(base_url: str, timeout_s: float) -> str | None:
     """The model path the server names (``GET /get_model_info``), or None when it does not."""
-    base = base_url.rstrip("/")
-    base = base[: -len("/v1")] if base.endswith("/v1") else base
+    base = base_url.rstrip("/").removesuffix("/v1")
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(f"{base}/get_model_info", timeout=timeout_s) as response:

@@ -1,7 +1,6 @@
 """``accuracy compare``: paired comparison of two runs with McNemar's test (pure).
 
-b = A right / B wrong, c = A wrong / B right: exact binomial p below 25 discordant pairs, else
-the continuity-corrected chi-square (1 dof, survival function erfc(sqrt(x / 2)): no scipy).
+b = A right / B wrong, c = A wrong / B right: exact p below 25 pairs, else chi-square (no scipy).
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """MMLU-format data (SGLang's ``benchmark/mmlu`` csv layout) and the classic k-shot prompt.
 
-Malformed input raises :class:`DatasetError` naming file and line: a skipped row would change
-the question set.
+Malformed input raises DatasetError naming file and line: a skipped row changes the question set.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Files this tool reads and writes must be regular files, read with a size bound (pure).
 
-A FIFO or ``/dev/zero`` would block or feed a read without end: files are opened without
-blocking and checked with ``fstat`` on the opened descriptor (nothing can be swapped in).
+A FIFO or ``/dev/zero`` would block a read forever: files are opened non-blocking, then fstat'd.
 """
 
 from __future__ import annotations

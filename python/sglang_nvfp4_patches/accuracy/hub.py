@@ -73,8 +73,7 @@ def hub_unreachable() -> str | None:
     except urllib.error.HTTPError:
         return None
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return f"{endpoint} cannot be reached ({reason})"
+        return f"{endpoint} cannot be reached ({getattr(exc, 'reason', exc)})"
 
 
 def _load(dataset_id: str) -> Mapping[str, Iterable[Mapping[str, Any]]]:

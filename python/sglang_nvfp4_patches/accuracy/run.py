@@ -230,8 +230,7 @@ def _scope_changes(stored: Mapping[str, Any], now: Mapping[str, Any]) -> str:
 
 
 def check_endpoint(config: RunConfig, plan: ResumePlan) -> tuple[dict[str, Any], list[str]]:
-    """The endpoint fields this run records and NOTE lines; a user-started server must serve
-    the stored answers' model (a changed ``--base-url`` may well be another model)."""
+    """Endpoint fields to record and NOTE lines; refuses a server with another model."""
     stored_url, stored_model = plan.meta.get("base_url"), plan.meta.get("served_model")
     if not plan.todo:
         return {"base_url": stored_url or config.base_url, "served_model": stored_model}, []
@@ -270,8 +269,7 @@ def run_accuracy(
     items: Sequence[EvalItem] | None = None,
     say: Callable[[str], None] | None = None,
 ) -> RunOutcome:
-    """Evaluate, resuming from earlier answers, and write RUN.json atomically at the end (see
-    :attr:`ResumePlan.writes`); notes on stored answers go to ``say`` (else the outcome)."""
+    """Evaluate, resuming earlier answers; write RUN.json atomically (:attr:`ResumePlan.writes`)."""
     ensure_output_file(config.out, "--out")
     items = config.load_items() if items is None else items
     plan = plan_resume(config, items)

@@ -1,7 +1,6 @@
 """One server of ``accuracy ab``: started in its own process group, stopped with all of it.
 
-In a session of its own, a terminal Ctrl-C reaches only this tool, which then signals every
-process the server forked at once: SIGINT for a clean shutdown, SIGKILL after the grace period.
+Its own session keeps a terminal Ctrl-C to this tool, which stops the group: SIGINT, then KILL.
 """
 
 from __future__ import annotations
@@ -117,8 +116,7 @@ class ServerProcess:
     def wait_healthy(self, timeout_s: float, tick: Callable[[float], None]) -> float:
         """Seconds until ``GET /health`` answered 200 (ServerError on exit or timeout)."""
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        start = time.monotonic()
-        last_tick = start
+        start = last_tick = time.monotonic()
         while True:
             elapsed = time.monotonic() - start
             code = self.proc.poll()

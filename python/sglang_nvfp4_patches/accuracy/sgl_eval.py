@@ -1,7 +1,6 @@
 """Read sgl-eval runs (``metrics.json``, ``output-rs<k>.jsonl``) for ``accuracy compare`` (pure).
 
-Each repeat is one :class:`LoadedRun`, paired repeat by repeat: pooling repeats would count the
-same question as several independent pairs.
+Each repeat is one LoadedRun, paired repeat by repeat: pooling would count a question repeatedly.
 """
 
 from __future__ import annotations
@@ -138,8 +137,6 @@ def paired_runs(
         for path in (path_a, path_b)
     )
     _refuse_one_run_twice(path_a, path_b)
-    if isinstance(a, LoadedRun) and isinstance(b, LoadedRun):
-        return [(a, b)]
     repeats_a = a if isinstance(a, dict) else {0: a}
     repeats_b = b if isinstance(b, dict) else {0: b}
     if len(repeats_a) == len(repeats_b) == 1:

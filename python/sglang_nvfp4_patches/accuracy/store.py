@@ -1,7 +1,6 @@
 """Crash-safe result storage: an append-only JSONL of answers next to RUN.json (pure).
 
-Each answer is a line flushed at once (no fsync: that only guards against a power cut). The
-writer holds a ``flock`` on ``.RUN.json.lock``, which the kernel drops however it ends.
+Each answer is a line flushed at once (an fsync would only guard against a power cut).
 """
 
 from __future__ import annotations
@@ -337,8 +336,7 @@ def _check_version(path: Path, version: object, what: str) -> None:
 
 
 def load_partial(path: Path, settings: Mapping[str, Any]) -> Stored:
-    """Answers from an interrupted run. A line that is not JSON (torn or damaged) is dropped
-    with a NOTE, so its question is asked again; a bad record is refused (ResumeError)."""
+    """Answers from an interrupted run: a torn line is dropped with a NOTE, a bad record refused."""
     try:
         lines = read_bounded(path).split(b"\n")
     except FileNotFoundError:
