@@ -19,6 +19,7 @@ declaration field   signature                                              calle
 ``explain_note``    ``(moe_runner, moe_quantization) -> str``              ``explain``
 ``verify_checks``   ``() -> list[CheckResult]``                            ``verify``
 ``suspended``       ``() -> AbstractContextManager[None]`` (optional)      ``explain``
+``runner_may_lift`` ``(refusal: str) -> bool`` (optional)                  ``explain``
 ==================  =====================================================  =================
 
 A patch that decides from an evidence record (:mod:`.evidence_records`) also provides
@@ -82,6 +83,17 @@ class Suspended(Protocol):
     def __call__(self) -> AbstractContextManager[None]: ...
 
 
+class RunnerMayLift(Protocol):
+    """Whether another MoE runner may serve a layer the patch refused with ``refusal``
+    (``explain`` then tries each runner SGLang offers)."""
+
+    def __call__(self, refusal: str) -> bool: ...
+
+
+def no_runner_lifts(refusal: str) -> bool:
+    return False
+
+
 class CurrentRecord(Protocol):
     """The evidence record of the patch that matches the SGLang this process imported, shipped
     or kept by ``verify`` (``None``: none matches)."""
@@ -114,6 +126,7 @@ class Patch:
     explain_note: ExplainNote
     verify_checks: VerifyChecks
     suspended: Suspended = contextlib.nullcontext
+    runner_may_lift: RunnerMayLift = no_runner_lifts
     # The ServerArgs fields it may declare during resolution (explain's "decided by").
     declares: frozenset[str] = frozenset()
     # Why forcing it is refused (``patch_names.NOT_FORCEABLE_BECAUSE``); empty if it can be.
@@ -144,6 +157,7 @@ PROTOCOLS: dict[str, type] = {
     "explain_note": ExplainNote,
     "verify_checks": VerifyChecks,
     "suspended": Suspended,
+    "runner_may_lift": RunnerMayLift,
 }
 
 
@@ -158,6 +172,7 @@ def declare(
     explain_note: str,
     verify_checks: str,
     suspended: str | None = None,
+    runner_may_lift: str | None = None,
     declares: frozenset[str] = frozenset(),
 ) -> Patch:
     """The :class:`Patch` of ``package``; each function is named ``module.function`` inside
@@ -176,6 +191,7 @@ def declare(
         explain_note=seam(explain_note),
         verify_checks=seam(verify_checks),
         suspended=seam(suspended) if suspended else contextlib.nullcontext,
+        runner_may_lift=seam(runner_may_lift) if runner_may_lift else no_runner_lifts,
         declares=declares,
         not_forceable_because=NOT_FORCEABLE_BECAUSE.get(name, ""),
     )

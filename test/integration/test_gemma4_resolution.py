@@ -20,8 +20,6 @@ import pytest
 
 from sglang_nvfp4_patches.gemma4_attention import rule_state
 from sglang_nvfp4_patches.gemma4_attention.install import install
-from sglang_nvfp4_patches.gemma4_attention.layout import find_layout
-from sglang_nvfp4_patches.gemma4_attention.method_layout import adjustments_hook
 from sglang_nvfp4_patches.gemma4_attention.read_back import current_state
 from sglang_nvfp4_patches.gemma4_attention.rule import (
     Gemma4Action,
@@ -30,6 +28,9 @@ from sglang_nvfp4_patches.gemma4_attention.rule import (
     Gemma4Mode,
     kv_cache_is_fp8,
 )
+from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended as other_question_suspended
+from sglang_nvfp4_patches.server_args_seam import hooks
+from sglang_nvfp4_patches.server_args_seam.seam import SeamKind, find_override_seam
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
 from sglang_nvfp4_patches.simulation.server_args import resolve
 from sglang_nvfp4_patches.status import sglang_version
@@ -179,7 +180,7 @@ def test_enable_moe_block_variants_in_real_configs(
 
 
 def backend_the_patch_sets(enable_moe_block: object) -> str | None:
-    """Call the installed hook of this release's layout directly with a hand-built record."""
+    """Call the seam's hook on this release directly with a hand-built record."""
     model_config = SimpleNamespace(
         quantization="modelopt_fp4",
         hf_config=SimpleNamespace(
@@ -199,13 +200,14 @@ def backend_the_patch_sets(enable_moe_block: object) -> str | None:
         _resolved_overrides=[],
         get_model_config=lambda: model_config,
     )
-    layout = find_layout()
     from sglang_nvfp4_patches.simulation.gpus import simulated_gpu
 
-    with simulated_gpu(GPU_PROFILES["sm100"]):
-        if hasattr(layout, "provider"):
-            return layout.provider(record, model_config.hf_config).get("attention_backend")
-        adjustments_hook(lambda server_args: None, record)
+    # The hook serves every question; the record is built for this one, so the other patch's
+    # question (it asks about every architecture) is suspended.
+    with simulated_gpu(GPU_PROFILES["sm100"]), other_question_suspended():
+        if find_override_seam().kind is not SeamKind.ADJUSTMENTS_METHOD:
+            return hooks.registry_provider(record, model_config.hf_config).get("attention_backend")
+        hooks.adjustments_hook(lambda server_args: None, record)
         return record.attention_backend
 
 
@@ -251,7 +253,6 @@ def built_and_resolved(gpu: str, *, rule_sees_it: bool, **flags: str):
 
 def bypass_check(record: object, caplog: pytest.LogCaptureFixture) -> tuple[bool, list[str]]:
     """What the scheduler-side check says about ``record`` on a simulated SM100."""
-    from sglang_nvfp4_patches.gemma4_attention import launch_paths
     from sglang_nvfp4_patches.simulation.gpus import simulated_gpu
 
     caplog.clear()
@@ -259,7 +260,7 @@ def bypass_check(record: object, caplog: pytest.LogCaptureFixture) -> tuple[bool
         caplog.at_level(logging.WARNING, logger="sglang_nvfp4_patches"),
         simulated_gpu(GPU_PROFILES["sm100"]),
     ):
-        warned = launch_paths.warn_if_rule_bypassed(record)
+        warned = hooks.check_record(record)
     return warned, our_records(caplog, logging.WARNING)
 
 

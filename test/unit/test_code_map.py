@@ -22,6 +22,7 @@ CODE_MAP = REPO / "docs" / "code-map.md"
 # `module.attr...` in backticks; `file.py` and `test/...::test_...` are read apart
 DOTTED = re.compile(r"`([A-Za-z_]\w*(?:\.\w+)+)`")
 TEST = re.compile(r"`(test/[\w/]+\.py)::(\w+)`")
+PATH = re.compile(r"`(\w+/[\w/]*\w+\.(?:py|md|json))`")  # a file of ours, by its path
 FILE_SUFFIXES = ("py", "md", "json")
 
 
@@ -42,6 +43,7 @@ def named(text: str) -> tuple[list[str], list[str], list[tuple[str, str]]]:
             files.append(name)
         elif name.split(".")[0] != "sglang" and not name[0].isupper():
             dotted.append(name)
+    files += [path for path in dict.fromkeys(PATH.findall(text)) if not path.startswith("test/")]
     return dotted, files, list(dict.fromkeys(TEST.findall(text)))
 
 

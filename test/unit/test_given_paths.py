@@ -4,6 +4,8 @@ input, README's exit table), never 70; nothing is created that the user did not 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,19 +111,27 @@ def test_out_dir_under_a_missing_parent_is_refused_and_nothing_is_made(
     assert not (tmp_path / "no").exists()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root may search any directory")
-def test_a_path_in_a_directory_without_search_permission_is_bad_input(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_path_in_a_directory_without_search_permission_is_bad_input(tmp_path: Path) -> None:
+    """Root searches any directory, so there the command runs without the capabilities that
+    let it (``setpriv``): the OS refuses the path as it refuses any other user."""
     locked = tmp_path / "locked"
     (locked / "m").mkdir(parents=True)
     locked.chmod(0)
+    drop = "-dac_override,-dac_read_search"
+    as_a_user = ["setpriv", "--bounding-set", drop, "--inh-caps", drop] if os.geteuid() == 0 else []
+    command = [*as_a_user, sys.executable, "-m", "sglang_nvfp4_patches"]
     try:
-        code = main(["explain", "--model", str(locked / "m")])
+        done = subprocess.run(
+            [*command, "explain", "--model", str(locked / "m")],
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         locked.chmod(0o700)
-    err = capsys.readouterr().err
-    assert code == 2 and str(locked / "m") in err and "Permission denied" in err, err
+    assert done.returncode == 2, done.stderr
+    assert str(locked / "m") in done.stderr and "Permission denied" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("model", ["/no/such/checkpoint", "./missing", "~/no-such-model-dir"])

@@ -19,6 +19,8 @@ import ast
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from sglang_nvfp4_patches.patch_names import PATCH_NAMES
+
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / "python" / "sglang_nvfp4_patches"
 ROOT = PACKAGE_DIR.name
 
@@ -142,6 +144,18 @@ def test_the_top_level_modules_and_subpackages_import_in_no_cycle() -> None:
     assert found == [], "import cycles among top-level modules and subpackages:\n" + "\n".join(
         " <-> ".join(component) for component in found
     )
+
+
+def test_only_the_list_of_patches_imports_a_patch() -> None:
+    """The commands name no patch: what they need of one comes through its declaration, so
+    no module outside a patch package imports it but ``patches.py``, the list of them (nor
+    does one patch import another)."""
+    graph = top_level(import_graph(module_files(PACKAGE_DIR)))
+    for name in PATCH_NAMES:
+        package = f"{ROOT}.{name.replace('-', '_')}"
+        assert package in graph, package
+        importers = {unit for unit, targets in graph.items() if package in targets}
+        assert importers == {f"{ROOT}.patches"}, (package, importers)
 
 
 def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sglang_nvfp4_patches.explain.runner_search import RunnerSearch, search_runners, searched_for
+from sglang_nvfp4_patches.explain.runner_search import RunnerSearch, search_runners
+from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile
 
 
@@ -53,7 +54,8 @@ def layer_outcome(
     if run is None:
         return None
     refused = run.detail if run.verdict is LayerVerdict.REFUSED else None
-    search = search_runners(model_dir, gpu, flags) if refused and searched_for(refused) else None
+    lifted = refused and any(patch.runner_may_lift(refused) for patch in PATCHES)
+    search = search_runners(model_dir, gpu, flags) if lifted else None
     return LayerOutcome(
         run.runner,
         refused,

@@ -1,7 +1,7 @@
-"""For a layer the plugin refuses because no runner it patches can serve it (top-k > 1 with
-the router weight on the input), which MoE runner this SGLang offers does serve it: each
-``--moe-runner-backend`` choice of the installed SGLang's own parser, run once through the
-same layer forward (:func:`..simulation.moe_forward.run_first_moe_layer`)."""
+"""For a layer the plugin refuses because no runner it patches can serve it (the refusing
+patch's declaration says so: ``runner_may_lift``), which MoE runner this SGLang offers does
+serve it: each ``--moe-runner-backend`` choice of the installed SGLang's own parser, run once
+through the same layer forward (:func:`..simulation.moe_forward.run_first_moe_layer`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sglang_nvfp4_patches.llama4_router_weight.refusals import TOP_K_REMEDY
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile
 
 RUNNER_FLAG = "--moe-runner-backend"
@@ -24,11 +23,6 @@ class RunnerSearch:
     serving: tuple[str, ...]
     not_simulated: tuple[str, ...]
     tried: int
-
-
-def searched_for(refusal: str) -> bool:
-    """Whether a refusal is one another runner could lift (the top-k refusal)."""
-    return TOP_K_REMEDY in refusal
 
 
 def runner_choices() -> tuple[str, ...]:

@@ -3,15 +3,13 @@ SGLang's ``trtllm_mha`` drops the FP8 KV-cache scales (sglang#26518; fixed by sg
 
 What it does, where it is wired, how it is tested:
 
-* the rule, pure: :mod:`.rule` (sglang#26791's rule and when it applies);
+* the rule, pure: :func:`.rule.decide_gemma4_attention` (sglang#26791's rule and when it
+  applies), shown by ``test/integration/test_gemma4_resolution.py``;
 * the root cause, pure: :mod:`.v_scale_question` reads a ``trtllm_mha_backend.py`` source;
   :mod:`.backend_source` finds this SGLang's copy and says live, fixed or unknown;
-* the seams, one module each: :mod:`.registry_layout` (model-override registries),
-  :mod:`.method_layout` (``ServerArgs._handle_model_specific_adjustments``, where there is
-  no registry),
-  :mod:`.launch_paths` (records resolved before plugins load, checked in the scheduler);
-  :mod:`.layout` picks the seam this release has, :mod:`.server_args_facts` reads a record's
-  facts, :mod:`.rule_state` runs the rule in this process's mode;
+* where it is wired: :data:`.rule_state.QUESTION`, asked through the server-args seam
+  (:mod:`..server_args_seam`), which every patch setting a server-args default shares;
+  :mod:`.rule_state` also runs the rule in this process's mode;
 * what the commands call (the declaration below): :mod:`.install`, :mod:`.read_back`
   (``doctor``), :mod:`.explain_facts`, :mod:`.checks` (``verify``);
 * tests: ``test/unit/test_gemma4_*.py``, ``test/integration/test_gemma4_*.py``.

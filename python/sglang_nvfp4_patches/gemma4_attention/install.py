@@ -6,23 +6,28 @@ backend at plugin load (:func:`.backend_source.mode_for` decides):
 * fixed (which releases: docs/releases.md): nothing is installed; SGLang's faster
   ``trtllm_mha`` default stands.
 * live (on the releases before sglang#28144, and nightlies with it reverted) or forced with
-  ``SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention``: the rule is wired into whichever layout
-  holds the Gemma 4 default (:mod:`.layout`), and the scheduler checks records resolved
-  before plugins loaded (:mod:`.launch_paths`).
+  ``SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention``: the rule's question
+  (:data:`.rule_state.QUESTION`) is asked through the server-args seam, and the scheduler
+  checks records resolved before plugins loaded.
 """
 
 from __future__ import annotations
 
 from sglang_nvfp4_patches.gemma4_attention import backend_source
-from sglang_nvfp4_patches.gemma4_attention.layout import find_layout
 from sglang_nvfp4_patches.gemma4_attention.read_back import (
     already_upstream,
     current_state,
     unpatched_report,
 )
 from sglang_nvfp4_patches.gemma4_attention.rule import Gemma4Mode
-from sglang_nvfp4_patches.gemma4_attention.rule_state import set_mode
-from sglang_nvfp4_patches.status import PatchReport
+from sglang_nvfp4_patches.gemma4_attention.rule_state import QUESTION, set_mode
+from sglang_nvfp4_patches.server_args_seam import hooks
+from sglang_nvfp4_patches.server_args_seam.seam import SeamKind, find_override_seam
+from sglang_nvfp4_patches.status import PatchReport, PatchUnavailable
+
+# SGLang's SM10X probe, which the rule reads where the seam hands it the record (the binding
+# that release's Gemma 4 default reads).
+SM100_PROBE = "is_sm100_supported"
 
 
 def install(forced: bool, observe: bool) -> PatchReport:
@@ -34,11 +39,8 @@ def install(forced: bool, observe: bool) -> PatchReport:
     set_mode(mode)
     if mode is Gemma4Mode.FIXED:
         return already_upstream()
-    layout = find_layout()
-    if not layout.installed():
-        from sglang_nvfp4_patches.gemma4_attention import launch_paths
-        from sglang_nvfp4_patches.post_import import when_imported
-
-        layout.install()
-        when_imported(launch_paths.SCHEDULER_MODULE, launch_paths.hook_scheduler)
+    seam = find_override_seam()
+    if seam.kind is not SeamKind.REGISTRY and not hasattr(seam.module, SM100_PROBE):
+        raise PatchUnavailable(f"{seam.module.__name__} has no {SM100_PROBE}")
+    hooks.ask(QUESTION, now=True)
     return current_state()

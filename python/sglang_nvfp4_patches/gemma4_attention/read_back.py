@@ -4,7 +4,6 @@ read-only where nothing is installed, and SGLang's own resolution of the bundled
 from __future__ import annotations
 
 from sglang_nvfp4_patches.gemma4_attention import NAME, backend_source
-from sglang_nvfp4_patches.gemma4_attention.layout import find_layout
 from sglang_nvfp4_patches.gemma4_attention.rule import (
     AFFECTED_BACKEND,
     ROOT_CAUSE_ISSUE,
@@ -12,7 +11,8 @@ from sglang_nvfp4_patches.gemma4_attention.rule import (
     Gemma4Mode,
     fixed_note,
 )
-from sglang_nvfp4_patches.gemma4_attention.rule_state import current_mode
+from sglang_nvfp4_patches.gemma4_attention.rule_state import QUESTION, current_mode
+from sglang_nvfp4_patches.server_args_seam import hooks
 from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 
@@ -42,10 +42,9 @@ def current_state() -> PatchReport:
         if not backend_source.kv_scale_verdict().bug_live:
             return already_upstream()
         return PatchReport(NAME, PatchState.FAILED, "the rule was never installed")
-    layout = find_layout()
-    if layout.installed():
-        return PatchReport(NAME, PatchState.APPLIED, f"{layout.where()}: {_rule_summary(mode)}")
-    return PatchReport(NAME, PatchState.FAILED, f"not installed in the {layout.name}")
+    if hooks.times_asked(QUESTION) == 1:
+        return PatchReport(NAME, PatchState.APPLIED, f"{hooks.where()}: {_rule_summary(mode)}")
+    return PatchReport(NAME, PatchState.FAILED, f"not installed in the {hooks.where()}")
 
 
 def unpatched_report() -> PatchReport:

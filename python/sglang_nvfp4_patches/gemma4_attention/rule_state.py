@@ -1,23 +1,37 @@
 """The rule as this process runs it: its mode (set once by ``install``), ``explain``'s
-suspension of it, the mark left on records it saw, and the rule run in that mode with its log
-lines. Every layout's hook reads it."""
+suspension of it, the mark left on records it saw, and its :data:`QUESTION` to the
+server-args seam (:mod:`..server_args_seam`): the rule's facts read off the launch, the rule
+run in this mode with its log lines, and the check of records resolved before plugins
+loaded."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sglang_nvfp4_patches.gemma4_attention import NAME
 from sglang_nvfp4_patches.gemma4_attention.rule import (
+    AFFECTED_BACKEND,
+    SM10X_MAJOR,
     Gemma4Action,
     Gemma4Decision,
     Gemma4Facts,
     Gemma4Mode,
     decide_gemma4_attention,
+    is_nvfp4_moe_on_sm10x,
+    kv_cache_is_fp8,
     override_hint,
+    ways_out,
+    why_triton,
 )
+from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
+from sglang_nvfp4_patches.server_args_seam.question import Question
 from sglang_nvfp4_patches.suspension import Suspension
+
+if TYPE_CHECKING:
+    from sglang_nvfp4_patches.server_args_seam.launch import Launch
 
 logger = logging.getLogger("sglang_nvfp4_patches.gemma4_attention")
 
@@ -29,7 +43,7 @@ suspended = _suspension.suspended  # inside this block the installed patch decla
 is_suspended = _suspension.active
 # Left on every ServerArgs record the rule evaluated. Bookkeeping attributes travel with the
 # record when SGLang pickles it to the scheduler, which therefore knows whether the rule saw
-# it (``launch_paths``); no module-level reference keeps a record alive.
+# it (:func:`warn_if_bypassed`); no module-level reference keeps a record alive.
 SEEN_MARK = "_sglang_nvfp4_patches_gemma4_seen"
 
 
@@ -60,3 +74,81 @@ def decide_and_log(facts: Gemma4Facts, model_path: str) -> Gemma4Decision:
     if decision.warning is not None:
         logger.warning("[%s] %s: %s.", NAME, model_path, decision.warning)
     return decision
+
+
+def facts_of(launch: Launch, backends: tuple[str | None, ...]) -> Gemma4Facts:
+    """The rule's facts of ``launch``, with the three attention backends given as
+    ``backends``; the KV-cache dtype is read only where it matters."""
+    hf_config = launch.hf_config
+    text_config = getattr(hf_config, "text_config", None)
+    facts = Gemma4Facts(
+        launch.architecture,
+        launch.model_config.quantization,
+        # The checkpoint may omit the key, set null, or use 0/1: the rule reads it with bool().
+        getattr(hf_config if text_config is None else text_config, "enable_moe_block", None),
+        SM10X_MAJOR if launch.is_sm100 else None,  # SM10X exactly as SGLang's default sees it
+        *backends,
+    )
+    if not is_nvfp4_moe_on_sm10x(facts):
+        return facts
+    try:
+        fp8 = kv_cache_is_fp8(launch.view.kv_cache_dtype, launch.kv_cache_quant_algo)
+    except Exception as error:  # unreadable: counted as FP8, the checkpoint's default
+        logger.debug("[%s] KV-cache dtype unknown (%s); assuming FP8", NAME, error)
+        return dataclasses.replace(facts, kv_cache_fp8=None)
+    return dataclasses.replace(facts, kv_cache_fp8=fp8)
+
+
+def backends_of(source: Any) -> tuple[str | None, ...]:
+    return (
+        source.attention_backend,
+        source.prefill_attention_backend,
+        source.decode_attention_backend,
+    )
+
+
+def answer(launch: Launch) -> str | None:
+    """The ``attention_backend`` to declare for ``launch`` (``None``: SGLang's stands)."""
+    mark_seen(launch.record)
+    return decide_and_log(
+        facts_of(launch, backends_of(launch.view)), launch.model_path
+    ).attention_backend
+
+
+def warn_if_bypassed(launch: Launch) -> bool:
+    """One WARNING when a record never met the rule and runs where the rule would not: launch
+    paths that resolve ServerArgs before SGLang loads plugins (which: docs/releases.md); the
+    scheduler process loads them before it builds its ``Scheduler``, so it checks there."""
+    if _mode in (None, Gemma4Mode.FIXED) or was_seen(launch.record):
+        return False
+    # Where resolution wrote the record in place, what the operator typed is gone.
+    given = backends_of(launch.record) if launch.pristine else (None, None, None)
+    decision = decide_gemma4_attention(facts_of(launch, given), _mode)
+    if decision.action is not Gemma4Action.USE_TRITON:
+        return False
+    if AFFECTED_BACKEND not in backends_of(launch.view):
+        return False
+    logger.warning(
+        "[%s] %s: this ServerArgs was resolved before SGLang loaded plugins (for example "
+        "http_server.launch_server(ServerArgs(...)), sglang.Runtime, HttpServerEngineAdapter "
+        "or bench_one_batch_server), so the rule did not run and the server uses %s, %s. "
+        "Start it with `sglang serve` or sglang.Engine(**kwargs), call "
+        "sglang.srt.plugins.load_plugins() before building ServerArgs, or pass %s.",
+        NAME,
+        launch.record.model_path,
+        AFFECTED_BACKEND,
+        why_triton(_mode),
+        ways_out(),
+    )
+    return True
+
+
+QUESTION = Question(
+    NAME,
+    "attention_backend",
+    answer,
+    GEMMA4_ARCHITECTURES,
+    is_suspended,
+    before_adjustments=True,  # exactly as if the operator had typed --attention-backend triton
+    check_record=warn_if_bypassed,
+)

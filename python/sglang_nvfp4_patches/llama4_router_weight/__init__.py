@@ -7,8 +7,9 @@ be made exact is refused when the MoE layer is built.
 
 What it does, where it is wired, how it is tested:
 
-* the decision, pure: :mod:`.rule` (per layer: lift or refuse), :mod:`.refusals` (the texts,
-  their exception classes and switches); the tensor transform: :mod:`.prescale` (torch);
+* the decision, pure: :func:`.rule.refusal_for` (per layer: lift or refuse), shown by
+  ``test/integration/test_llama4_modelopt_method.py``; :mod:`.refusals` (the texts, their
+  exception classes and switches); the tensor transform: :mod:`.prescale` (torch);
 * the seams, one module each: :mod:`.runner_registry` (the runner's fused functions),
   :mod:`.method_lift` (the NVFP4 MoE methods' ``create_moe_runner``; which methods:
   :mod:`.rejecting_methods`), :mod:`.layer_facts`
@@ -38,4 +39,5 @@ PATCH = declare(
     explain_note="explain_facts.explain_note",
     verify_checks="checks.run_checks",
     suspended="suspension.suspended",  # explain's unpatched column
+    runner_may_lift="refusals.another_runner_may_serve",
 )

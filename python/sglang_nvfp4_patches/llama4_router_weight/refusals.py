@@ -36,6 +36,11 @@ class PreQuantizedActivationsError(RouterWeightOnInputError):
 TOP_K_REMEDY = "top-k must be 1 on this runner; use another MoE runner backend"
 
 
+def another_runner_may_serve(refusal: str) -> bool:
+    """Whether another MoE runner may serve a refused layer (the top-k refusal)."""
+    return TOP_K_REMEDY in refusal
+
+
 def top_k_message(got: str) -> str:
     """Why top-k > 1 is refused, and what to do (shared by the build- and forward-time checks)."""
     return (

@@ -6,14 +6,14 @@ serves is refused before the weights load where another line serves it.
 
 What it does, where it is wired, how it is tested:
 
-* the decision, pure: :mod:`.rule` (per launch, from the evidence; the evidence's states);
+* the decision, pure: :func:`.rule.decide` (per launch, from the evidence), shown by
+  ``test/integration/test_nvfp4_moe_runner.py``;
 * the evidence: :mod:`.evidence` runs SGLang's first MoE layer of stand-in checkpoints on
   simulated Blackwell GPUs (:mod:`..simulation.moe_forward`), kept per MoE layer settings,
   GPU and launch line as a record (:mod:`..evidence_records`);
-* the seams: :mod:`..override_seam` finds where this SGLang lets a model declare defaults,
-  :mod:`.seam_hooks` holds the hook for each kind, :mod:`.launch_facts` reads a launch there,
-  :mod:`.decision` runs the rule in this process (record, log lines), :mod:`.suspension`
-  passes every call through (``explain``'s unpatched column, the evidence);
+* where it is wired: :data:`.question.QUESTION`, asked through the server-args seam
+  (:mod:`..server_args_seam`), which also runs the rule in this process (record, log lines);
+  :mod:`.suspension` passes every call through (``explain``'s unpatched column);
 * what the commands call (the declaration below): :mod:`.install`, :mod:`.read_back`
   (``doctor``), :mod:`.explain_facts`, :mod:`.checks` (``verify``);
 * tests: ``test/unit/test_nvfp4_moe_runner_*.py``, ``test/integration/test_nvfp4_moe_runner*.py``.

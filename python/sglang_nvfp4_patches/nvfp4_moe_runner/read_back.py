@@ -94,15 +94,14 @@ def _evidence(live_state: PatchState) -> PatchReport:
 
 def current_state() -> PatchReport:
     """The hook on the seam, and the evidence it decides from."""
-    from sglang_nvfp4_patches.nvfp4_moe_runner import seam_hooks
-    from sglang_nvfp4_patches.override_seam import find_override_seam
+    from sglang_nvfp4_patches.nvfp4_moe_runner.question import QUESTION
+    from sglang_nvfp4_patches.server_args_seam import hooks
 
-    seam = find_override_seam()
-    if not seam_hooks.installed(seam):
-        return PatchReport(NAME, PatchState.FAILED, f"not installed in the {seam.name}")
+    if hooks.times_asked(QUESTION) != 1:
+        return PatchReport(NAME, PatchState.FAILED, f"not installed in the {hooks.where()}")
     report = _evidence(PatchState.APPLIED)
     if report.state is PatchState.APPLIED:
-        return PatchReport(NAME, report.state, f"{seam.name}: {report.reason}")
+        return PatchReport(NAME, report.state, f"{hooks.where()}: {report.reason}")
     return report
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import logging
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sglang_nvfp4_patches.errors import UsageError
+from sglang_nvfp4_patches.server_args_seam.launch import Launch, sglang_logs_held_back
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile, simulated_gpu
 from sglang_nvfp4_patches.status import sglang_version
 
@@ -49,14 +49,8 @@ class ServerArgsRejected(UsageError):
 @contextlib.contextmanager
 def quiet_sglang() -> Iterator[None]:
     """SGLang logs and prints a page per resolution; keep the output readable."""
-    sglang_logger = logging.getLogger("sglang")
-    previous = sglang_logger.level
-    sglang_logger.setLevel(logging.ERROR)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            yield
-    finally:
-        sglang_logger.setLevel(previous)
+    with sglang_logs_held_back(), contextlib.redirect_stdout(io.StringIO()):
+        yield
 
 
 def resolved_server_args(
@@ -101,7 +95,8 @@ def resolve(
                 resolved = server_args.resolved_dict()
             else:
                 resolved = {field: getattr(server_args, field, None) for field in _FIELDS}
-            checkpoint = checkpoint_quantization(server_args)
+            # what SGLang's ModelConfig detects from the checkpoint itself
+            checkpoint = Launch.resolved(server_args).model_config.quantization
     # SGLang validates server arguments with ValueError and assert; either is its refusal.
     except (ValueError, AssertionError) as error:
         raise ServerArgsRejected(
@@ -116,15 +111,6 @@ def resolve(
         quantization=resolved.get("quantization"),
         checkpoint_quantization=checkpoint,
     )
-
-
-def checkpoint_quantization(server_args: Any) -> str | None:
-    """The quantization SGLang's ModelConfig detects from the checkpoint."""
-    try:  # where SGLang has it: the record's memoized ModelConfig
-        from sglang.srt.arg_groups.model_override_base import model_config_of
-    except ImportError:
-        return server_args.get_model_config().quantization
-    return model_config_of(server_args).quantization
 
 
 def _reason(error: BaseException) -> str:

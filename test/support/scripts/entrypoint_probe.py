@@ -10,7 +10,7 @@ Each entry point calls ``load_plugins()`` itself; nothing here loads the plugin.
 observes the ServerArgs the entry point built (``prepare_server_args`` for the launchers,
 ``Engine._launch_subprocesses`` for the engine), resolves it if the release resolves later,
 hands a pickled copy to the check the scheduler process runs on the records it receives
-(``launch_paths.warn_if_rule_bypassed``, as SGLang's pickling to the scheduler would), prints
+(``server_args_seam.hooks.check_record``, as SGLang's pickling to the scheduler would), prints
 ``STATE {json}`` and exits before anything needs a GPU.
 """
 
@@ -33,11 +33,9 @@ def report_and_exit(server_args: Any) -> NoReturn:
         attention = server_args.resolved_dict()["attention_backend"]
     else:
         attention = server_args.attention_backend
-    from sglang_nvfp4_patches.gemma4_attention.launch_paths import (
-        warn_if_rule_bypassed,
-    )
+    from sglang_nvfp4_patches.server_args_seam.hooks import check_record
 
-    warn_if_rule_bypassed(pickle.loads(pickle.dumps(server_args)))
+    check_record(pickle.loads(pickle.dumps(server_args)))
     print("STATE " + json.dumps({"sglang": sglang_version(), "attention_backend": attention}))
     sys.stdout.flush()
     raise SystemExit(0)

@@ -63,23 +63,19 @@ def our_targets(scheduler: bool) -> dict[str, list[str]]:
     no_registry = not any(
         importlib.util.find_spec(f"sglang.srt.arg_groups.{n}") for n in registries
     )
-    if no_registry:  # nvfp4-moe-runner's seam there
-        targets[ADJUSTMENTS] = ["runner_adjustments_hook"]
+    if no_registry:  # the server-args seam there: one hook for every patch's question
+        targets[ADJUSTMENTS] = ["adjustments_hook"]
     forced = "gemma4-attention" in os.environ.get("SGLANG_NVFP4_PATCHES_FORCE", "")
-    if forced or root_cause.kv_scale_verdict().bug_live:
-        if scheduler:
-            targets[SCHEDULER_INIT] = ["scheduler_init_hook"]
-        if no_registry:
-            targets[ADJUSTMENTS].append("adjustments_hook")
+    if scheduler and (forced or root_cause.kv_scale_verdict().bug_live):
+        targets[SCHEDULER_INIT] = ["scheduler_init_hook"]
     return targets
 
 
 def our_hook(name: str) -> object:
-    from sglang_nvfp4_patches.gemma4_attention import launch_paths, method_layout
     from sglang_nvfp4_patches.llama4_router_weight import method_lift
-    from sglang_nvfp4_patches.nvfp4_moe_runner import seam_hooks
+    from sglang_nvfp4_patches.server_args_seam import hooks
 
-    for module in (method_lift, launch_paths, method_layout, seam_hooks):
+    for module in (method_lift, hooks):
         if hasattr(module, name):
             return getattr(module, name)
     raise LookupError(name)

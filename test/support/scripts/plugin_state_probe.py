@@ -87,28 +87,26 @@ def main() -> None:
 
         register()
 
-    from sglang_nvfp4_patches.gemma4_attention.layout import find_layout
+    from sglang_nvfp4_patches.gemma4_attention.rule_state import QUESTION
     from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE
     from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
     from sglang_nvfp4_patches.post_import import module_exists
+    from sglang_nvfp4_patches.server_args_seam import hooks
+    from sglang_nvfp4_patches.server_args_seam.seam import SeamKind, find_override_seam
     from sglang_nvfp4_patches.status import PATCHED_MARK, PatchUnavailable, sglang_version
 
     try:
-        layout = find_layout()
+        asked = hooks.times_asked(QUESTION)
+        seam = find_override_seam()
     except PatchUnavailable:  # the --without case: nothing to count
-        layout = None
-    if layout is None:
-        counts, last = dict.fromkeys(GEMMA4_ARCHITECTURES, 0), False
-    elif hasattr(layout, "registered"):  # a model-override registry: count our provider
-        registered = layout.registered()
-        counts = {
-            a: sum(fn is layout.provider for fn in registered.get(a, ()))
-            for a in GEMMA4_ARCHITECTURES
-        }
-        last = all(registered[a][-1] is layout.provider for a in GEMMA4_ARCHITECTURES)
+        asked, seam = 0, None
+    counts = dict.fromkeys(GEMMA4_ARCHITECTURES, asked)
+    if seam is not None and seam.kind is not SeamKind.ADJUSTMENTS_METHOD:  # a registry
+        # the seam's provider runs after every provider keyed by an architecture: is it last?
+        predicates = seam.module._PREDICATE_OVERRIDE_FNS
+        last = asked == 1 and predicates[-1][1] is hooks.registry_provider
     else:  # the ServerArgs method hook: SGLang's HookRegistry wraps it once
-        counts = {a: int(layout.installed()) for a in GEMMA4_ARCHITECTURES}
-        last = layout.installed()
+        last = asked == 1
     state = {
         "sglang": sglang_version(),
         "gemma4_provider_count": counts,

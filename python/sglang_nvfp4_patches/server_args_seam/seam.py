@@ -10,7 +10,8 @@ In the order they are looked for:
 * ``ServerArgs._handle_model_specific_adjustments``, which sets model defaults in place
   (hooked AROUND, a patch sets a field first as if the user had typed it).
 
-Which releases have which seam: ``docs/releases.md``.
+Which releases have which seam: ``docs/releases.md``. :mod:`.hooks` puts one hook on it for
+every patch's question.
 """
 
 from __future__ import annotations
@@ -42,10 +43,6 @@ class OverrideSeam:
     @property
     def name(self) -> str:
         return self.kind.value
-
-    def providers(self) -> dict[str, list[Any]]:
-        """Registered providers per architecture (a registry seam only)."""
-        return self.module._MODEL_OVERRIDE_FNS
 
     def target(self) -> str:
         """The hook target of an adjustments-method seam."""

@@ -1,14 +1,20 @@
-"""The rule as this process runs it, for every seam's hook: the evidence record read when a
-launch needs it, the decision's log lines (one per model and GPU per process), and the
-refusal of a launch no runner serves where another launch line does."""
+"""``nvfp4-moe-runner``'s question to the server-args seam (:mod:`..server_args_seam`): for
+every architecture, the MoE runner to declare, decided per launch from its facts: the MoE
+layer settings its config gives, the quantization and MoE runner resolution has so far (the
+operator's flags, then SGLang's own model defaults), the GPU, and the checkpoint's
+quantization as SGLang detects it. Where SGLang adjusts the record in place it is asked after
+those adjustments, where they left the runner at ``auto``. The rule runs here as this process
+runs it: the evidence record read when a launch needs it, the decision's log lines (one per
+model and GPU per process), and the refusal of a launch no runner serves where another
+launch line does."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 
-from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
+from sglang_nvfp4_patches.models import moe_settings
+from sglang_nvfp4_patches.nvfp4_moe_runner import NAME, suspension
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     AUTO,
     CUTLASS,
@@ -20,12 +26,30 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     refusal,
 )
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
+from sglang_nvfp4_patches.server_args_seam.launch import Launch
+from sglang_nvfp4_patches.server_args_seam.question import Question
+from sglang_nvfp4_patches.server_args_seam.seam import SeamKind
 from sglang_nvfp4_patches.status import sglang_version
 
+FIELD = "moe_runner_backend"
 logger = logging.getLogger("sglang_nvfp4_patches.nvfp4_moe_runner")
-
-_logged: set[tuple[str, str, str]] = set()
+_logged: set[tuple[str, str, str]] = set()  # the decisions logged, per model
 _lock = threading.Lock()
+
+
+def answer(launch: Launch) -> str | None:
+    """The runner to declare where the decision publishes one and SGLang's whole resolution,
+    left alone, would publish none (a model's later pass may: that one stands)."""
+    settings = moe_settings(launch.hf_config)
+    declared = launch.declared
+    facts = LaunchFacts(
+        settings=None if settings is None else settings.key,
+        quantization=declared.get("quantization", launch.view.quantization),
+        runner=declared.get(FIELD, launch.view.moe_runner_backend),
+        capability=launch.capability,
+        checkpoint_quantization=lambda: launch.model_config.quantization,
+    )
+    return decide_and_log(facts, launch).runner
 
 
 def _once(model_path: str, decision: Decision) -> bool:
@@ -37,18 +61,19 @@ def _once(model_path: str, decision: Decision) -> bool:
         return True
 
 
-def decide_and_log(
-    facts: LaunchFacts, model_path: str, sglang_alone: Callable[[], str | None] | None = None
-) -> Decision:
+def decide_and_log(facts: LaunchFacts, launch: Launch) -> Decision:
     """The decision for one launch, with its INFO line where it publishes and one ERROR where
     the evidence cannot tell (the way out named); :class:`LaunchRefused` where the layer
-    fails on every runner this patch can publish and another launch line serves it."""
+    fails on every runner this patch can publish and another launch line serves it. Before it
+    acts, where a model's later pass may still publish a runner (a registry: SGLang adjusting
+    the record in place has done so already), SGLang's whole resolution alone is asked."""
     from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import current_facts
 
     decision = decide(facts, current_facts)
+    model_path = launch.model_path
     acts = decision.runner is not None or decision.instead is not None
-    if acts and sglang_alone is not None:
-        own = sglang_alone()
+    if acts and launch.seam.kind is not SeamKind.ADJUSTMENTS_METHOD:
+        own = launch.sglang_alone(FIELD)
         if own not in (None, AUTO):
             return Decision(None, f"SGLang publishes {own} itself")
     if decision.instead is not None:
@@ -92,3 +117,6 @@ def decide_and_log(
             CUTLASS,
         )
     return decision
+
+
+QUESTION = Question(NAME, FIELD, answer, None, suspension.is_suspended, before_adjustments=False)

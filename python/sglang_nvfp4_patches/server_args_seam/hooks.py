@@ -1,0 +1,177 @@
+"""One hook per hooked target, serving every question the patches ask (:mod:`.question`):
+
+* on a model-override registry (:mod:`.seam`), one provider under a predicate every
+  architecture meets (SGLang runs those after the architecture's own, so its declarations
+  win), declaring each answer;
+* on ``ServerArgs._handle_model_specific_adjustments`` (no registry), one AROUND hook setting
+  each answer before or after SGLang's own adjustments, as the question says;
+* on ``Scheduler.__init__``, where a question checks records resolved before plugins loaded,
+  one hook handing it the record the scheduler receives.
+
+Each call reads one :class:`.launch.Launch`, shared by the questions about its architecture.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any
+
+from sglang_nvfp4_patches.post_import import when_imported
+from sglang_nvfp4_patches.server_args_seam.launch import (
+    PREDICATES,
+    Launch,
+    sglang_alone_suspension,
+)
+from sglang_nvfp4_patches.server_args_seam.question import Question
+from sglang_nvfp4_patches.server_args_seam.seam import (
+    OverrideSeam,
+    SeamKind,
+    find_override_seam,
+    seam_module,
+)
+from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook
+from sglang_nvfp4_patches.status import PATCHED_MARK, PatchUnavailable, sglang_version
+
+logger = logging.getLogger("sglang_nvfp4_patches.server_args_seam")
+REGISTER_PREDICATE = "register_model_override_predicate"
+SCHEDULER_MODULE = "sglang.srt.managers.scheduler"
+SCHEDULER_INIT = f"{SCHEDULER_MODULE}.Scheduler.__init__"
+
+_questions: list[Question] = []
+_seam: OverrideSeam | None = None  # the seam the hook is on
+
+
+def every_architecture(_architecture: str) -> bool:
+    """The provider's predicate: each question says which architectures it asks about."""
+    return True
+
+
+def _answers(launch: Launch, questions: Iterable[Question]) -> dict[str, Any]:
+    if sglang_alone_suspension.active():
+        return {}
+    answers: dict[str, Any] = {}
+    for question in questions:
+        if not question.is_suspended() and question.asks_about(launch.architecture):
+            value = question.answer(launch)
+            if value is not None:
+                answers[question.field] = value
+    return answers
+
+
+def _current_seam() -> OverrideSeam:
+    return _seam or find_override_seam()
+
+
+def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
+    """The provider in a model-override registry: every answer, as a declaration."""
+    return _answers(Launch(server_args, _current_seam(), hf_config), _questions)
+
+
+def _set_answers(server_args: Any, before: bool) -> None:
+    asked = [q for q in _questions if q.before_adjustments is before]
+    for field, value in _answers(Launch(server_args, _current_seam()), asked).items():
+        setattr(server_args, field, value)
+
+
+def adjustments_hook(original: Callable[..., Any], server_args: Any, *args: Any, **kw: Any) -> Any:
+    """Each answer set on the record before or after SGLang's in-place model adjustments."""
+    _set_answers(server_args, before=True)
+    result = original(server_args, *args, **kw)
+    _set_answers(server_args, before=False)
+    return result
+
+
+setattr(registry_provider, PATCHED_MARK, True)
+
+
+def check_record(record: Any) -> bool:
+    """Every question's check of a record resolved before SGLang loaded plugins; whether one
+    warned."""
+    launch = Launch.resolved(record)
+    return any([q.check_record(launch) for q in _questions if q.check_record is not None])
+
+
+def scheduler_init_hook(original: Callable[..., Any], scheduler: Any, *args: Any, **kw: Any) -> Any:
+    server_args = kw.get("server_args", args[0] if args else None)
+    if server_args is not None:
+        try:
+            check_record(server_args)
+        except Exception as error:  # a diagnostic must never stop the scheduler
+            logger.debug("record check skipped: %s", error)
+    return original(scheduler, *args, **kw)
+
+
+def _hook_scheduler(module: ModuleType) -> None:
+    if hasattr(getattr(module, "Scheduler", None), "__init__"):
+        install_hook(SCHEDULER_INIT, scheduler_init_hook)
+
+
+def _registered(seam: OverrideSeam) -> list[Any]:
+    return [provider for _, provider in getattr(seam.module, PREDICATES, ())]
+
+
+def _wire() -> None:
+    """Put the hook on this SGLang's seam, once; :class:`PatchUnavailable` where it has none,
+    or a registry no provider reaches every architecture of."""
+    global _seam
+    seam = find_override_seam()
+    if seam.kind is SeamKind.ADJUSTMENTS_METHOD:
+        install_hook(seam.target(), adjustments_hook)
+    else:
+        register = getattr(seam.module, REGISTER_PREDICATE, None)
+        if register is None or not isinstance(getattr(seam.module, PREDICATES, None), list):
+            raise PatchUnavailable(
+                f"the {seam.name} has no {REGISTER_PREDICATE}, so no provider reaches every "
+                "architecture"
+            )
+        if registry_provider not in _registered(seam):
+            register(every_architecture)(registry_provider)
+    _seam = seam
+
+
+def ask(question: Question, now: bool = False) -> str | None:
+    """Serve ``question`` from the hook (idempotent): ``now`` (importing the seam;
+    :class:`PatchUnavailable` where there is none), or as SGLang imports the seam, so plugin
+    load imports nothing; there, where the seam cannot be hooked, one ERROR names the patch
+    (returned too where the seam was imported already)."""
+    if question not in _questions:
+        _questions.append(question)
+    failures: list[str] = []
+
+    def wire(_module: ModuleType | None = None) -> None:
+        try:
+            _wire()
+        except PatchUnavailable as error:
+            failures.append(str(error))
+            logger.error(
+                "[%s] could not be applied on SGLang %s: %s. SGLang is left unchanged for "
+                "this patch.",
+                question.patch,
+                sglang_version(),
+                error,
+            )
+
+    if now:
+        _wire()
+    else:
+        when_imported(seam_module(), wire)
+    if question.check_record is not None:
+        when_imported(SCHEDULER_MODULE, _hook_scheduler)
+    return failures[0] if failures else None
+
+
+def times_asked(question: Question) -> int:
+    """How many times the hook serving ``question`` is on the seam (0: not asked)."""
+    if question not in _questions:
+        return 0
+    seam = _current_seam()
+    if seam.kind is SeamKind.ADJUSTMENTS_METHOD:
+        return hook_count(bound_at(seam.target()), adjustments_hook)
+    return _registered(seam).count(registry_provider)
+
+
+def where() -> str:
+    """The seam the hook is on, by name (``doctor``)."""
+    return _current_seam().name

@@ -1,0 +1,81 @@
+"""A fourth patch that sets a server-args default is one small module: its question, asked
+through the seam. Here a question planted by the test (a stand-in patch that picks a
+sampling backend for Llama 4 where the operator gave none) is served by the same
+hook as the patches' own, on whichever seam this release has, and every other launch resolves
+as before."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from sglang_nvfp4_patches.models import LLAMA4_ARCHITECTURES
+from sglang_nvfp4_patches.server_args_seam import hooks
+from sglang_nvfp4_patches.server_args_seam.launch import Launch
+from sglang_nvfp4_patches.server_args_seam.question import Question
+from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
+from support.gemma4_cases import resolved
+
+pytestmark = pytest.mark.release_matrix
+
+FIELD = "sampling_backend"
+CHOICES = ("flashinfer", "pytorch")
+
+
+@pytest.fixture
+def before() -> dict[str, dict]:
+    """What each launch resolves to without the fourth question."""
+    return {
+        "llama4": resolved(LLAMA4_NVFP4, "sm100"),
+        "gemma4": resolved(GEMMA4_NVFP4_MOE, "sm100"),
+    }
+
+
+@pytest.fixture
+def planted(
+    before: dict[str, dict], monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[str, list[str | None]]]:
+    """A fourth question asked through the seam for this test: the value it answers (not
+    SGLang's own) and the architectures it was asked about; the patches' own questions are put
+    back afterwards."""
+    (value,) = [choice for choice in CHOICES if choice != before["llama4"][FIELD]]
+    asked: list[str | None] = []
+
+    def pick(launch: Launch) -> str | None:
+        asked.append(launch.architecture)
+        return value if getattr(launch.view, FIELD) is None else None
+
+    question = Question("fourth-patch", FIELD, pick, LLAMA4_ARCHITECTURES)
+    monkeypatch.setattr(hooks, "_questions", list(hooks._questions))
+    hooks.ask(question, now=True)
+    assert hooks.times_asked(question) == 1  # the one hook, already on the seam
+    yield value, asked
+
+
+def test_a_fourth_question_is_one_small_module(
+    before: dict[str, dict], planted: tuple[str, list[str | None]]
+) -> None:
+    value, asked = planted
+    llama4 = resolved(LLAMA4_NVFP4, "sm100")
+    assert llama4 == {**before["llama4"], FIELD: value}  # its answer, and nothing else changed
+    assert set(asked) <= LLAMA4_ARCHITECTURES and asked
+    # the operator's flag stands
+    given = before["llama4"][FIELD]
+    assert resolved(LLAMA4_NVFP4, "sm100", **{FIELD: given})[FIELD] == given
+    # another architecture is never asked about, and resolves as before
+    asked.clear()
+    assert resolved(GEMMA4_NVFP4_MOE, "sm100") == before["gemma4"]
+    assert asked == []
+
+
+def test_the_question_is_not_answered_where_sglang_resolves_alone(
+    before: dict[str, dict], planted: tuple[str, list[str | None]]
+) -> None:
+    """The seam's own suspension (SGLang's resolution alone, asked by a question that needs
+    it) silences every question, the planted one too."""
+    from sglang_nvfp4_patches.server_args_seam.launch import sglang_alone_suspension
+
+    with sglang_alone_suspension.suspended():
+        assert resolved(LLAMA4_NVFP4, "sm100")[FIELD] == before["llama4"][FIELD]
+    assert planted[1] == []
