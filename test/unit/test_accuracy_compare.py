@@ -55,7 +55,7 @@ def test_mcnemar_matches_scipy(b: int, c: int) -> None:
         assert result.p_value == pytest.approx(expected, rel=1e-9, abs=1e-300)
 
 
-@pytest.mark.parametrize("x", [0.0, 1e-6, 0.5, 1.0, 3.841458820694124, 10.0, 34.6, 120.0])
+@pytest.mark.parametrize("x", [-1.0, 0.0, 1e-6, 0.5, 1.0, 3.841458820694124, 10.0, 34.6, 120.0])
 def test_chi2_survival_matches_scipy(x: float) -> None:
     assert chi2_sf_1dof(x) == pytest.approx(stats.chi2.sf(x, 1), rel=1e-9, abs=1e-300)
 

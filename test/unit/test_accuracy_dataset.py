@@ -175,6 +175,7 @@ def test_cli_reports_malformed_data_with_exit_2(
         ("A)", "A"),
         (" Based", None),
         ("As", None),
+        ("As.", None),  # a word is not an answer, whatever follows it
         (" b", None),
         ("", None),
         ("  ", None),

@@ -1,12 +1,6 @@
-"""``accuracy ab``: start a server per side, ask both the same questions, compare.
+"""``accuracy ab``: start a server per side (A, then B), ask both the same questions, compare.
 
-Side A, then side B, one after the other on the same GPU: start the server with the side's
-flags, wait for ``/health``, ask the questions exactly as ``accuracy run`` does (same run
-files, same resume), stop the server's whole process group, then pair the two runs with
-McNemar's test. The side's model path, flags and launcher are part of its run settings, so a
-rerun with other flags or another launcher cannot add answers to a run of another
-configuration. ``ab`` holds the lock of both run files from before the first server starts to
-the end, so a second ``ab`` on the same ``--out-dir`` is refused at once.
+A side's model path, flags and launcher are run settings, so a rerun cannot mix configurations.
 """
 
 from __future__ import annotations
@@ -42,8 +36,7 @@ class Side:
 
 @dataclass(frozen=True)
 class AbConfig:
-    """Everything ``accuracy ab`` needs; ``questions`` carries the run options (its
-    ``base_url`` and ``out`` are replaced per side)."""
+    """Everything ``accuracy ab`` needs; ``questions`` carries the run options of both sides."""
 
     model_path: str
     sides: tuple[Side, Side]
@@ -56,9 +49,6 @@ class AbConfig:
 
     def run_file(self, side: Side) -> Path:
         return self.out_dir / f"{side.name}.json"
-
-    def server_log(self, side: Side) -> Path:
-        return self.out_dir / f"{side.name}.server.log"
 
     def side_config(self, side: Side, base_url: str | None = None) -> RunConfig:
         """The side's ``run`` settings; ``base_url`` only matters once its server is up."""
@@ -78,15 +68,13 @@ Say = Callable[[str], None]  # receives one line of text
 
 
 def run_ab(config: AbConfig, say: Say, tick: Say) -> Comparison:
-    """Both sides, then the comparison. ``say`` gets status lines, ``tick`` the health-wait
-    progress text. Raises AccuracyError (bad input), ServerError, KeyboardInterrupt."""
+    """Both sides, then the comparison; ``say`` gets status lines, ``tick`` health-wait text."""
     ensure_output_dir(config.out_dir, "--out-dir")
     items = config.questions.load_items()
     with contextlib.ExitStack() as locks:
         for side in config.sides:
             locks.enter_context(run_file_lock(config.run_file(side), "--out-dir"))
-        # Refuse a mismatched resume of either side before any server starts.
-        for side in config.sides:
+        for side in config.sides:  # refuse a mismatched resume before any server starts
             try:
                 plan_resume(config.side_config(side), items)
             except (ResumeError, RunFileError) as exc:
@@ -102,8 +90,7 @@ def _run_side(
     say: Say,
     tick: Say,
 ) -> LoadedRun:
-    """The side's answers to ``items``: stored ones without starting its server when nothing
-    is missing; otherwise start its server, ask what is missing, stop it."""
+    """The side's answers to ``items``; its server is started only when some are missing."""
     name = side.name
     out = config.run_file(side)
 
@@ -112,46 +99,37 @@ def _run_side(
 
     if not plan_resume(config.side_config(side), items).todo:
         outcome = run_accuracy(config.side_config(side), items, note)  # asks nothing
-        say(f"side {name}: {out} already answers all {len(items)} questions; server not started")
-        return _answers(out, outcome.run, run_notes(outcome), say, name)
-    port = free_port()
-    command = server_command(config.launcher, config.model_path, port, side.args)
-    log = config.server_log(side)
-    say(f"side {name}: starting {shlex.join(command)}")
-    say(f"side {name}: server log {log}")
-    with ServerProcess.start(command, port, log, config.stop_grace_s) as server:
-        say(f"side {name}: waiting for {server.base_url}/health ({config.startup_timeout_s:g} s)")
-        try:
-            ready_s = server.wait_healthy(
-                config.startup_timeout_s,
-                lambda elapsed: tick(
-                    f"side {name}: waiting for /health ... {elapsed:.0f} s of "
-                    f"{config.startup_timeout_s:g} s"
-                ),
-            )
-        except ServerError as exc:
-            raise ServerError(f"side {name}: {exc}", exc.log) from None
-        say(f"side {name}: server ready after {ready_s:.1f} s")
-        outcome = run_accuracy(config.side_config(side, server.base_url), items, note)
-        if outcome.interrupted or outcome.run is None:
-            raise KeyboardInterrupt
+        note(f"{out} already answers all {len(items)} questions; server not started")
         notes = run_notes(outcome)
-        if outcome.exit_code:
-            raise ServerError(
-                f"side {name}: the server did not answer every question:\n" + "\n".join(notes),
-                log,
-            )
-    say(f"side {name}: {run_summary(outcome.run)}; server stopped")
-    return _answers(out, outcome.run, notes, say, name)
-
-
-def _answers(
-    out: Path, run: dict[str, object] | None, notes: Sequence[str], say: Say, name: str
-) -> LoadedRun:
-    """The side's answers to this run's questions, as compared (the run document, which is
-    RUN.json unless the stored answers go beyond this run), after its notes."""
-    for note in notes:
-        say(f"side {name}: {note}")
-    if run is None:  # only an interrupted run has no document
+    else:
+        port = free_port()
+        command = server_command(config.launcher, config.model_path, port, side.args)
+        log = config.out_dir / f"{side.name}.server.log"
+        note(f"starting {shlex.join(command)}")
+        note(f"server log {log}")
+        with ServerProcess.start(command, port, log, config.stop_grace_s) as server:
+            note(f"waiting for {server.base_url}/health ({config.startup_timeout_s:g} s)")
+            try:
+                ready_s = server.wait_healthy(
+                    config.startup_timeout_s,
+                    lambda elapsed: tick(
+                        f"side {name}: waiting for /health ... {elapsed:.0f} s of "
+                        f"{config.startup_timeout_s:g} s"
+                    ),
+                )
+            except ServerError as exc:
+                raise ServerError(f"side {name}: {exc}", exc.log) from None
+            note(f"server ready after {ready_s:.1f} s")
+            outcome = run_accuracy(config.side_config(side, server.base_url), items, note)
+            if outcome.interrupted or outcome.run is None:
+                raise KeyboardInterrupt
+            notes = run_notes(outcome)
+            if outcome.exit_code:
+                message = "the server did not answer every question:\n" + "\n".join(notes)
+                raise ServerError(f"side {name}: {message}", log)
+        note(f"{run_summary(outcome.run)}; server stopped")
+    for line in notes:
+        note(line)
+    if outcome.run is None:  # only an interrupted run has no document
         raise KeyboardInterrupt
-    return run_from_document(str(out), run)
+    return run_from_document(str(out), outcome.run)

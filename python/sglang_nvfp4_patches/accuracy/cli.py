@@ -1,10 +1,7 @@
 """Command line for ``accuracy run``, ``accuracy ab`` and ``accuracy compare``.
 
-User errors (bad data files, unreadable run files, mismatched resume) are UsageErrors: the
-top-level CLI prints one ``error: ...`` line and exits 2. A significantly worse B (``ab``,
-``compare``) exits 1, and nothing else does; questions the server did not answer (``run``,
-``ab``) or a server ``ab`` started that did not come up exit 3; Ctrl-C exits 130. The codes
-are named in :mod:`sglang_nvfp4_patches.errors`.
+Exit 2: bad input; 1: only a significantly worse B; 3: unanswered questions or a server that
+did not come up; 130: Ctrl-C (:mod:`sglang_nvfp4_patches.errors` names the codes).
 """
 
 from __future__ import annotations
@@ -29,26 +26,20 @@ from sglang_nvfp4_patches.errors import (
 from sglang_nvfp4_patches.streams import printable
 
 if TYPE_CHECKING:
-    from sglang_nvfp4_patches.accuracy.compare import Comparison
     from sglang_nvfp4_patches.accuracy.run import RunConfig
-
-
-_KIND_NAMES = {int: "an integer", float: "a number"}
 
 
 def _number(
     kind: type, minimum: float, inclusive: bool, maximum: float = math.inf
 ) -> Callable[[str], float]:
-    """argparse type: a finite ``kind`` parsed from text, within [minimum, maximum] (above
-    minimum when not ``inclusive``)."""
+    """argparse type: a finite ``kind`` within [minimum, maximum] (or above ``minimum``)."""
 
     def parse(text: str) -> float:
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected {_KIND_NAMES[kind]}, got {text!r}"
-            ) from None
+            expected = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
         low = value >= minimum if inclusive else value > minimum
         if not (math.isfinite(value) and low and value <= maximum):
             bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
@@ -68,16 +59,14 @@ _non_negative_seconds = _number(float, 0, inclusive=True, maximum=MAX_SECONDS)
 
 
 def path_argument(text: str) -> Path:
-    """argparse type: a path that is not empty (``Path("")`` is ``.``, which would then be
-    named as ``--out .``, a directory the user never gave)."""
+    """argparse type: a non-empty path (``Path("")`` is ``.``, a directory never given)."""
     if not text:
         raise argparse.ArgumentTypeError("is empty; give a path")
     return Path(text)
 
 
 def _model_path(text: str) -> str:
-    """argparse type: a Hub id, or a local path (``/``, ``.`` or ``~`` first, as a Hub id
-    never is) that exists, checked before any server is started."""
+    """argparse type: a Hub id, or a local path (``/``, ``.`` or ``~`` first) that exists."""
     try:
         os.lstat(os.path.expanduser(text)) if text.startswith(("/", ".", "~")) else None
     except OSError as error:  # too long, not searchable: cli's path check names it
@@ -102,26 +91,17 @@ COMMAND_LINE_OPTIONS: tuple[str, ...] = ("--a-args", "--b-args", "--launcher")
 
 
 def attach_command_line_values(argv: Sequence[str]) -> list[str]:
-    """``--b-args --disable-cuda-graph`` -> ``--b-args=--disable-cuda-graph``.
-
-    argparse takes a lone word starting with "-" for an option, so a single server flag
-    given the way people type it would be "expected one argument"; the ``=`` form is what
-    argparse reads as the value.
-    """
+    """``--b-args --disable-cuda-graph`` -> ``--b-args=--disable-cuda-graph``, read as a value."""
     out: list[str] = []
     words = iter(argv)
     for word in words:
-        if word in COMMAND_LINE_OPTIONS:
-            value = next(words, None)
-            out.append(word if value is None else f"{word}={value}")
-        else:
-            out.append(word)
+        value = next(words, None) if word in COMMAND_LINE_OPTIONS else None
+        out.append(word if value is None else f"{word}={value}")
     return out
 
 
 def add_accuracy_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``accuracy {run,ab,compare}`` to the top-level CLI; ``args.func(args)`` returns the
-    exit code, and bad input raises a UsageError for that CLI to print."""
+    """Add ``accuracy {run,ab,compare}``; ``args.func(args)`` returns the exit code."""
     parser = subparsers.add_parser(
         "accuracy",
         help="MMLU-format accuracy A/B check: ab starts a server per side; run asks a "
@@ -130,10 +110,6 @@ def add_accuracy_parser(subparsers: argparse._SubParsersAction) -> None:
         "side and compares the two; 'run' asks a server you started yourself; 'compare' pairs "
         "two runs, ours or sgl-eval's.",
     )
-    _add_commands(parser)
-
-
-def _add_commands(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="accuracy_command", required=True, metavar="COMMAND")
     run = commands.add_parser(
         "run",
@@ -180,49 +156,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     ab.add_argument(
         "--model-path", required=True, type=_model_path, metavar="M", help="model for both servers"
     )
-    ab.add_argument(
-        "--a-args",
-        type=_server_args,
-        default=(),
-        metavar="ARGS",
-        help='side A\'s server flags, one shell-quoted string (e.g. "--attention-backend triton")',
-    )
-    ab.add_argument(
-        "--b-args",
-        type=_server_args,
-        default=(),
-        metavar="ARGS",
-        help='side B\'s server flags (a single flag works too: --b-args "--disable-cuda-graph")',
-    )
-    ab.add_argument(
-        "--out-dir",
-        type=path_argument,
-        default=Path("accuracy-ab"),
-        metavar="DIR",
-        help="run files A.json, B.json and server logs (%(default)s)",
-    )
-    ab.add_argument(
-        "--launcher",
-        type=_launcher,
-        default=None,
-        metavar="CMD",
-        help="server command, split like a shell line (default: this Python -m "
-        "sglang.launch_server)",
-    )
-    ab.add_argument(
-        "--startup-timeout",
-        type=_positive_seconds,
-        default=1200.0,
-        metavar="S",
-        help="seconds to wait for /health (1200)",
-    )
-    ab.add_argument(
-        "--stop-grace",
-        type=_non_negative_seconds,
-        default=30.0,
-        metavar="S",
-        help="seconds between SIGINT and SIGKILL when stopping a server (30)",
-    )
+    _add_valued_options(ab, _AB_OPTIONS)
     _add_comparison_options(ab)
     _add_question_options(ab)
     ab.set_defaults(func=_cmd_ab)
@@ -275,46 +209,7 @@ def _add_question_options(parser: argparse.ArgumentParser) -> None:
         metavar="DIR|ID",
         help="MMLU csv folder, or a Hugging Face dataset id (cais/mmlu: config all, dev, test)",
     )
-    parser.add_argument(
-        "--shots", type=_non_negative_int, default=5, metavar="K", help="few-shot examples (5)"
-    )
-    parser.add_argument(
-        "--parallel", type=_positive_int, default=64, metavar="N", help="concurrent requests (64)"
-    )
-    parser.add_argument(
-        "--subjects", type=_subject_list, metavar="S1,S2", help="only these subjects (default all)"
-    )
-    parser.add_argument(
-        "--limit", type=_positive_int, metavar="N", help="first N questions per subject"
-    )
-    parser.add_argument(
-        "--timeout",
-        type=_positive_seconds,
-        default=120.0,
-        metavar="S",
-        help="per-request seconds (120)",
-    )
-    parser.add_argument(
-        "--max-retries",
-        type=_non_negative_int,
-        default=3,
-        metavar="N",
-        help="retries per question (3)",
-    )
-    parser.add_argument(
-        "--backoff",
-        type=_non_negative_seconds,
-        default=0.5,
-        metavar="S",
-        help="first retry delay in seconds, doubled per retry (default 0.5)",
-    )
-    parser.add_argument(
-        "--max-new-tokens",
-        type=_positive_int,
-        default=2,
-        metavar="N",
-        help="tokens to generate (2)",
-    )
+    _add_valued_options(parser, _QUESTION_OPTIONS)
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -352,6 +247,69 @@ def _launcher(text: str) -> tuple[str, ...]:
     return tuple(words)
 
 
+# flag, type, default, metavar, help: the options that take a value, in --help order.
+_Option = tuple[str, Callable[[str], object], object, str, str]
+_AB_OPTIONS: tuple[_Option, ...] = (
+    (
+        "--a-args",
+        _server_args,
+        (),
+        "ARGS",
+        'side A\'s server flags, one shell-quoted string (e.g. "--attention-backend triton")',
+    ),
+    (
+        "--b-args",
+        _server_args,
+        (),
+        "ARGS",
+        'side B\'s server flags (a single flag works too: --b-args "--disable-cuda-graph")',
+    ),
+    (
+        "--out-dir",
+        path_argument,
+        Path("accuracy-ab"),
+        "DIR",
+        "run files A.json, B.json and server logs (%(default)s)",
+    ),
+    (
+        "--launcher",
+        _launcher,
+        None,
+        "CMD",
+        "server command, split like a shell line (default: this Python -m sglang.launch_server)",
+    ),
+    ("--startup-timeout", _positive_seconds, 1200.0, "S", "seconds to wait for /health (1200)"),
+    (
+        "--stop-grace",
+        _non_negative_seconds,
+        30.0,
+        "S",
+        "seconds between SIGINT and SIGKILL when stopping a server (30)",
+    ),
+)
+_QUESTION_OPTIONS: tuple[_Option, ...] = (
+    ("--shots", _non_negative_int, 5, "K", "few-shot examples (5)"),
+    ("--parallel", _positive_int, 64, "N", "concurrent requests (64)"),
+    ("--subjects", _subject_list, None, "S1,S2", "only these subjects (default all)"),
+    ("--limit", _positive_int, None, "N", "first N questions per subject"),
+    ("--timeout", _positive_seconds, 120.0, "S", "per-request seconds (120)"),
+    ("--max-retries", _non_negative_int, 3, "N", "retries per question (3)"),
+    (
+        "--backoff",
+        _non_negative_seconds,
+        0.5,
+        "S",
+        "first retry delay in seconds, doubled per retry (default 0.5)",
+    ),
+    ("--max-new-tokens", _positive_int, 2, "N", "tokens to generate (2)"),
+)
+
+
+def _add_valued_options(parser: argparse.ArgumentParser, options: tuple[_Option, ...]) -> None:
+    for flag, kind, default, metavar, text in options:
+        parser.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
+
+
 def _run_config(args: argparse.Namespace, base_url: str, out: Path, **extra: object) -> RunConfig:
     """The run options of ``run`` and ``ab`` as a RunConfig."""
     from sglang_nvfp4_patches.accuracy.run import RunConfig
@@ -375,8 +333,9 @@ def _run_config(args: argparse.Namespace, base_url: str, out: Path, **extra: obj
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.client import Api
-    from sglang_nvfp4_patches.accuracy.report import format_run_report, run_notes
+    from sglang_nvfp4_patches.accuracy.report import format_run_report, kept_line, run_notes
     from sglang_nvfp4_patches.accuracy.run import run_accuracy
+    from sglang_nvfp4_patches.accuracy.store import answers_on_disk as on_disk
     from sglang_nvfp4_patches.accuracy.store import ensure_output_file, run_file_lock
 
     try:
@@ -384,13 +343,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
         ensure_output_file(args.out, "--out")  # before the data is read or a question asked
         items = config.load_items()
         with run_file_lock(args.out, "--out"):
-            outcome = run_accuracy(config, items, _stderr_line)
-    except KeyboardInterrupt:  # before, during or after the questions
-        print(_kept_on_disk(args.out), file=sys.stderr)
+            outcome = run_accuracy(
+                config, items, lambda line: print(line, file=sys.stderr, flush=True)
+            )
+            if outcome.interrupted:
+                raise KeyboardInterrupt
+    except KeyboardInterrupt:  # before, during or after the questions: say what is on disk
+        kept = kept_line(*on_disk(args.out), "rerun the same command to resume")
+        print(f"interrupted; {kept}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    if outcome.interrupted:
-        print(_kept_on_disk(args.out), file=sys.stderr)
-        return outcome.exit_code
     report = format_run_report(outcome)
     if report:
         print(report)
@@ -399,21 +360,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
-def _kept_on_disk(out: Path) -> str:
-    """The interrupt line: what is on disk, read back from the file that holds it."""
-    from sglang_nvfp4_patches.accuracy.report import kept_line
-    from sglang_nvfp4_patches.accuracy.store import answers_on_disk
-
-    return f"interrupted; {kept_line(*answers_on_disk(out), 'rerun the same command to resume')}"
-
-
-def _stderr_line(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
-
-
 def _cmd_ab(args: argparse.Namespace) -> int:
     from sglang_nvfp4_patches.accuracy.ab import AbConfig, Side, run_ab
     from sglang_nvfp4_patches.accuracy.compare import verdict_exit_code
+    from sglang_nvfp4_patches.accuracy.report import format_comparison
     from sglang_nvfp4_patches.accuracy.server import DEFAULT_LAUNCHER, log_tail
 
     status = _StatusLines(sys.stderr)
@@ -445,7 +395,9 @@ def _cmd_ab(args: argparse.Namespace) -> int:
             "rerun the same command to resume"
         )
         return EXIT_INTERRUPTED
-    _print_comparison(comparison, args.json)
+    print(
+        json.dumps(comparison.to_json(), indent=2) if args.json else format_comparison(comparison)
+    )
     return verdict_exit_code([comparison])
 
 
@@ -485,20 +437,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         compare_runs(a, b, args.alpha, allow_different_settings=args.allow_different_settings)
         for a, b in pairs
     ]
-    if len(comparisons) == 1:
-        _print_comparison(comparisons[0], args.json)
-    elif args.json:
-        print(json.dumps([c.to_json() for c in comparisons], indent=2))
+    if args.json:
+        documents = [c.to_json() for c in comparisons]
+        print(json.dumps(documents[0] if len(documents) == 1 else documents, indent=2))
     else:
         print("\n\n".join(format_comparison(c) for c in comparisons))
-        print(f"\n{repeats_note(len(comparisons), args.alpha)}")
+        if len(comparisons) > 1:
+            print(f"\n{repeats_note(len(comparisons), args.alpha)}")
     return verdict_exit_code(comparisons)
-
-
-def _print_comparison(comparison: Comparison, as_json: bool) -> None:
-    from sglang_nvfp4_patches.accuracy.report import format_comparison
-
-    if as_json:
-        print(json.dumps(comparison.to_json(), indent=2))
-    else:
-        print(format_comparison(comparison))

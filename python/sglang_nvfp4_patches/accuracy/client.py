@@ -1,9 +1,6 @@
 """Async completion client for SGLang's native ``/generate`` and OpenAI ``/v1/completions``.
 
-Transient failures (connection errors, dropped connections, timeouts, HTTP 5xx) are retried
-with exponential backoff and jitter, since a busy or restarting server should not turn into
-wrong answers. A 4xx or a malformed 200 is a request the server will never accept, so it
-fails at once with the server's message.
+Connection failures, timeouts and HTTP 5xx are retried with backoff; a 4xx or bad 200 is not.
 """
 
 from __future__ import annotations
@@ -43,28 +40,12 @@ class Failure(str, enum.Enum):
 
 
 class RequestFailedError(Exception):
-    """One question could not be answered: retries exhausted or a non-retryable error."""
+    """A request failed: ``kind`` says how, ``retry`` whether another attempt may help."""
 
-    def __init__(self, message: str, attempts: int, kind: Failure) -> None:
-        super().__init__(message)
-        self.attempts = attempts
-        self.kind = kind
-
-
-class _AttemptFailed(Exception):
-    """Internal: one attempt failed; ``kind`` says how."""
-
-    def __init__(self, message: str, kind: Failure) -> None:
+    def __init__(self, message: str, kind: Failure, retry: bool = False) -> None:
         super().__init__(message)
         self.kind = kind
-
-
-class _Retryable(_AttemptFailed):
-    """Internal: the attempt failed in a way worth retrying."""
-
-
-class _Permanent(_AttemptFailed):
-    """Internal: the attempt failed in a way a retry cannot fix."""
+        self.retry = retry
 
 
 @dataclass(frozen=True)
@@ -76,8 +57,7 @@ class RetryPolicy:
     backoff_max_s: float = 10.0
 
     def delay(self, retry: int, rng: random.Random) -> float:
-        """Equal jitter: half the exponential step fixed, half random, so that many workers
-        failing together (server restart) do not come back in lockstep."""
+        """Equal jitter, so workers failing together (a restart) do not retry in lockstep."""
         step = min(self.backoff_max_s, self.backoff_base_s * 2.0 ** min(retry, 64))
         return step / 2 + rng.uniform(0, step / 2)
 
@@ -100,12 +80,7 @@ def request_body(api: Api, prompt: str, max_new_tokens: int, model: str) -> byte
             "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens},
         }
     else:
-        payload = {
-            "model": model,
-            "prompt": prompt,
-            "max_tokens": max_new_tokens,
-            "temperature": 0,
-        }
+        payload = {"model": model, "prompt": prompt, "max_tokens": max_new_tokens, "temperature": 0}
     return json.dumps(payload, ensure_ascii=False).encode()
 
 
@@ -125,10 +100,8 @@ def response_text(api: Api, raw: bytes) -> str:
 
 
 def served_model(base_url: str, timeout_s: float) -> str | None:
-    """The model path the server says it serves (SGLang's ``GET /get_model_info``), or None
-    when it does not answer that (another server, down, or too slow)."""
-    base = base_url.rstrip("/")
-    base = base[: -len("/v1")] if base.endswith("/v1") else base
+    """The model path the server names (``GET /get_model_info``), or None when it does not."""
+    base = base_url.rstrip("/").removesuffix("/v1")
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(f"{base}/get_model_info", timeout=timeout_s) as response:
@@ -141,14 +114,11 @@ def served_model(base_url: str, timeout_s: float) -> str | None:
 
 def _snippet(raw: bytes) -> str:
     text = printable(raw.decode("utf-8", errors="replace").strip())
-    if len(text) > _BODY_SNIPPET_CHARS:
-        text = text[:_BODY_SNIPPET_CHARS] + "..."
-    return text
+    return text if len(text) <= _BODY_SNIPPET_CHARS else text[:_BODY_SNIPPET_CHARS] + "..."
 
 
 class CompletionClient:
-    """Sends prompts over one shared session; concurrency is bounded by the caller's workers
-    and by the session's connector."""
+    """Sends prompts over one shared session (the caller's workers bound concurrency)."""
 
     def __init__(
         self,
@@ -159,7 +129,6 @@ class CompletionClient:
         max_new_tokens: int,
         timeout_s: float,
         retry: RetryPolicy,
-        rng: random.Random | None = None,
     ) -> None:
         self._session = session
         self._api = api
@@ -169,29 +138,23 @@ class CompletionClient:
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
         self._timeout_s = timeout_s
         self._retry = retry
-        self._rng = rng or random.Random()
-
-    @property
-    def url(self) -> str:
-        return self._url
+        self._rng = random.Random()
 
     async def complete(self, prompt: str) -> str:
         """Generated text for ``prompt``; raises RequestFailedError once retries are spent."""
         body = request_body(self._api, prompt, self._max_new_tokens, self._model)
         attempts = self._retry.max_retries + 1
-        attempt = 1
-        while True:
+        for attempt in range(1, attempts + 1):
             try:
                 return await self._attempt(body)
-            except _Permanent as exc:
-                raise RequestFailedError(f"{exc} (not retried)", attempt, exc.kind) from None
-            except _Retryable as exc:
+            except RequestFailedError as exc:
+                if not exc.retry:
+                    raise RequestFailedError(f"{exc} (not retried)", exc.kind) from None
                 if attempt >= attempts:
-                    raise RequestFailedError(
-                        f"{exc} (gave up after {attempts} attempt(s))", attempt, exc.kind
-                    ) from None
+                    message = f"{exc} (gave up after {attempts} attempt(s))"
+                    raise RequestFailedError(message, exc.kind) from None
             await asyncio.sleep(self._retry.delay(attempt - 1, self._rng))
-            attempt += 1
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _attempt(self, body: bytes) -> str:
         """One POST, with the failure classified as retryable or permanent."""
@@ -202,19 +165,22 @@ class CompletionClient:
                 status = resp.status
                 raw = await resp.read()
         except asyncio.TimeoutError:
-            raise _Retryable(f"timed out after {self._timeout_s:g} s", Failure.TIMEOUT) from None
+            message = f"timed out after {self._timeout_s:g} s"
+            raise RequestFailedError(message, Failure.TIMEOUT, retry=True) from None
         except aiohttp.ClientError as exc:
-            raise _Retryable(f"{type(exc).__name__}: {exc}", Failure.CONNECTION) from None
+            message = f"{type(exc).__name__}: {exc}"
+            raise RequestFailedError(message, Failure.CONNECTION, retry=True) from None
         if status >= 500:
-            raise _Retryable(f"HTTP {status}: {_snippet(raw)}", Failure.SERVER_ERROR)
+            message = f"HTTP {status}: {_snippet(raw)}"
+            raise RequestFailedError(message, Failure.SERVER_ERROR, retry=True)
         if status >= 400:
             message = f"HTTP {status} from {self._url}: {_snippet(raw)}"
-            raise _Permanent(message, Failure.REJECTED)
+            raise RequestFailedError(message, Failure.REJECTED)
         if status != 200:
             message = f"unexpected HTTP {status} from {self._url}: {_snippet(raw)}"
-            raise _Permanent(message, Failure.BAD_REPLY)
+            raise RequestFailedError(message, Failure.BAD_REPLY)
         try:
             return response_text(self._api, raw)
         except (ValueError, UnicodeDecodeError) as exc:
             message = f"bad response from {self._url}: {exc}: {_snippet(raw)}"
-            raise _Permanent(message, Failure.BAD_REPLY) from None
+            raise RequestFailedError(message, Failure.BAD_REPLY) from None

@@ -1,10 +1,6 @@
 """``accuracy compare``: paired comparison of two runs with McNemar's test (pure).
 
-Both runs ask the same questions, so the informative part is the discordant pairs:
-b = A right / B wrong, c = A wrong / B right. Under "no difference" each discordant pair is
-a fair coin, so b ~ Binomial(b + c, 1/2). For b + c < 25 the exact two-sided binomial p-value
-is used; above that the continuity-corrected chi-square with one degree of freedom, whose
-survival function is erfc(sqrt(x / 2)) — no scipy needed.
+b = A right / B wrong, c = A wrong / B right: exact p below 25 pairs, else chi-square (no scipy).
 """
 
 from __future__ import annotations
@@ -49,16 +45,12 @@ class McNemar:
 
 def chi2_sf_1dof(x: float) -> float:
     """P(X >= x) for a chi-square variable with one degree of freedom (X = Z^2)."""
-    if x <= 0:
-        return 1.0
-    return math.erfc(math.sqrt(x / 2))
+    return 1.0 if x <= 0 else math.erfc(math.sqrt(x / 2))
 
 
 def exact_binomial_p(b: int, c: int) -> float:
     """Two-sided exact p for b ~ Binomial(b + c, 1/2): twice the smaller tail, capped at 1."""
-    n = b + c
-    if n == 0:
-        return 1.0
+    n = b + c  # n = 0: a tail of 1 out of 1, so p = 1
     tail = sum(math.comb(n, i) for i in range(min(b, c) + 1))
     return min(1.0, 2 * tail / 2**n)
 
@@ -141,8 +133,7 @@ class Comparison:
 
 @dataclass(frozen=True)
 class LoadedRun:
-    """Records of one run by id, whether the run finished every question, and the settings
-    that change its answers (compared between the two sides)."""
+    """Records of one run by id, whether it finished, and the settings that change answers."""
 
     label: str
     records: dict[str, Mapping[str, Any]]
@@ -164,8 +155,7 @@ def load_run(path: Path) -> LoadedRun:
 
 
 def run_from_document(label: str, data: Mapping[str, Any]) -> LoadedRun:
-    """A run file's content as a LoadedRun; each record must be well formed, once, and its
-    ``correct`` must follow from its prediction and answer key."""
+    """A run file's content as a LoadedRun; each record must be well formed and unique."""
     records: dict[str, Mapping[str, Any]] = {}
     for position, record in enumerate(data["records"]):
         problem = record_problem(record)
@@ -193,9 +183,7 @@ def compare_runs(
     alpha: float = DEFAULT_ALPHA,
     allow_different_settings: bool = False,
 ) -> Comparison:
-    """Pair by id over the shared questions; ids present in only one run are counted. Runs
-    whose answer-changing settings differ are refused unless ``allow_different_settings``
-    (the differences are then listed); so is a question with two answer keys."""
+    """Pair by id over the shared questions; refuse differing settings and answer keys."""
     if not 0 < alpha < 1:
         raise CompareError(f"--alpha must be between 0 and 1, got {alpha}")
     differences = setting_differences(
@@ -214,7 +202,14 @@ def compare_runs(
             f"{a.label} and {b.label} share no question ids "
             f"({len(a.records)} vs {len(b.records)} records); were they run on the same data?"
         )
-    _check_answer_keys(a, b, shared)
+    for qid in shared:  # a shared id must be the same question: the same answer key
+        key_a, key_b = a.records[qid].get("answer"), b.records[qid].get("answer")
+        if key_a is not None and key_b is not None and key_a != key_b:
+            raise CompareError(
+                f"question {qid} has answer key {key_a} in {a.label} but {key_b} in {b.label}: "
+                "the runs used different data, so pairing them by id would pair different "
+                "questions"
+            )
     discordant_b = discordant_c = correct_a = correct_b = 0
     by_subject: dict[str, list[int]] = {}
     for qid in shared:
@@ -254,19 +249,6 @@ def compare_runs(
     )
 
 
-def _check_answer_keys(a: LoadedRun, b: LoadedRun, shared: Sequence[str]) -> None:
-    """A shared id must be the same question: the same answer key where both record one."""
-    for qid in shared:
-        key_a, key_b = a.records[qid].get("answer"), b.records[qid].get("answer")
-        if key_a is not None and key_b is not None and key_a != key_b:
-            raise CompareError(
-                f"question {qid} has answer key {key_a} in {a.label} but {key_b} in {b.label}: "
-                "the runs used different data, so pairing them by id would pair different "
-                "questions"
-            )
-
-
 def verdict_exit_code(comparisons: Sequence[Comparison]) -> int:
-    """1 when a comparison finds B significantly worse than A (any repeat), else 0: the
-    same for ``ab``, ``compare`` and sgl-eval pairs."""
+    """1 when a comparison finds B significantly worse than A (any repeat), else 0."""
     return EXIT_FAILED if any(c.b_is_worse for c in comparisons) else EXIT_OK

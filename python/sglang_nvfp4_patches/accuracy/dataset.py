@@ -1,12 +1,6 @@
-"""MMLU-format data loading and k-shot prompt building.
+"""MMLU-format data (SGLang's ``benchmark/mmlu`` csv layout) and the classic k-shot prompt.
 
-The csv layout is the one of SGLang's ``benchmark/mmlu``: ``DIR/dev/<subject>_dev.csv`` holds
-the few-shot examples and ``DIR/test/<subject>_test.csv`` the questions; each csv row is
-``question, A, B, C, D, answer-letter`` with no header. A Hugging Face dataset id
-(``cais/mmlu``) is read by ``hub.py`` into the same questions with the same ids. The prompt
-follows the classic MMLU evaluation so numbers are comparable with published ones. Malformed
-input raises :class:`DatasetError` naming the file and line, because a silently skipped row
-would change the question set and with it the comparison.
+Malformed input raises DatasetError naming file and line: a skipped row changes the question set.
 """
 
 from __future__ import annotations
@@ -57,9 +51,7 @@ class EvalItem:
 
 
 def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
-    """Parse one MMLU csv file (a regular file of at most
-    :data:`~sglang_nvfp4_patches.accuracy.limits.MAX_CSV_BYTES`); blank lines are ignored,
-    anything else malformed raises."""
+    """Parse one MMLU csv file; blank lines are ignored, anything else malformed raises."""
     try:
         raw = read_bounded(path, CSV_FILE)
     except OSError as exc:  # read_bounded leaves a missing file to its caller
@@ -67,7 +59,15 @@ def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise DatasetError(_not_utf8(path, raw)) from None
+        try:  # again as plain UTF-8, so that the offset counts from the start of the file (BOM)
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise DatasetError(
+                f"{path}:{line}: not valid UTF-8 at offset {exc.start} of the file (byte "
+                f"0x{raw[exc.start]:02x}); re-save the file as UTF-8"
+            ) from None
+        raise  # pragma: no cover - what utf-8-sig refuses, plain utf-8 refuses too
     questions: list[Question] = []
     reader = csv.reader(io.StringIO(text, newline=""))
     while True:
@@ -80,48 +80,19 @@ def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
             raise DatasetError(f"{path}:{line}: malformed csv ({exc})") from exc
         if not row or all(not cell.strip() for cell in row):
             continue
-        questions.append(_parse_row(row, path, line, subject, len(questions)))
+        if len(row) != _COLUMNS:
+            raise DatasetError(
+                f"{path}:{line}: expected {_COLUMNS} columns (question, A, B, C, D, answer), "
+                f"found {len(row)}; quote fields that contain commas"
+            )
+        answer = row[-1].strip().upper()
+        if answer not in CHOICE_LETTERS:
+            raise DatasetError(
+                f"{path}:{line}: answer must be one of {'/'.join(CHOICE_LETTERS)}, found "
+                f"{row[-1]!r}"
+            )
+        questions.append(Question(subject, len(questions), row[0], tuple(row[1:-1]), answer))
     return questions
-
-
-def _not_utf8(path: Path, raw: bytes) -> str:
-    """Where in the file the first byte that is not UTF-8 is, decoding ``raw`` again as plain
-    UTF-8 so that the offset counts from the start of the file (a BOM included)."""
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        return (
-            f"{path}:{line}: not valid UTF-8 at offset {exc.start} of the file (byte "
-            f"0x{raw[exc.start]:02x}); re-save the file as UTF-8"
-        )
-    return f"{path}: not valid UTF-8; re-save the file as UTF-8"
-
-
-def _parse_row(row: list[str], path: Path, line: int, subject: str, index: int) -> Question:
-    """Validate the column count and answer letter of one csv record."""
-    if len(row) != _COLUMNS:
-        raise DatasetError(
-            f"{path}:{line}: expected {_COLUMNS} columns (question, A, B, C, D, answer), "
-            f"found {len(row)}; quote fields that contain commas"
-        )
-    answer = row[-1].strip().upper()
-    if answer not in CHOICE_LETTERS:
-        raise DatasetError(
-            f"{path}:{line}: answer must be one of {'/'.join(CHOICE_LETTERS)}, found {row[-1]!r}"
-        )
-    return Question(
-        subject=subject,
-        index=index,
-        question=row[0],
-        choices=tuple(row[1:-1]),
-        answer=answer,
-    )
-
-
-def format_subject(subject: str) -> str:
-    """``high_school_physics`` -> ``high school physics`` as in the classic MMLU header."""
-    return subject.replace("_", " ")
 
 
 def format_example(question: Question, include_answer: bool) -> str:
@@ -134,38 +105,31 @@ def format_example(question: Question, include_answer: bool) -> str:
     return f"{question.question}{options}\nAnswer:"
 
 
-def build_prefix(subject: str, dev_examples: Sequence[Question], shots: int) -> str:
-    """Header plus the first ``shots`` dev examples; built once per subject."""
+def build_prefix(source: QuestionSource, subject: str, shots: int) -> str:
+    """The header plus the first ``shots`` dev examples (too few raise); built once per subject."""
+    examples = source.dev_examples(subject) if shots else []
+    if len(examples) < shots:
+        raise DatasetError(
+            f"{source.where(subject, 'dev')}: has {len(examples)} example(s) but --shots {shots} "
+            f"needs {shots}"
+        )
     header = (
         "The following are multiple choice questions (with answers) about "
-        f"{format_subject(subject)}.\n\n"
+        f"{subject.replace('_', ' ')}.\n\n"
     )
-    return header + "".join(format_example(q, include_answer=True) for q in dev_examples[:shots])
-
-
-def build_prompt(prefix: str, question: Question) -> str:
-    """Full prompt for one test question."""
-    return prefix + format_example(question, include_answer=False)
+    return header + "".join(format_example(q, include_answer=True) for q in examples[:shots])
 
 
 class QuestionSource(Protocol):
     """Where questions come from: an MMLU csv folder or a Hugging Face dataset (``hub.py``)."""
 
-    def subjects(self) -> list[str]:
-        """Subjects that have test questions, sorted."""
-        ...
+    def subjects(self) -> list[str]: ...  # sorted, those with test questions
 
-    def test_questions(self, subject: str) -> list[Question]:
-        """The test questions of ``subject`` in file order (their index is their id)."""
-        ...
+    def test_questions(self, subject: str) -> list[Question]: ...  # in order: index is id
 
-    def dev_examples(self, subject: str) -> list[Question]:
-        """The few-shot examples of ``subject``; raises DatasetError when there are none."""
-        ...
+    def dev_examples(self, subject: str) -> list[Question]: ...  # DatasetError when none
 
-    def where(self, subject: str, split: str) -> str:
-        """Where ``split`` of ``subject`` lives, for error messages."""
-        ...
+    def where(self, subject: str, split: str) -> str: ...  # for error messages
 
 
 class CsvSource:
@@ -220,8 +184,7 @@ def select_subjects(available: Sequence[str], wanted: Iterable[str] | None) -> l
     chosen = list(dict.fromkeys(s.strip() for s in wanted if s.strip()))
     if not chosen:
         raise DatasetError("--subjects is empty; give a comma-separated list of subject names")
-    known = set(available)
-    unknown = [s for s in chosen if s not in known]
+    unknown = [s for s in chosen if s not in available]
     if unknown:
         shown = ", ".join(available[:10]) + (", ..." if len(available) > 10 else "")
         raise DatasetError(f"unknown subject(s) {', '.join(unknown)}; available: {shown}")
@@ -235,29 +198,14 @@ def load_eval_items(
     limit: int | None = None,
 ) -> list[EvalItem]:
     """All prompts of a run in subject order; ``limit`` keeps the first N questions each."""
-    if shots < 0:
-        raise DatasetError(f"shots must be >= 0, got {shots}")
-    if limit is not None and limit < 1:
-        raise DatasetError(f"limit must be >= 1, got {limit}")
     items: list[EvalItem] = []
     for subject in select_subjects(source.subjects(), subjects):
         questions = source.test_questions(subject)
         if not questions:
             raise DatasetError(f"{source.where(subject, 'test')}: no questions in file")
-        prefix = build_prefix(subject, _dev_examples(source, subject, shots), shots)
+        prefix = build_prefix(source, subject, shots)
         selected = questions if limit is None else questions[:limit]
-        items.extend(EvalItem(q, build_prompt(prefix, q)) for q in selected)
-    return items
-
-
-def _dev_examples(source: QuestionSource, subject: str, shots: int) -> list[Question]:
-    """The few-shot examples of ``subject``; too few for ``shots`` raises."""
-    if shots == 0:
-        return []
-    examples = source.dev_examples(subject)
-    if len(examples) < shots:
-        raise DatasetError(
-            f"{source.where(subject, 'dev')}: has {len(examples)} example(s) but --shots {shots} "
-            f"needs {shots}"
+        items.extend(
+            EvalItem(q, prefix + format_example(q, include_answer=False)) for q in selected
         )
-    return examples
+    return items

@@ -1,6 +1,4 @@
-"""Exceptions of the accuracy tool. Each :class:`AccuracyError` is a
-:class:`~sglang_nvfp4_patches.errors.UsageError`: the top-level CLI reports it as
-``error: <message>`` with exit code 2 instead of a traceback."""
+"""Exceptions of the accuracy tool; each :class:`AccuracyError` is a UsageError (exit 2)."""
 
 from __future__ import annotations
 
@@ -13,8 +11,7 @@ class AccuracyError(UsageError):
     """Base class: a problem with the user's input that the user can fix."""
 
     def cli_message(self) -> str:
-        """The message exactly as worded: it quotes paths and the text of library errors
-        (csv, JSON, ``datasets``) verbatim, so whitespace in them is kept."""
+        """The message verbatim: the paths and library errors it quotes keep their whitespace."""
         return str(self)
 
 
@@ -43,8 +40,7 @@ class ConfigError(AccuracyError):
 
 
 class ServerError(Exception):
-    """A server ``accuracy ab`` started did not come up or did not answer (exit 3); its log
-    is kept at ``log``. Not a UsageError: ``ab`` prints it with the log's last lines."""
+    """A server ``ab`` started did not come up or answer (exit 3); ``ab`` prints ``log``'s tail."""
 
     def __init__(self, message: str, log: Path) -> None:
         super().__init__(message)

@@ -1,11 +1,6 @@
-"""The files this tool reads and writes must be regular files, and are read with a size
-bound (pure).
+"""Files this tool reads and writes must be regular files, read with a size bound (pure).
 
-A FIFO, a terminal, ``/dev/zero`` or ``/dev/stdout`` given as a run file (or as a data csv,
-or as explain's ``config.json``) would block a read forever or feed it without end. Such
-files are opened without blocking and checked with ``fstat`` on the opened descriptor (so
-nothing can be swapped in between the check and the read), and a file larger than its
-role's bound (:class:`FileRole`) is refused with its size.
+A FIFO or ``/dev/zero`` would block a read forever: files are opened non-blocking, then fstat'd.
 """
 
 from __future__ import annotations
@@ -33,15 +28,9 @@ def kind_of(mode: int) -> str:
     return next((words for test, words in _KINDS if test(mode)), "not a regular file")
 
 
-def _megabytes(size: int) -> str:
-    return f"{size / 2**20:,.0f} MiB"
-
-
 @dataclass(frozen=True)
 class FileRole:
-    """What a file read with :func:`read_bounded` is for: its name in messages (``a run
-    file``), the most bytes it may have, the UsageError its problems raise, and what to do
-    about a path that is not a regular file (default: give the path of one)."""
+    """What a file read with :func:`read_bounded` is for: name, size bound, error, remedy."""
 
     noun: str
     limit: int
@@ -54,8 +43,7 @@ CSV_FILE = FileRole("an MMLU csv file", MAX_CSV_BYTES, DatasetError)
 
 
 def read_bounded(path: Path, role: FileRole = RUN_FILE) -> bytes:
-    """The bytes of a regular file of at most ``role.limit`` bytes; anything else raises
-    ``role.error`` naming ``path`` (FileNotFoundError is left to the caller)."""
+    """The bytes of a regular file within ``role.limit``; else ``role.error`` (or not found)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -83,15 +71,15 @@ def read_bounded(path: Path, role: FileRole = RUN_FILE) -> bytes:
 
 def _too_large(path: Path, size: int, role: FileRole) -> str:
     noun = role.noun.split(" ", 1)[1]  # "a run file" -> "run file"
+    size_mib, limit_mib = f"{size / 2**20:,.0f} MiB", f"{role.limit / 2**20:,.0f} MiB"
     return (
-        f"{path}: is {_megabytes(size)}, more than the {_megabytes(role.limit)} any real {noun} "
+        f"{path}: is {size_mib}, more than the {limit_mib} any real {noun} "
         f"comes near; this is not {role.noun} (or not one this tool can read)"
     )
 
 
 def require_writable_target(path: Path, option: str) -> None:
-    """``path`` is a regular file or does not exist yet (a dangling or looping symbolic link
-    counts as neither); anything else raises ConfigError before anything is read or asked."""
+    """``path`` is a regular file or does not exist yet; anything else raises ConfigError."""
     where = f"{option} {path}"
     try:
         info = path.stat()

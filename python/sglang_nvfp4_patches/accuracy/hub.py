@@ -1,15 +1,7 @@
-"""MMLU from the Hugging Face Hub (``--data cais/mmlu``): config ``all``, ``dev`` for the
-few-shot examples, ``test`` for the questions.
+"""MMLU from the Hugging Face Hub (``--data cais/mmlu``, config ``all``, splits dev and test).
 
-``datasets`` comes with SGLang, so the project adds no dependency; it is imported only here,
-and only when ``--data`` names a dataset (:func:`open_source`, which picks the source of a
-run), so the csv path stays light. Caching
-and offline use (``HF_HUB_OFFLINE=1``) are the library's own; a Hub that cannot be reached
-(one HEAD request, through the proxies the environment names, :data:`REACH_TIMEOUT_S`) turns
-offline mode on before ``datasets`` is imported, so a cached copy is used at once and a
-missing one is one line instead of the library's retries. Rows keep their order
-within a subject, so a question's id ``<subject>/<index>`` is the one its row has in the csv
-layout of the same data, and runs from both sources pair in ``compare``.
+``datasets`` is imported only here. An unreachable Hub turns offline mode on first, so a cached
+copy is used at once. Rows keep their order, so ids ``<subject>/<index>`` match the csv ones.
 """
 
 from __future__ import annotations
@@ -71,8 +63,7 @@ class HubSource:
 
 
 def hub_unreachable() -> str | None:
-    """Why the Hub (``HF_ENDPOINT``) cannot be reached from here, or None: any HTTP answer,
-    an error status included, means it can."""
+    """Why the Hub (``HF_ENDPOINT``) cannot be reached, or None (any HTTP answer counts)."""
     endpoint = os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT
     try:
         with urllib.request.urlopen(
@@ -82,36 +73,22 @@ def hub_unreachable() -> str | None:
     except urllib.error.HTTPError:
         return None
     except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return f"{endpoint} cannot be reached ({reason})"
-
-
-def _go_offline() -> None:
-    """The Hub's offline switch, before ``datasets`` reads it at import (and where it was
-    imported already, in the settings it read)."""
-    for name in OFFLINE_ENV:
-        os.environ[name] = "1"
-    for module, attribute in (
-        ("huggingface_hub.constants", "HF_HUB_OFFLINE"),
-        ("datasets.config", "HF_HUB_OFFLINE"),
-    ):
-        if module in sys.modules:
-            setattr(sys.modules[module], attribute, True)
-
-
-def _offline_already() -> bool:
-    return any(
-        os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE") for name in OFFLINE_ENV
-    )
+        return f"{endpoint} cannot be reached ({getattr(exc, 'reason', exc)})"
 
 
 def _load(dataset_id: str) -> Mapping[str, Iterable[Mapping[str, Any]]]:
     """The ``dev`` and ``test`` splits; any failure of the library becomes one DatasetError."""
     unreachable = None
-    if not Path(dataset_id).exists() and not _offline_already():
+    offline = any(
+        os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE") for name in OFFLINE_ENV
+    )
+    if not Path(dataset_id).exists() and not offline:
         unreachable = hub_unreachable()
-        if unreachable is not None:
-            _go_offline()
+        if unreachable is not None:  # offline, in the environment and where it was read
+            os.environ.update(dict.fromkeys(OFFLINE_ENV, "1"))
+            for module in ("huggingface_hub.constants", "datasets.config"):
+                if module in sys.modules:
+                    sys.modules[module].HF_HUB_OFFLINE = True  # type: ignore[attr-defined]
     try:
         import datasets
     except ImportError:
@@ -146,37 +123,32 @@ def questions_by_subject(
 ) -> dict[str, list[Question]]:
     """Rows in order, grouped by subject; index = position among that subject's rows."""
     by_subject: dict[str, list[Question]] = {}
-    for position, row in enumerate(rows):
-        subject, question, choices, answer = _checked(row, f"{where} row {position}")
+    for position, row in enumerate(rows):  # answer: a ClassLabel index (0-3) or a letter
+        where_row = f"{where} row {position}"
+        missing = [column for column in COLUMNS if column not in row]
+        if missing:
+            raise DatasetError(
+                f"{where_row}: no column {', '.join(missing)}; expected MMLU's {', '.join(COLUMNS)}"
+            )
+        subject, question = row["subject"], row["question"]
+        choices, answer = row["choices"], row["answer"]
+        if not (isinstance(subject, str) and subject and isinstance(question, str)):
+            raise DatasetError(f"{where_row}: 'subject' and 'question' must be text")
+        if not (
+            isinstance(choices, (list, tuple))
+            and len(choices) == len(CHOICE_LETTERS)
+            and all(isinstance(choice, str) for choice in choices)
+        ):
+            raise DatasetError(f"{where_row}: 'choices' must be {len(CHOICE_LETTERS)} texts")
+        if isinstance(answer, int) and 0 <= answer < len(CHOICE_LETTERS):
+            letter = CHOICE_LETTERS[answer]
+        elif isinstance(answer, str) and answer.strip().upper() in CHOICE_LETTERS:
+            letter = answer.strip().upper()
+        else:
+            raise DatasetError(f"{where_row}: 'answer' must be 0-3 or A-D, found {answer!r}")
         questions = by_subject.setdefault(subject, [])
-        questions.append(Question(subject, len(questions), question, choices, answer))
+        questions.append(Question(subject, len(questions), question, tuple(choices), letter))
     return by_subject
-
-
-def _checked(row: Mapping[str, Any], where: str) -> tuple[str, str, tuple[str, ...], str]:
-    """One row of the MMLU schema; answer is a ClassLabel index (0-3) or a letter."""
-    missing = [column for column in COLUMNS if column not in row]
-    if missing:
-        raise DatasetError(
-            f"{where}: no column {', '.join(missing)}; expected MMLU's {', '.join(COLUMNS)}"
-        )
-    subject, question = row["subject"], row["question"]
-    choices, answer = row["choices"], row["answer"]
-    if not (isinstance(subject, str) and subject and isinstance(question, str)):
-        raise DatasetError(f"{where}: 'subject' and 'question' must be text")
-    if not (
-        isinstance(choices, (list, tuple))
-        and len(choices) == len(CHOICE_LETTERS)
-        and all(isinstance(choice, str) for choice in choices)
-    ):
-        raise DatasetError(f"{where}: 'choices' must be {len(CHOICE_LETTERS)} texts")
-    if isinstance(answer, int) and 0 <= answer < len(CHOICE_LETTERS):
-        letter = CHOICE_LETTERS[answer]
-    elif isinstance(answer, str) and answer.strip().upper() in CHOICE_LETTERS:
-        letter = answer.strip().upper()
-    else:
-        raise DatasetError(f"{where}: 'answer' must be 0-3 or A-D, found {answer!r}")
-    return subject, question, tuple(choices), letter
 
 
 # ``org/name``: what --data takes as a Hugging Face dataset id when no such local path exists.
@@ -184,12 +156,10 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
 def open_source(data: str | Path) -> QuestionSource:
-    """A csv folder (it has ``test/``); else a Hub id (``org/name``, no such local path) or a
-    local copy of a Hub dataset repository (it has the repository's ``README.md``)."""
+    """A csv folder (with ``test/``), a Hub id, or a local copy of a Hub dataset repository."""
     path = Path(data)
     if (path / "test").is_dir():
         return CsvSource(path)
-    hub_copy = (path / "README.md").is_file()
-    if hub_copy or (not path.exists() and _HUB_ID.match(str(data))):
+    if (path / "README.md").is_file() or (not path.exists() and _HUB_ID.match(str(data))):
         return HubSource(str(data))
     return CsvSource(path)

@@ -7,24 +7,16 @@ import math
 import re
 import urllib.parse
 
-# The longest a time option may be (--timeout, --backoff, --startup-timeout, --stop-grace):
-# a week. Larger values, inf among them, overflow the event loop's timers, and no request or
-# server start is worth waiting for that long.
+# The longest a time option may be: a week. Larger values (inf) overflow the event loop's timers.
 MAX_SECONDS = 7 * 24 * 3600.0
-
-# The largest file read as a run file, partial file, sgl-eval repeat or metrics.json: a full
-# MMLU run file is a few MB, an sgl-eval repeat with long generations tens of MB.
+# The largest run file, partial file, sgl-eval repeat or metrics.json (real ones: a few to tens
+# of MB), and the largest MMLU csv (MMLU's largest is about 2 MB).
 MAX_FILE_BYTES = 512 * 2**20
-# The largest MMLU csv file read: MMLU's largest (professional_law_test.csv) is about 2 MB.
 MAX_CSV_BYTES = 64 * 2**20
-# The most characters of one answer a run file keeps: an MMLU answer is a letter and a few
-# words; a longer one is cut there, its record marked ``output_cut`` (its full length), which
-# ``compare`` reports. Its prediction is read from the whole answer first.
+# The most characters of one answer a run file keeps (an MMLU answer is a letter and a few
+# words); a longer one is cut, marked ``output_cut``, after its prediction is read.
 MAX_OUTPUT_CHARS = 4096
-
-
-# This many failed questions in a row (no success in between) means the server is down or
-# rejects every request; asking the remaining thousands would only multiply the same error.
+# This many failed questions in a row means the server is down or rejects every request.
 ABORT_AFTER_CONSECUTIVE_FAILURES = 50
 
 
@@ -50,8 +42,7 @@ _HOST_NAME = re.compile(r"[A-Za-z0-9_-]{1,63}(\.[A-Za-z0-9_-]{1,63})*\.?")
 
 
 def _valid_host(host: str) -> bool:
-    """An IP address, or a host name whose IDNA form is dot-separated labels of letters,
-    digits, ``-`` and ``_`` (as Docker and Kubernetes service names have)."""
+    """An IP address, or a host name of letters, digits, ``-`` and ``_`` labels (IDNA form)."""
     try:
         ipaddress.ip_address(host)
         return True

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sglang_nvfp4_patches.accuracy.compare import EXACT_TEST_BELOW, Comparison, McNemar
+from sglang_nvfp4_patches.accuracy.compare import EXACT_TEST_BELOW, Comparison, SubjectDelta
 from sglang_nvfp4_patches.accuracy.limits import ABORT_AFTER_CONSECUTIVE_FAILURES, MAX_OUTPUT_CHARS
 from sglang_nvfp4_patches.accuracy.scoring import CHANCE_ACCURACY, COLLAPSE_MARGIN, is_collapsed
 
@@ -28,25 +28,22 @@ def _fmt_acc(value: float | None) -> str:
 
 
 def format_run_report(outcome: RunOutcome) -> str:
-    """Per-subject table, total and speed (stdout); empty when no question got an answer.
-    The warnings and errors are :func:`run_notes` (stderr)."""
+    """Per-subject table, total and speed (stdout); empty when no question got an answer."""
     run = outcome.run
     if run is None or (run["n_answered"] == 0 and outcome.exit_code):
         return ""
-    lines: list[str] = []
     per_subject: Mapping[str, Mapping[str, Any]] = run["per_subject"]
     width = max([len("subject"), len("TOTAL"), *map(len, per_subject)])
-    lines.append(f"{'subject':<{width}}  {'n':>6}  {'correct':>7}  accuracy")
-    for subject, s in per_subject.items():
-        acc = _fmt_acc(s["accuracy"])
-        lines.append(f"{subject:<{width}}  {s['n']:>6}  {s['correct']:>7}  {acc}")
-    n_total = sum(s["n"] for s in per_subject.values())
-    correct_total = sum(s["correct"] for s in per_subject.values())
-    acc = _fmt_acc(run["accuracy"])
-    lines.append(f"{'TOTAL':<{width}}  {n_total:>6}  {correct_total:>7}  {acc}")
-    lines.append("")
-    lines.append(run_summary(run))
-    return "\n".join(lines)
+    rows = [(name, s["n"], s["correct"], s["accuracy"]) for name, s in per_subject.items()]
+    total = ("TOTAL", sum(r[1] for r in rows), sum(r[2] for r in rows), run["accuracy"])
+    return "\n".join(
+        [
+            f"{'subject':<{width}}  {'n':>6}  {'correct':>7}  accuracy",
+            *(f"{a:<{width}}  {n:>6}  {c:>7}  {_fmt_acc(acc)}" for a, n, c, acc in [*rows, total]),
+            "",
+            run_summary(run),
+        ]
+    )
 
 
 def run_summary(run: Mapping[str, Any]) -> str:
@@ -61,8 +58,7 @@ def run_summary(run: Mapping[str, Any]) -> str:
 
 
 def run_notes(outcome: RunOutcome) -> list[str]:
-    """The NOTE/WARNING/ERROR lines of a finished run: how stored answers were used, collapse,
-    failed questions, early stop."""
+    """The NOTE/WARNING/ERROR lines of a finished run (stderr)."""
     run = outcome.run
     if run is None:
         return []
@@ -94,8 +90,7 @@ def run_notes(outcome: RunOutcome) -> list[str]:
 
 
 def kept_line(answers: int, partial: Path, rerun: str) -> str:
-    """How many answers of an unfinished run are kept and where (or that there are none),
-    then ``rerun``: what to do next."""
+    """How many answers of an unfinished run are kept and where, then ``rerun``."""
     if answers == 0:
         return f"no answer was received, so none is kept; {rerun}"
     return f"the {answers} answer(s) so far are kept in {partial}; {rerun}"
@@ -119,34 +114,27 @@ def format_comparison(cmp: Comparison) -> str:
     lines.append("")
     width = max([len("subject"), len("TOTAL"), *(len(d.subject) for d in cmp.per_subject)])
     lines.append(f"{'subject':<{width}}  {'n':>6}  {'acc A':>7}  {'acc B':>7}  {'B-A (pp)':>8}")
-    for d in cmp.per_subject:
+    total = SubjectDelta("TOTAL", cmp.n, cmp.acc_a, cmp.acc_b)
+    for d in [*cmp.per_subject, total]:
         lines.append(
             f"{d.subject:<{width}}  {d.n:>6}  {d.acc_a:>7.4f}  {d.acc_b:>7.4f}  "
             f"{100 * d.delta:>+8.2f}"
         )
-    lines.append(
-        f"{'TOTAL':<{width}}  {cmp.n:>6}  {cmp.acc_a:>7.4f}  {cmp.acc_b:>7.4f}  "
-        f"{100 * (cmp.acc_b - cmp.acc_a):>+8.2f}"
-    )
-    lines.append("")
     t = cmp.test
+    lines.append("")
     lines.append(f"discordant pairs: b = {t.b} (A right, B wrong), c = {t.c} (A wrong, B right)")
-    lines.append(test_line(t))
+    if t.method == "exact-binomial":  # the test that produced the p-value, by name
+        lines.append(
+            f"McNemar exact binomial test (b + c = {t.b + t.c} < {EXACT_TEST_BELOW}): "
+            f"p = {t.p_value:.4g}"
+        )
+    else:
+        lines.append(
+            f"McNemar chi-square test, continuity-corrected (b + c = {t.b + t.c}): "
+            f"chi2 = {t.chi2:.3f}, p = {t.p_value:.4g}"
+        )
     lines.append(cmp.verdict)
     return "\n".join(lines)
-
-
-def test_line(test: McNemar) -> str:
-    """The test that produced the p-value, by name, and its p-value."""
-    if test.method == "exact-binomial":
-        return (
-            f"McNemar exact binomial test (b + c = {test.b + test.c} < {EXACT_TEST_BELOW}): "
-            f"p = {test.p_value:.4g}"
-        )
-    return (
-        f"McNemar chi-square test, continuity-corrected (b + c = {test.b + test.c}): "
-        f"chi2 = {test.chi2:.3f}, p = {test.p_value:.4g}"
-    )
 
 
 def repeats_note(repeats: int, alpha: float) -> str:

@@ -1,24 +1,16 @@
 """``accuracy run``: ask a running server every question, keep answers safe, write RUN.json.
 
-A fixed pool of ``parallel`` workers pulls questions from one shared iterator and posts them
-over one shared aiohttp session; that bounds concurrency without a task per question. Every
-answer is appended to the partial JSONL as soon as it arrives, so rerunning the same command
-after Ctrl-C, a crash or a server restart only asks what is still missing.
-
-A rerun never drops a stored answer: RUN.json is rewritten only with every answer stored for
-it, a run asking a subset of the stored questions reports on that subset and writes nothing,
-and one that would have to drop answers to finish is refused (:func:`plan_resume`). Callers
-hold :func:`~sglang_nvfp4_patches.accuracy.store.run_file_lock` on ``out`` while it runs.
+Each answer is appended to the partial JSONL at once, so a rerun only asks what is missing,
+and never drops a stored answer (:func:`plan_resume`). Callers hold ``run_file_lock``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import random
 import sys
 import time
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,10 +76,8 @@ class RunConfig:
     server: Mapping[str, str] | None = None  # model path and flags, when ab started the server
 
     def __post_init__(self) -> None:
-        timeout, backoff = (
-            seconds_problem(self.timeout_s, False),
-            seconds_problem(self.backoff_s, True),
-        )
+        timeout = seconds_problem(self.timeout_s, False)
+        backoff = seconds_problem(self.backoff_s, True)
         url = url_problem(self.base_url)
         checks = [
             (self.shots >= 0, f"--shots must be >= 0, got {self.shots}"),
@@ -128,8 +118,7 @@ class RunConfig:
 
 @dataclass
 class RunOutcome:
-    """What happened; ``run`` is the RUN.json content (None when interrupted); ``notes`` are
-    NOTE lines for stderr."""
+    """What happened; ``run`` is the RUN.json content (None when interrupted)."""
 
     run: dict[str, Any] | None
     partial: Path
@@ -176,24 +165,29 @@ class ResumePlan:
 
     @property
     def writes(self) -> bool:
-        """Whether the run writes RUN.json: not for a subset of the stored answers, nor when
-        RUN.json already holds exactly these answers (a rerun keeps the file as it is)."""
-        if self.subset_note is not None:
-            return False
-        return bool(self.todo) or self.has_partial or not self.has_run_file
+        """Whether the run writes RUN.json: not for a subset, nor when it holds these answers."""
+        fresh = bool(self.todo) or self.has_partial or not self.has_run_file
+        return self.subset_note is None and fresh
 
 
 def plan_resume(config: RunConfig, items: Sequence[EvalItem]) -> ResumePlan:
-    """Stored answers of ``config.out`` (partial file and RUN.json both, so neither can hide
-    answers of the other) against ``items``. Raises ResumeError when they come from other
-    settings, when the data changed, and when this run would have to drop some to finish."""
+    """Stored answers of ``config.out`` against ``items``; ResumeError when unusable."""
     settings = config.settings()
     ppath = partial_path(config.out)
     partial = load_partial(ppath, settings)
     finished = load_finished_run(config.out, settings)
     has_partial = ppath.exists()
     source = ppath if has_partial else config.out
-    done = _check_carried([*partial.records, *finished.records], items, source)
+    done: dict[str, Record] = {}
+    for record in [*partial.records, *finished.records]:
+        done.setdefault(record["id"], record)  # first wins
+    for item in items:  # a changed answer key means the data changed
+        if item.id in done and done[item.id]["answer"] != item.question.answer:
+            raise ResumeError(
+                f"{source}: stored answer key for {item.id} is {done[item.id]['answer']}, the "
+                f"data now says {item.question.answer}; the data changed, so delete {source} "
+                "(or write to another --out) to start over"
+            )
     meta = partial.meta or finished.meta
     todo = [item for item in items if item.id not in done]
     asked = {item.id for item in items}
@@ -219,37 +213,29 @@ def plan_resume(config: RunConfig, items: Sequence[EvalItem]) -> ResumePlan:
 
 def _scope_changes(stored: Mapping[str, Any], now: Mapping[str, Any]) -> str:
     """``--limit: stored 30, now 15; ...`` for the question-set options that differ."""
+
+    def text(value: object) -> str:
+        if value is None:
+            return "all"
+        if isinstance(value, list):
+            shown = ",".join(map(str, value[:4]))
+            return shown if len(value) <= 4 else f"{len(value)} subjects ({shown},...)"
+        return str(value)
+
     return "; ".join(
-        f"{option}: stored {_scope_text(stored[key])}, now {_scope_text(now[key])}"
+        f"{option}: stored {text(stored[key])}, now {text(now[key])}"
         for key, option in SCOPE_OPTIONS.items()
         if key in stored and stored[key] != now[key]
     )
 
 
-def _scope_text(value: object) -> str:
-    if value is None:
-        return "all"
-    if isinstance(value, list):
-        shown = ",".join(map(str, value[:4]))
-        return shown if len(value) <= 4 else f"{len(value)} subjects ({shown},...)"
-    return str(value)
-
-
 def check_endpoint(config: RunConfig, plan: ResumePlan) -> tuple[dict[str, Any], list[str]]:
-    """The endpoint fields this run records (``base_url``, ``served_model``) and NOTE lines.
-
-    Only a ``run`` against a server the user started is checked (``ab`` records the server it
-    starts in ``server``), and only when it will ask something: the server's model (SGLang's
-    ``GET /get_model_info``) must be the one the stored answers record; a changed
-    ``--base-url`` is accepted, with a NOTE, only when both name the same model, and refused
-    otherwise (another port may well be another model).
-    """
+    """Endpoint fields to record and NOTE lines; refuses a server with another model."""
     stored_url, stored_model = plan.meta.get("base_url"), plan.meta.get("served_model")
     if not plan.todo:
         return {"base_url": stored_url or config.base_url, "served_model": stored_model}, []
-    model = None
-    if config.server is None:
-        model = served_model(config.base_url, min(config.timeout_s, _MODEL_PROBE_S))
+    probe_s = min(config.timeout_s, _MODEL_PROBE_S)
+    model = served_model(config.base_url, probe_s) if config.server is None else None
     endpoint = {"base_url": config.base_url, "served_model": model}
     if config.server is not None or not plan.done or stored_url is None:
         return endpoint, []
@@ -283,10 +269,7 @@ def run_accuracy(
     items: Sequence[EvalItem] | None = None,
     say: Callable[[str], None] | None = None,
 ) -> RunOutcome:
-    """Evaluate, resuming from earlier answers, and write RUN.json atomically at the end (see
-    :attr:`ResumePlan.writes`); ``items`` (default: ``config.load_items()``) saves reloading
-    the data. What reading the stored answers left out goes to ``say`` before any question
-    is asked (without ``say``: into the outcome's notes)."""
+    """Evaluate, resuming earlier answers; write RUN.json atomically (:attr:`ResumePlan.writes`)."""
     ensure_output_file(config.out, "--out")
     items = config.load_items() if items is None else items
     plan = plan_resume(config, items)
@@ -309,7 +292,7 @@ def run_accuracy(
     if plan.todo:
         header = {**config.settings(), **endpoint, **config.scope(items)}
         writer = PartialWriter(ppath, header, done.values())
-        progress = _make_progress(config, total=len(items), initial=resumed)
+        progress = progress_bar(len(items), "q", show=config.progress, initial=resumed)
         try:
             _run_coroutine(_evaluate(config, plan.todo, writer, tally, progress))
         except KeyboardInterrupt:
@@ -343,24 +326,6 @@ def run_accuracy(
     return outcome
 
 
-def _check_carried(
-    carried: Sequence[Record], items: Sequence[EvalItem], source: Path
-) -> dict[str, Record]:
-    """Earlier answers by id (first wins); a changed answer key means the data changed."""
-    done: dict[str, Record] = {}
-    for record in carried:
-        done.setdefault(record["id"], record)
-    for item in items:
-        record = done.get(item.id)
-        if record is not None and record["answer"] != item.question.answer:
-            raise ResumeError(
-                f"{source}: stored answer key for {item.id} is {record['answer']}, the data "
-                f"now says {item.question.answer}; the data changed, so delete {source} "
-                "(or write to another --out) to start over"
-            )
-    return done
-
-
 async def _evaluate(
     config: RunConfig,
     todo: Sequence[EvalItem],
@@ -369,8 +334,6 @@ async def _evaluate(
     progress: Progress,
 ) -> None:
     """Run ``parallel`` workers over one session until the questions are used up."""
-    if not todo:
-        return
     workers = min(config.parallel, len(todo))
     connector = aiohttp.TCPConnector(limit=workers, ttl_dns_cache=300)
     async with aiohttp.ClientSession(connector=connector) as session:
@@ -382,46 +345,36 @@ async def _evaluate(
             max_new_tokens=config.max_new_tokens,
             timeout_s=config.timeout_s,
             retry=RetryPolicy(max_retries=config.max_retries, backoff_base_s=config.backoff_s),
-            rng=random.Random(),
         )
         queue = iter(todo)
-        tasks = [
-            asyncio.ensure_future(_worker(client, queue, writer, tally, progress))
-            for _ in range(workers)
-        ]
+
+        async def worker() -> None:
+            """Take the next question, ask it, store the answer at once."""
+            for item in queue:
+                if tally.stop:
+                    return
+                try:
+                    output = await client.complete(item.prompt)
+                except RequestFailedError as exc:
+                    tally.failures.append((item.id, str(exc)))
+                    tally.consecutive_failures += 1
+                    if tally.consecutive_failures >= ABORT_AFTER_CONSECUTIVE_FAILURES:
+                        tally.stop = True
+                        tally.abort_cause = exc.kind
+                    continue
+                tally.consecutive_failures = 0
+                record = make_record(item, output)
+                writer.append(record)
+                tally.records[item.id] = record
+                progress.update(1)
+
+        tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
         try:
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _worker(
-    client: CompletionClient,
-    queue: Iterator[EvalItem],
-    writer: PartialWriter,
-    tally: _Tally,
-    progress: Progress,
-) -> None:
-    """Take the next question, ask it, store the answer at once."""
-    for item in queue:
-        if tally.stop:
-            return
-        try:
-            output = await client.complete(item.prompt)
-        except RequestFailedError as exc:
-            tally.failures.append((item.id, str(exc)))
-            tally.consecutive_failures += 1
-            if tally.consecutive_failures >= ABORT_AFTER_CONSECUTIVE_FAILURES:
-                tally.stop = True
-                tally.abort_cause = exc.kind
-            continue
-        tally.consecutive_failures = 0
-        record = make_record(item, output)
-        writer.append(record)
-        tally.records[item.id] = record
-        progress.update(1)
 
 
 def _run_document(
@@ -470,15 +423,8 @@ def _run_document(
     }
 
 
-def _make_progress(config: RunConfig, total: int, initial: int) -> Progress:
-    """A tqdm bar on an interactive terminal only (or as --progress says); logs and CI stay
-    quiet."""
-    return progress_bar(total, "q", show=config.progress, initial=initial)
-
-
 def _run_coroutine(coro: Coroutine[Any, Any, None]) -> None:
-    """Run on uvloop when it is installed (SGLang ships it): it cuts the client's per-request
-    CPU cost, which is what limits throughput at --parallel 512 on a small host."""
+    """Run on uvloop when installed: it cuts the per-request CPU cost at high --parallel."""
     try:
         import uvloop
     except ImportError:

@@ -15,15 +15,9 @@ _LEADING_NOISE = " \t\r\n(*"
 
 
 def parse_prediction(text: str) -> str | None:
-    """The answer letter at the start of the generation, or None.
-
-    Leading whitespace, ``(`` and ``*`` are skipped; the letter must not be the start of a
-    word, so ``" B"``, ``"B."`` and ``"(C)"`` count while ``"Based"`` or ``"As"`` do not.
-    """
+    """The answer letter starting the generation (``" B"``, ``"(C)"``, not ``"Based"``), or None."""
     stripped = text.lstrip(_LEADING_NOISE)
-    if not stripped or stripped[0] not in CHOICE_LETTERS:
-        return None
-    if len(stripped) > 1 and stripped[1].isalnum():
+    if not stripped or stripped[0] not in CHOICE_LETTERS or stripped[1:2].isalnum():
         return None
     return stripped[0]
 
@@ -68,11 +62,8 @@ def score_by_subject(records: Iterable[Mapping[str, Any]]) -> dict[str, Score]:
 
 
 def total_score(scores: Iterable[Score]) -> Score:
-    n = correct = 0
-    for score in scores:
-        n += score.n
-        correct += score.correct
-    return Score(n, correct)
+    listed = list(scores)
+    return Score(sum(s.n for s in listed), sum(s.correct for s in listed))
 
 
 def is_collapsed(accuracy: float | None) -> bool:

@@ -1,14 +1,12 @@
 """One server of ``accuracy ab``: started in its own process group, stopped with all of it.
 
-The server gets a session (and so a process group) of its own: a Ctrl-C in the terminal then
-reaches only this tool, which stops the server itself, and stopping can signal every process
-the server forked (SGLang's scheduler and detokenizer workers) at once. SIGINT lets SGLang shut
-down cleanly; whatever is left after the grace period gets SIGKILL.
+Its own session keeps a terminal Ctrl-C to this tool, which stops the group: SIGINT, then KILL.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shlex
@@ -21,7 +19,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 
 from sglang_nvfp4_patches.accuracy.errors import ConfigError, ServerError
 from sglang_nvfp4_patches.interrupts import stop_requests_held
@@ -44,11 +41,8 @@ def free_port() -> int:
 
 def reserved_flag(args: Sequence[str]) -> str | None:
     """The first of RESERVED_FLAGS in ``args`` (also as ``--port=N``), or None."""
-    for arg in args:
-        name = arg.split("=", 1)[0]
-        if name in RESERVED_FLAGS:
-            return name
-    return None
+    names = (arg.split("=", 1)[0] for arg in args)
+    return next((name for name in names if name in RESERVED_FLAGS), None)
 
 
 def server_command(
@@ -59,8 +53,7 @@ def server_command(
 
 
 def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
-    """The last ``lines`` lines of a (possibly huge) log, from its last start on (the lines
-    of earlier starts are kept in the file, not shown)."""
+    """The last ``lines`` lines of a (possibly huge) log, from its last start on."""
     try:
         with log.open("rb") as handle:
             handle.seek(0, os.SEEK_END)
@@ -84,11 +77,13 @@ class ServerProcess:
 
     @classmethod
     def start(cls, command: Sequence[str], port: int, log: Path, grace_s: float) -> ServerProcess:
-        """Spawn ``command`` in a new session, stdout and stderr appended to ``log`` after a
-        line that says when and how it started (a resumed ``ab`` keeps the earlier log)."""
+        """Spawn ``command`` in a new session, its output appended to ``log`` after a banner."""
         log.parent.mkdir(exist_ok=True)
+        sigint_ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        restore_sigint = functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
         with log.open("ab") as handle:
-            handle.write(_start_banner(command))
+            started = time.strftime("%Y-%m-%d %H:%M:%S %z")
+            handle.write(f"===== {started}: accuracy ab starts {shlex.join(command)}\n".encode())
             handle.flush()
             try:
                 proc = subprocess.Popen(
@@ -99,7 +94,7 @@ class ServerProcess:
                     start_new_session=True,
                     # ab started as a script's background job ignores SIGINT; the server, in
                     # a session of its own, must still take the SIGINT that stops it cleanly.
-                    preexec_fn=_sigint_default if _sigint_ignored() else None,
+                    preexec_fn=restore_sigint if sigint_ignored else None,
                 )
             except OSError as exc:
                 raise ConfigError(
@@ -115,20 +110,13 @@ class ServerProcess:
     def __enter__(self) -> ServerProcess:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def wait_healthy(self, timeout_s: float, tick: Callable[[float], None]) -> float:
-        """Seconds until ``GET /health`` answered 200; ``tick(elapsed)`` about once a
-        second. Raises ServerError when the server exits first or the time runs out."""
+        """Seconds until ``GET /health`` answered 200 (ServerError on exit or timeout)."""
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        start = time.monotonic()
-        last_tick = start
+        start = last_tick = time.monotonic()
         while True:
             elapsed = time.monotonic() - start
             code = self.proc.poll()
@@ -136,8 +124,12 @@ class ServerProcess:
                 raise ServerError(
                     f"the server exited with code {code} before /health answered", self.log
                 )
-            if _healthy(opener, f"{self.base_url}/health"):
-                return elapsed
+            with (
+                contextlib.suppress(urllib.error.URLError, OSError, ValueError),
+                opener.open(f"{self.base_url}/health", timeout=2) as response,
+            ):
+                if response.status == 200:
+                    return elapsed
             if elapsed >= timeout_s:
                 raise ServerError(
                     f"/health on {self.base_url} did not answer 200 within {timeout_s:g} s "
@@ -150,82 +142,51 @@ class ServerProcess:
             time.sleep(min(_POLL_S, max(0.0, timeout_s - elapsed)))
 
     def stop(self) -> None:
-        """SIGINT to the whole group, SIGKILL to what is left after the grace period (at once
-        on a second Ctrl-C); returns when no process of the group is left."""
-        pgid = self.proc.pid  # the session leader's pid is the group id
+        """SIGINT to the group, then SIGKILL after the grace period (or a second Ctrl-C)."""
         interrupted = False
         try:
-            if self._group_alive():
-                _signal_group(pgid, signal.SIGINT)
-                deadline = time.monotonic() + self.grace_s
-                while time.monotonic() < deadline and self._group_alive():
-                    time.sleep(0.05)
+            self._end_group(signal.SIGINT, self.grace_s, 0.05)
         except KeyboardInterrupt:
             interrupted = True
         with stop_requests_held():
-            if self._group_alive():
-                _signal_group(pgid, signal.SIGKILL)
-                deadline = time.monotonic() + _KILL_WAIT_S
-                while time.monotonic() < deadline and self._group_alive():
-                    time.sleep(0.02)
+            self._end_group(signal.SIGKILL, _KILL_WAIT_S, 0.02)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(timeout=_KILL_WAIT_S)
         if interrupted:
             raise KeyboardInterrupt
 
+    def _end_group(self, sig: signal.Signals, wait_s: float, poll_s: float) -> None:
+        """``sig`` to the group if it is alive, then wait up to ``wait_s`` for it to end."""
+        if self._group_alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, sig)  # the session leader's pid is the group id
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline and self._group_alive():
+                time.sleep(poll_s)
+
     def _group_alive(self) -> bool:
+        """Any non-zombie process of the group (an orphaned zombie may never be reaped)."""
         self.proc.poll()  # reap the leader once it exits, so it does not count as a member
-        return _group_has_live_members(self.proc.pid)
-
-
-_BANNER = re.compile(r"^===== .*: accuracy ab starts ")
-
-
-def _start_banner(command: Sequence[str]) -> bytes:
-    started = time.strftime("%Y-%m-%d %H:%M:%S %z")
-    return f"===== {started}: accuracy ab starts {shlex.join(command)}\n".encode()
-
-
-def _healthy(opener: urllib.request.OpenerDirector, url: str) -> bool:
-    try:
-        with opener.open(url, timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError, ValueError):
+        pgid = self.proc.pid
+        proc = Path("/proc")
+        if not proc.is_dir():
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return False
+            return True
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses
+            fields = stat[stat.rfind(")") + 2 :].split()
+            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+                return True
         return False
 
 
-def _sigint_ignored() -> bool:
-    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-
-
-def _sigint_default() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, sig)
-
-
-def _group_has_live_members(pgid: int) -> bool:
-    """Any process of group ``pgid`` that is not a zombie (an orphaned zombie waits for its
-    reaper, which a container's PID 1 may never be; it holds no GPU memory)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
-            return True
-    return False
+_BANNER = re.compile(r"^===== .*: accuracy ab starts ")

@@ -1,15 +1,6 @@
-"""Read sgl-eval runs for ``accuracy compare`` (pure: its files only; sgl-eval is not
-imported).
+"""Read sgl-eval runs (``metrics.json``, ``output-rs<k>.jsonl``) for ``accuracy compare`` (pure).
 
-sgl-eval (SGLang's accuracy harness) scores one endpoint per run and writes
-``<out-dir>/sgl_eval_<bench>_<stamp>/`` with ``metrics.json`` (``partial: true`` after
-Ctrl-C) and one ``output-rs<k>.jsonl`` per repeat: one JSON object per scored sample with
-``id`` and a binary score (``symbolic_correct``; ``is_correct`` for some benchmarks).
-Each repeat becomes one :class:`LoadedRun`, so two runs are paired repeat by repeat:
-repeats ask the same questions again, so pooling them into one test would count the same
-question as several independent pairs. ``metrics.json`` also records the run's settings
-(benchmark, sampling parameters, sgl-eval and NeMo-Skills versions): those that change the
-answers are compared between the two sides (:data:`SETTING_KEYS`).
+Each repeat is one LoadedRun, paired repeat by repeat: pooling would count a question repeatedly.
 """
 
 from __future__ import annotations
@@ -61,50 +52,32 @@ def load_sgl_eval(path: Path, allow_partial: bool) -> dict[int, LoadedRun]:
             f"{path}: no output-rs<k>.jsonl in this directory; give an sgl-eval run directory "
             "(sgl_eval_<bench>_<stamp>/, written with per-sample predictions) or a run file"
         )
-    metrics = _metrics(run_dir)
-    complete = _finished(run_dir, metrics, allow_partial)
-    bench = _benchmark(run_dir)
-    settings = {key: (metrics or {}).get(key) for key in SETTING_KEYS}
-    return {repeat_of(file): _load_repeat(file, bench, complete, settings) for file in files}
-
-
-def _metrics(run_dir: Path) -> dict[str, Any] | None:
-    """The run's metrics.json, or None when it has none."""
     metrics_path = run_dir / "metrics.json"
     try:
-        raw = read_bounded(metrics_path)
+        metrics = loads_json(read_bounded(metrics_path))
     except FileNotFoundError:
-        return None
-    try:
-        metrics = loads_json(raw)
+        metrics = None
+    except RunFileError:  # read_bounded's own refusal (a FIFO, too large), worded already
+        raise
     except ValueError as exc:
         raise RunFileError(f"{metrics_path}: not readable JSON ({exc})") from None
-    if not isinstance(metrics, dict):
+    if metrics is not None and not isinstance(metrics, dict):
         raise RunFileError(f"{metrics_path}: not a JSON object; not an sgl-eval metrics file")
-    return metrics
-
-
-def _finished(run_dir: Path, metrics: Mapping[str, Any] | None, allow_partial: bool) -> bool:
-    """Whether metrics.json says the run ended normally; refuses a partial run unless
-    ``allow_partial``."""
-    if metrics is None:
-        problem = "has no metrics.json (sgl-eval writes it when a run ends; was it killed?)"
-    elif metrics.get("partial") is not True:
-        return True
-    else:
-        problem = "is a partial run (metrics.json says partial: true: it was stopped early)"
-    if not allow_partial:
+    complete = metrics is not None and metrics.get("partial") is not True
+    if not complete and not allow_partial:
+        problem = (
+            "has no metrics.json (sgl-eval writes it when a run ends; was it killed?)"
+            if metrics is None
+            else "is a partial run (metrics.json says partial: true: it was stopped early)"
+        )
         raise RunFileError(
             f"{run_dir} {problem}; its samples are not the whole benchmark, so comparing it "
             "could mislead: rerun it, or pass --allow-partial to compare the samples it has"
         )
-    return False
-
-
-def _benchmark(run_dir: Path) -> str:
-    """The benchmark name from ``sgl_eval_<bench>_<stamp>``: the table's subject column."""
-    match = RUN_DIR.match(run_dir.name)
-    return match.group("bench") if match else "all"
+    match = RUN_DIR.match(run_dir.name)  # the benchmark is the table's subject column
+    bench = match.group("bench") if match else "all"
+    settings = {key: (metrics or {}).get(key) for key in SETTING_KEYS}
+    return {repeat_of(file): _load_repeat(file, bench, complete, settings) for file in files}
 
 
 def _load_repeat(path: Path, bench: str, complete: bool, settings: Mapping[str, Any]) -> LoadedRun:
@@ -142,9 +115,7 @@ def _record(path: Path, number: int, sample: object, bench: str) -> dict[str, An
         )
     key = next((k for k in SCORE_KEYS if k in sample), None)
     score = sample.get(key) if key else None
-    if isinstance(score, bool) or score in (0, 1):
-        correct = bool(score)
-    else:
+    if not (isinstance(score, bool) or score in (0, 1)):
         raise RunFileError(
             f"{where}: no binary score ({' or '.join(SCORE_KEYS)}: true/false); compare "
             "needs right/wrong per sample, which benchmarks scored another way do not give"
@@ -153,44 +124,35 @@ def _record(path: Path, number: int, sample: object, bench: str) -> dict[str, An
     return {
         "id": str(qid),
         "subject": subject if isinstance(subject, str) and subject else bench,
-        "correct": correct,
+        "correct": bool(score),
     }
-
-
-def _side(path: Path, allow_partial: bool) -> dict[int, LoadedRun] | LoadedRun:
-    """A repeat-numbered sgl-eval side, or our own run file."""
-    return load_sgl_eval(path, allow_partial) if is_sgl_eval(path) else load_run(path)
 
 
 def paired_runs(
     path_a: Path, path_b: Path, allow_partial: bool = False
 ) -> list[tuple[LoadedRun, LoadedRun]]:
-    """What ``compare`` tests: one pair, or one pair per repeat (rs<k> with rs<k>).
-
-    Two sgl-eval directories with the same repeats pair repeat by repeat; a side with
-    several repeats against a single run is refused, naming the files to pick from.
-    """
-    a, b = _side(path_a, allow_partial), _side(path_b, allow_partial)
+    """What ``compare`` tests: one pair, or one pair per repeat (rs<k> with rs<k>)."""
+    a, b = (
+        load_sgl_eval(path, allow_partial) if is_sgl_eval(path) else load_run(path)
+        for path in (path_a, path_b)
+    )
     _refuse_one_run_twice(path_a, path_b)
-    if isinstance(a, LoadedRun) and isinstance(b, LoadedRun):
-        return [(a, b)]
     repeats_a = a if isinstance(a, dict) else {0: a}
     repeats_b = b if isinstance(b, dict) else {0: b}
     if len(repeats_a) == len(repeats_b) == 1:
         return [(next(iter(repeats_a.values())), next(iter(repeats_b.values())))]
     if isinstance(a, dict) and isinstance(b, dict) and set(a) == set(b):
         return [(a[k], b[k]) for k in sorted(a)]
+    example = next(iter(repeats_a.values())).label if path_a.is_dir() else str(path_a)
     raise RunFileError(
         f"A has {_repeats_text(repeats_a)} and B {_repeats_text(repeats_b)}: compare pairs "
         "two sgl-eval directories repeat by repeat only when both hold the same repeats; "
-        f"name one file per side instead (e.g. {_example(path_a, repeats_a)})"
+        f"name one file per side instead (e.g. {example})"
     )
 
 
 def _refuse_one_run_twice(path_a: Path, path_b: Path) -> None:
-    """A and B must be two runs: not one path twice (a typo that would pass as "no
-    significant difference"), nor two copies of one run file of ours (it records when it
-    ran, so two runs never have the same bytes)."""
+    """A and B must be two runs, not one path twice nor two copies of one run file."""
     try:
         same = path_a.samefile(path_b)
     except OSError:  # pragma: no cover - both were just read
@@ -214,7 +176,3 @@ def _refuse_one_run_twice(path_a: Path, path_b: Path) -> None:
 
 def _repeats_text(repeats: dict[int, LoadedRun]) -> str:
     return f"{len(repeats)} repeat(s) ({', '.join(f'rs{k}' for k in sorted(repeats))})"
-
-
-def _example(path: Path, repeats: dict[int, LoadedRun]) -> str:
-    return next(iter(repeats.values())).label if path.is_dir() else str(path)

@@ -1,15 +1,6 @@
-"""Crash-safe result storage: an append-only JSONL of answered questions next to RUN.json
-(pure).
+"""Crash-safe result storage: an append-only JSONL of answers next to RUN.json (pure).
 
-Each answer is written as one line and flushed to the OS at once, so Ctrl-C, a crash or
-SIGKILL loses nothing that was already answered (the page cache survives the process; an
-fsync per line would only guard against a power cut and costs a disk round trip per answer).
-The first line records the settings that shape the prompts and answers, so a rerun with other
-settings cannot silently mix two different evaluations.
-
-One process at a time writes a run file: it holds an exclusive ``flock`` on a lock file next
-to it (``.RUN.json.lock``) for as long as it runs. The kernel drops the lock when the process
-ends, however it ends, so a killed run never leaves a stale lock behind.
+Each answer is a line flushed at once (an fsync would only guard against a power cut).
 """
 
 from __future__ import annotations
@@ -53,9 +44,7 @@ _LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 @dataclass(frozen=True)
 class Stored:
-    """What an earlier run left in one file: its metadata (the partial file's header, or
-    RUN.json without its records; empty when there is no file, or when it holds no answer
-    from other settings), its answers, and NOTE lines about what was left out of them."""
+    """What an earlier run left in one file: metadata, answers, and NOTE lines."""
 
     meta: Mapping[str, Any]
     records: list[Record]
@@ -73,20 +62,20 @@ def lock_path(out: Path) -> Path:
 
 
 def ensure_output_dir(directory: Path, option: str) -> None:
-    """Refuse an ``--out-dir`` that cannot be made or written, before any server starts or
-    question is asked; nothing is left behind (it is made when first written, never its
-    parents)."""
+    """Refuse an ``--out-dir`` that cannot be made or written, before any server starts."""
     _writable_dir(directory, option, directory)
 
 
 def ensure_output_file(out: Path, option: str) -> None:
-    """``out`` can be written: a regular file or nothing yet (its partial file too), with a
-    name this file system takes, in a directory that exists or can be made."""
+    """``out`` and its partial file can be written, with a name this file system takes."""
     for path in (out, partial_path(out)):
         require_writable_target(path, option)
     existing = _writable_dir(out.parent, option, out)
     longest = _temporary(partial_path(out), int("9" * _PID_DIGITS)).name  # the longest used
-    limit = _name_max(existing)
+    try:
+        limit = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = 255
     if len(os.fsencode(longest)) > limit:
         raise ConfigError(
             f"{option} {out}: the file name is too long: with the suffixes of its partial and "
@@ -95,16 +84,8 @@ def ensure_output_file(out: Path, option: str) -> None:
         )
 
 
-def _name_max(directory: Path) -> int:
-    try:
-        return os.pathconf(directory, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        return 255
-
-
 def _writable_dir(directory: Path, option: str, target: Path) -> Path:
-    """The nearest existing ancestor of ``directory`` (returned) is a directory a file can be
-    created in (a probe file, removed at once); problems name ``option target``."""
+    """The nearest existing ancestor of ``directory``, checked writable with a probe file."""
     where = f"{option} {target}"
     existing = directory
     for existing in (directory, *directory.parents):
@@ -143,9 +124,7 @@ def _writable_dir(directory: Path, option: str, target: Path) -> Path:
 
 @contextlib.contextmanager
 def run_file_lock(out: Path, option: str) -> Iterator[None]:
-    """Hold the exclusive lock of ``out`` while the block runs; raises BusyError at once
-    when another process holds it. The lock file is removed on the way out (still locked,
-    which :func:`_lock` allows for); a killed process leaves it behind, unlocked."""
+    """Hold the exclusive lock of ``out`` while the block runs (BusyError when it is held)."""
     path = lock_path(out)
     try:
         path.parent.mkdir(exist_ok=True)
@@ -198,18 +177,13 @@ def _flock(fd: int, path: Path, out: Path, option: str) -> None:
                 f"{option} {out}: cannot lock {path} ({exc.strerror or exc}); pick a path on "
                 "a local file system"
             ) from None
+        # ``process N`` when the lock file holds just a pid line (one byte more shows more).
+        head = os.pread(fd, _PID_DIGITS + 2, 0)
+        holder = f"process {int(head)}" if _PID_LINE.fullmatch(head) else "another process"
         raise BusyError(
-            f"{option} {out}: {_holder(fd)} is writing this run right now (it holds {path}); "
+            f"{option} {out}: {holder} is writing this run right now (it holds {path}); "
             f"wait for it to end, or pick another {option}"
         ) from None
-
-
-def _holder(fd: int) -> str:
-    """``process N`` when the lock file holds just a process id and its newline, as
-    :func:`_lock` writes it; else (another tool's file, damaged) ``another process``. Reading
-    one byte past the longest such line shows that there is more."""
-    head = os.pread(fd, _PID_DIGITS + 2, 0)
-    return f"process {int(head)}" if _PID_LINE.fullmatch(head) else "another process"
 
 
 def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
@@ -218,12 +192,11 @@ def write_json_atomic(path: Path, data: Mapping[str, Any]) -> None:
 
 
 def _temporary(path: Path, pid: int) -> Path:
-    """The sibling that process ``pid`` writes before renaming it to ``path``."""
     return path.with_name(f".{path.name}.{pid}.tmp")
 
 
 def _replace_atomically(path: Path, data: bytes) -> None:
-    """Write to a temporary sibling, fsync, then rename: readers see old or new, never half."""
+    """Write a temporary sibling, fsync, rename: readers see old or new, never half."""
     tmp = _temporary(path, os.getpid())
     try:
         with _naming(path), tmp.open("wb") as handle:
@@ -247,8 +220,7 @@ def _naming(path: Path) -> Iterator[None]:
 
 
 def run_file_text(data: Mapping[str, Any]) -> str:
-    """Indented metadata, then one record per line: readable and diffable, and encoded by the
-    C JSON encoder (``indent`` over 14k records would fall back to the slow Python one)."""
+    """Indented metadata, then one record per line (``indent`` over them all would be slow)."""
     meta = {key: value for key, value in data.items() if key != "records"}
     head = _META.encode(meta)
     if "records" not in data:
@@ -260,9 +232,7 @@ def run_file_text(data: Mapping[str, Any]) -> str:
 
 
 def is_valid_record(record: object) -> bool:
-    """Shape check for one stored answer (a damaged line must not poison a resume): every
-    key ``accuracy run`` writes that a verdict rests on, ``prediction`` included (None when
-    no answer letter was found)."""
+    """Shape check for one stored answer: every key a verdict rests on."""
     return (
         isinstance(record, dict)
         and isinstance(record.get("id"), str)
@@ -275,9 +245,7 @@ def is_valid_record(record: object) -> bool:
 
 
 def record_problem(record: object) -> str | None:
-    """What is wrong with one stored answer (to follow its position in a message), or None:
-    its shape, or a ``correct`` that does not follow from its prediction and answer key (an
-    edited or damaged file, whose verdict cannot be trusted)."""
+    """What is wrong with one stored answer (shape, or an unfounded ``correct``), or None."""
     if not is_valid_record(record):
         return "lacks a valid id/subject/answer/correct/prediction"
     checked = cast(Record, record)
@@ -296,8 +264,7 @@ def setting_differences(
     keys: Sequence[str],
     labels: tuple[str, str] = ("stored", "now"),
 ) -> list[str]:
-    """``key: stored X, now Y`` per differing setting of ``keys``; a mapping (``server``) is
-    compared field by field (``server.launcher: ...``), so the message names what changed."""
+    """``key: stored X, now Y`` per differing setting; mappings field by field."""
     return [diff for key in keys for diff in _differences(key, old.get(key), new.get(key), labels)]
 
 
@@ -311,17 +278,6 @@ def _differences(key: str, old: object, new: object, labels: tuple[str, str]) ->
     return [] if old == new else [f"{key}: {labels[0]} {old!r}, {labels[1]} {new!r}"]
 
 
-def _check_settings(source: Path, stored: Mapping[str, Any], settings: Mapping[str, Any]) -> None:
-    diffs = setting_differences(stored, settings, SETTING_KEYS)
-    if diffs:
-        raise ResumeError(
-            f"{source} holds answers from a run with other settings ({'; '.join(diffs)}); "
-            "reusing them would mix two configurations in one run: rerun with the settings it "
-            f"was started with, write to another --out (--out-dir for ab), or delete {source} "
-            "to start over"
-        )
-
-
 def _stored(
     source: Path,
     meta: Mapping[str, Any],
@@ -329,12 +285,15 @@ def _stored(
     settings: Mapping[str, Any],
     notes: tuple[str, ...] = (),
 ) -> Stored:
-    """``records`` of ``source``, refused when they come from other settings; a file that
-    holds no answer has nothing to protect, so other settings start afresh, with a NOTE."""
-    if records:
-        _check_settings(source, meta, settings)
-        return Stored(meta, records, notes)
+    """``records`` of ``source``, refused from other settings (without any, start afresh)."""
     diffs = setting_differences(meta, settings, SETTING_KEYS)
+    if diffs and records:
+        raise ResumeError(
+            f"{source} holds answers from a run with other settings ({'; '.join(diffs)}); "
+            "reusing them would mix two configurations in one run: rerun with the settings it "
+            f"was started with, write to another --out (--out-dir for ab), or delete {source} "
+            "to start over"
+        )
     if not diffs:
         return Stored(meta, records, notes)
     note = (
@@ -352,9 +311,7 @@ def _refuse_damaged(where: str, problem: str, path: Path) -> ResumeError:
 
 
 def check_run_document(path: Path, data: object) -> dict[str, Any]:
-    """``data`` (a parsed RUN.json) is a run file this version reads: an object with a
-    ``records`` list, our ``format`` and a known ``version``; else RunFileError naming the
-    field."""
+    """``data`` (a parsed RUN.json) is a run file this version reads; else RunFileError."""
     if not isinstance(data, dict) or not isinstance(data.get("records"), list):
         raise RunFileError(
             f"{path}: not a run file (expected an object with a 'records' list, as accuracy run "
@@ -379,10 +336,7 @@ def _check_version(path: Path, version: object, what: str) -> None:
 
 
 def load_partial(path: Path, settings: Mapping[str, Any]) -> Stored:
-    """Answers from an interrupted run. A line that is not JSON (a torn last line of a killed
-    run, or damage) is dropped with a NOTE naming it, so its question is asked again; a
-    record of the wrong shape, or whose ``correct`` does not follow from its prediction, is
-    refused (ResumeError naming file:line), as ``compare`` refuses it."""
+    """Answers from an interrupted run: a torn line is dropped with a NOTE, a bad record refused."""
     try:
         lines = read_bounded(path).split(b"\n")
     except FileNotFoundError:
@@ -419,8 +373,7 @@ def load_partial(path: Path, settings: Mapping[str, Any]) -> Stored:
 
 
 def answers_on_disk(out: Path) -> tuple[int, Path]:
-    """How many answers are stored for ``out`` and in which file, read back: its partial file
-    (answers are lines ending in a newline: a torn last one is not counted), else ``out``."""
+    """How many answers are stored for ``out`` and in which file (partial file first)."""
     with contextlib.suppress(OSError, UsageError):
         return max(read_bounded(partial_path(out)).count(b"\n") - 1, 0), partial_path(out)
     with contextlib.suppress(OSError, UsageError, ValueError, KeyError, TypeError):
@@ -429,8 +382,7 @@ def answers_on_disk(out: Path) -> tuple[int, Path]:
 
 
 def load_finished_run(path: Path, settings: Mapping[str, Any]) -> Stored:
-    """Records of an earlier RUN.json with the same settings, so rerunning a finished command
-    only asks what is still missing; each is checked as ``compare`` checks it."""
+    """Records of an earlier RUN.json with the same settings, checked as ``compare`` does."""
     try:
         raw = read_bounded(path)
     except FileNotFoundError:
@@ -454,12 +406,9 @@ def load_finished_run(path: Path, settings: Mapping[str, Any]) -> Stored:
 
 
 class PartialWriter:
-    """Appends answered records; the file is first rewritten (atomically) with the header and
-    the records being carried over, which also drops any torn line of a killed run."""
+    """Appends answers, after rewriting the file with the header and the carried records."""
 
     def __init__(self, path: Path, fields: Mapping[str, Any], carried: Iterable[Record]):
-        """``fields``: the run's settings (every key of SETTING_KEYS) and what else the
-        header records (endpoint, question set)."""
         self.path = path
         header = {"format": PARTIAL_FORMAT, "version": RUN_VERSION, **fields}
         _replace_atomically(path, b"".join([_line(header), *map(_line, carried)]))
@@ -481,5 +430,5 @@ class PartialWriter:
 
 
 def _line(obj: Mapping[str, Any]) -> bytes:
-    """One compact JSON line, UTF-8 whatever the locale (as every file here is written)."""
+    """One compact JSON line, UTF-8 whatever the locale."""
     return (_LINE.encode(obj) + "\n").encode()
