@@ -30,15 +30,13 @@ MAX_CONFIG_BYTES = 16 * 2**20
 
 
 def _role(path: Path) -> FileRole:
-    if path.name == CONFIG_NAME:
-        return FileRole(f"a checkpoint's {CONFIG_NAME}", MAX_CONFIG_BYTES, ModelDirError)
-    return FileRole(
-        f"a checkpoint's {path.name}",
-        MAX_CONFIG_BYTES,
-        ModelDirError,
-        f"SGLang reads it beside {CONFIG_NAME}: put the checkpoint's own {path.name} there, "
-        "or remove it",
+    remedy = (
+        ""
+        if path.name == CONFIG_NAME
+        else f"SGLang reads it beside {CONFIG_NAME}: put the checkpoint's own {path.name} "
+        "there, or remove it"
     )
+    return FileRole(f"a checkpoint's {path.name}", MAX_CONFIG_BYTES, ModelDirError, remedy)
 
 
 def _fix(path: Path) -> str:

@@ -49,8 +49,7 @@ class ExplainRow:
 
     @property
     def decided_by(self) -> str:
-        """The patches whose declarations changed SGLang's answer (each declares its fields),
-        ``user`` when the user's ``--attention-backend`` decided, else ``sglang``."""
+        """The patches whose declared fields changed SGLang's answer, else user or sglang."""
         if self.patched is not None and self.patched != self.unpatched:
             changed = {
                 name

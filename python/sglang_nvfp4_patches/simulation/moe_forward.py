@@ -117,17 +117,6 @@ def _model_config(server_args: Any) -> Any:
     return model_config_of(server_args)
 
 
-def _fused_moe_args(model: MoeModel) -> dict[str, Any]:
-    args = dict(model.fused_moe_args)
-    routing = args.pop("routing_method_type", None)
-    if routing is not None:
-        from sglang.srt.layers.moe.utils import RoutingMethodType
-
-        if hasattr(RoutingMethodType, routing):
-            args["routing_method_type"] = getattr(RoutingMethodType, routing)
-    return args
-
-
 def build_layer(model: MoeModel, quant_config: Any, experts: int) -> Any:
     """SGLang's ``FusedMoE`` as the model builds it (arguments this release's constructor
     does not take are left out)."""
@@ -142,8 +131,14 @@ def build_layer(model: MoeModel, quant_config: Any, experts: int) -> Any:
         "params_dtype": torch.bfloat16,
         "quant_config": quant_config,
         "prefix": model.prefix,
-        **_fused_moe_args(model),
+        **model.fused_moe_args,
     }
+    routing = args.pop("routing_method_type", None)
+    if routing is not None:
+        from sglang.srt.layers.moe.utils import RoutingMethodType
+
+        if hasattr(RoutingMethodType, routing):
+            args["routing_method_type"] = getattr(RoutingMethodType, routing)
     accepted = inspect.signature(fused_moe.__init__).parameters
     return fused_moe(**{name: value for name, value in args.items() if name in accepted})
 
@@ -279,10 +274,6 @@ def _verdict_of(error: Exception, stage: _Stage, gpu: GpuProfile) -> tuple[Layer
     raise error  # the simulation's own failure: a bug, never a verdict on SGLang
 
 
-def _relative_error(out: Any, expected: Any) -> float:
-    return float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
-
-
 @contextlib.contextmanager
 def layer_build_site(gpu: GpuProfile, model_dir: Path, flags: Mapping[str, Any]) -> Iterator[Any]:
     """A scheduler's MoE layer site on ``gpu``, on CPU (yields the published config)."""
@@ -357,7 +348,7 @@ def run_first_moe_layer(
         model.router_weight_on_input,
         model.gate_activation,
     )
-    error = _relative_error(out, expected)
+    error = float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
     meaning = "expert(x*w)" if model.router_weight_on_input else "sum_k w_k*expert_k(x)"
     verdict = LayerVerdict.SERVES if error <= TOLERANCE else LayerVerdict.WRONG
     detail = f"output {'=' if verdict is LayerVerdict.SERVES else '!='} {meaning}"
