@@ -31,8 +31,7 @@ class Decision:
     disabled: frozenset[str]
     # An invalid SGLANG_NVFP4_PATCHES_DISABLE, explained: then no patch is applied.
     disable_error: str
-    # What SGLANG_NVFP4_PATCHES_FORCE forces here: nothing where the gate keeps the patches
-    # off, or where the value is invalid.
+    # What FORCE forces here: nothing where the gate keeps the patches off, or it is invalid.
     forced: frozenset[str]
     force_error: str  # an invalid SGLANG_NVFP4_PATCHES_FORCE, explained
 
@@ -77,8 +76,7 @@ def reports() -> dict[str, PatchReport]:
     return dict(_reports)
 
 
-# SGLang's own whitelist of general plugins (``load_plugins_by_group``): when set, an entry
-# point it does not name is skipped.
+# SGLang's whitelist of general plugins: when set, an entry point it does not name is skipped.
 PLUGINS_ENV = "SGLANG_PLUGINS"
 
 

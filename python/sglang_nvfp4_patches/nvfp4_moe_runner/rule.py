@@ -26,8 +26,7 @@ EVIDENCE_GPUS: dict[tuple[int, int], str] = {
     (12, 0): "sm120",
     (12, 1): "sm121",
 }
-# Layer verdicts (simulation.moe_forward.LayerVerdict values) that mean the server fails or
-# answers wrong with that layer, and the one that means it serves.
+# LayerVerdict values: those that mean the server fails or answers wrong, and it serves.
 BROKEN_VERDICTS = frozenset({"fails", "no kernel", "wrong"})
 SERVES = "serves"
 OTHER_KERNEL = "other kernel"

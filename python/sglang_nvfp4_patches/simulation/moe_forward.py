@@ -232,8 +232,7 @@ def forward(layer: Any, x: Any, weights: Any, ids: Any) -> Any:
 
 
 _PACKAGE = f"{os.sep}sglang_nvfp4_patches{os.sep}"
-# Code that needs a GPU: kernel libraries, torch's CUDA runtime and its custom-op dispatch (an
-# op a kernel library registers only where it is built for CUDA).
+# Code that needs a GPU: kernel libraries, torch's CUDA runtime and its custom-op dispatch.
 _GPU_ONLY = (
     f"{os.sep}flashinfer{os.sep}",
     f"{os.sep}sgl_kernel{os.sep}",
