@@ -4,7 +4,7 @@ apply without opt-in (:mod:`.release_gate`), never what is patched.
 
 With ``P`` the public part of a PEP 440 version (a local ``+gabc123`` names a build of ``P``):
 tested when ``OLDEST_SUPPORTED <= P <= NEWEST_TESTED`` (``0.5.23rc1`` and ``0.5.23.dev1`` sort
-before 0.5.23); newer when ``P > NEWEST_TESTED`` (``0.5.24.dev3``, ``0.5.23.post1``); older when
+below 0.5.23); newer when ``P > NEWEST_TESTED`` (``0.5.24.dev3``, ``0.5.23.post1``); older when
 ``P < OLDEST_SUPPORTED``; unknown when it does not parse. All but tested are *untested*.
 """
 
