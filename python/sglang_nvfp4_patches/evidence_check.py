@@ -1,7 +1,5 @@
-"""A ``verify`` check's cells against the release facts for this SGLang
-(:mod:`sglang_nvfp4_patches.release_facts`): what a fresh run derives must equal the row shipped
-or kept for these sources, or is kept as this machine's. The patches' checks use it, so it sits
-below them and the ``verify`` command."""
+"""A ``verify`` check's cells against the release facts (:mod:`.release_facts`): they must equal
+this SGLang's row, or are kept as this machine's (below the patches' checks and ``verify``)."""
 
 from __future__ import annotations
 
@@ -15,8 +13,7 @@ REGENERATE = "scripts/release_facts.py"
 
 
 def agrees_or_kept(found: Mapping[str, str], summary: str) -> str:
-    """``summary`` with where the cells ``found`` stand: equal to this SGLang's row, or, where
-    it has none of them, kept as this machine's. Any difference fails the check."""
+    """``summary`` with where the cells ``found`` stand (any difference fails the check)."""
     row = current_row()
     had = {} if row is None else {c: row.cell(c) for c in found if row.cell(c) is not None}
     if row is not None and had:

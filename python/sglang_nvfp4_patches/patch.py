@@ -1,14 +1,9 @@
 """What a patch is: the one declaration each patch package makes (pure: no SGLang, no torch).
 
-The commands (``plugin``, ``doctor``, ``explain``, ``verify``, ``settings``, ``cli``) iterate
-:data:`~sglang_nvfp4_patches.patches.PATCHES`, never name a patch and import nothing of a patch
-package: a new patch is one package whose ``__init__`` calls :func:`declare`, and one line in
-``patches.py``.
-
-A patch provides these functions, each named in its declaration as ``module.function`` inside
-its package and imported on its first call (so importing a declaration imports neither SGLang
-nor torch). Their signatures are the protocols below; ``test_patch_declarations.py`` resolves
-every name of every declaration and checks its parameters against them.
+The commands iterate :data:`~sglang_nvfp4_patches.patches.PATCHES` and never name a patch: a
+new patch is one package whose ``__init__`` calls :func:`declare`, and one line in
+``patches.py``. Its functions are named ``module.function`` and imported on their first call;
+``test_patch_declarations.py`` checks them against the protocols below.
 
 ==================  =====================================================  =================
 declaration field   signature                                              called by
@@ -21,8 +16,6 @@ declaration field   signature                                              calle
 ``suspended``       ``() -> AbstractContextManager[None]`` (optional)      ``explain``
 ``runner_may_lift`` ``(refusal: str) -> bool`` (optional)                  ``explain``
 ==================  =====================================================  =================
-
-What CI settled per release, a patch reads from the release facts (:mod:`.release_facts`).
 """
 
 from __future__ import annotations
@@ -42,33 +35,28 @@ if TYPE_CHECKING:
 
 
 class Install(Protocol):
-    """Wire the patch in (``forced``: even where its root cause is fixed; only a forceable
-    patch is ever forced). ``observe``: on an untested release without the opt-in, wire
-    nothing, only probe (read-only, also as SGLang imports the code) and say where the bug is
-    live."""
+    """Wire the patch in (``forced``: even where its root cause is fixed). ``observe``: wire
+    nothing, only probe read-only and say where the bug is live."""
 
     def __call__(self, forced: bool, observe: bool) -> PatchReport: ...
 
 
 class ReadState(Protocol):
-    """``state``: what SGLang holds now, read back. ``unpatched``: where nothing is patched,
-    the probes read-only: ``not patched`` (the bug is live here), ``already upstream`` or not
-    applicable."""
+    """``state``: what SGLang holds now. ``unpatched``: the probes read-only, where nothing is
+    patched."""
 
     def __call__(self) -> PatchReport: ...
 
 
 class ExplainNote(Protocol):
-    """The note on an ``explain`` row of one of the patch's architectures, given the MoE
-    runner the row ends on and the quantization SGLang detects for the row's MoE checkpoint
-    (``None``: not a Llama 4 or Gemma 4 MoE checkpoint, or not quantized)."""
+    """The note on an ``explain`` row of the patch's, given the row's MoE runner and MoE
+    quantization (``None``: not MoE, or not quantized)."""
 
     def __call__(self, moe_runner: str | None, moe_quantization: str | None) -> str: ...
 
 
 class VerifyChecks(Protocol):
-    """Every ``verify`` check of the patch, run in a fresh process where SGLang loaded the
-    plugin with every patch switched on."""
+    """Every ``verify`` check, run where SGLang loaded the plugin with every patch on."""
 
     def __call__(self) -> list[CheckResult]: ...
 
@@ -80,8 +68,7 @@ class Suspended(Protocol):
 
 
 class RunnerMayLift(Protocol):
-    """Whether another MoE runner may serve a layer the patch refused with ``refusal``
-    (``explain`` then tries each runner SGLang offers)."""
+    """Whether another MoE runner may serve a layer refused with ``refusal`` (``explain``)."""
 
     def __call__(self, refusal: str) -> bool: ...
 
@@ -156,8 +143,7 @@ def declare(
     runner_may_lift: str | None = None,
     declares: frozenset[str] = frozenset(),
 ) -> Patch:
-    """The :class:`Patch` of ``package``; each function is named ``module.function`` inside
-    the package (the protocols above say what it must take and return)."""
+    """The :class:`Patch` of ``package``; each function is ``module.function`` inside it."""
 
     def seam(dotted: str) -> Any:
         module, function = dotted.rsplit(".", 1)

@@ -1,7 +1,5 @@
 """The patches' names, in the order they are installed and reported, and why each patch that
-cannot be forced is not (pure, and a leaf: :mod:`.settings` checks the environment against it
-without importing a patch package; each package's declaration takes its name from here,
-:func:`.patch.declare` its forceability, and :mod:`.patches` its order)."""
+cannot be forced is not (pure, and a leaf: :mod:`.settings` reads it importing no patch)."""
 
 from __future__ import annotations
 

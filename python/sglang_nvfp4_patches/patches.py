@@ -1,5 +1,4 @@
-"""The patches this plugin has, in the order they are installed and reported (pure; the
-order and the names are :mod:`.patch_names`')."""
+"""The patches this plugin has, in :mod:`.patch_names`' order (pure)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""Entry point SGLang calls through ``sglang.srt.plugins.load_plugins()``: installs each patch
-of :data:`~sglang_nvfp4_patches.patches.PATCHES` that is not switched off, nothing else.
-
-SGLang calls ``load_plugins()`` in several processes of one server (launcher, scheduler,
-detokenizer, data-parallel controller), so :func:`register` runs once per process and is a
-no-op on later calls. What it installs follows this process's one decision (release gate,
-DISABLE, FORCE: :func:`~sglang_nvfp4_patches.process_record.decision`), and the reports are
-kept beside it. A patch that cannot be wired logs one ERROR and leaves SGLang as it was; the
-server still starts.
+"""Entry point SGLang calls through ``sglang.srt.plugins.load_plugins()``, in each process of a
+server: installs, once per process, each patch that is not switched off, as this process's
+decision (:func:`~sglang_nvfp4_patches.process_record.decision`) says. A patch that cannot be
+wired logs one ERROR and leaves SGLang as it was.
 """
 
 from __future__ import annotations
@@ -93,8 +88,7 @@ def _observe(patch: Patch, gate: ReleaseGate) -> PatchReport:
 
 
 def install_all(decided: Decision) -> dict[str, PatchReport]:
-    """Install every patch that is not disabled and not already upstream; report each.
-    On an untested release without the opt-in, only probe and say what is live."""
+    """Install every patch that is not disabled; report each (untested: only probe)."""
     gate = decided.gate
     _announce(gate)
     if decided.disable_error:

@@ -1,11 +1,6 @@
 """What this process decided when the plugin loaded, and what each patch's install said
-(pure: no SGLang, no torch at import).
-
-The release gate, ``SGLANG_NVFP4_PATCHES_DISABLE`` and ``SGLANG_NVFP4_PATCHES_FORCE`` are read
-once per process, by :func:`decision`: ``plugin.register()`` asks first in every process where
-SGLang loads the plugin, and keeps each patch's report beside it (:func:`keep`). ``doctor``,
-``explain``, ``verify`` and the patches' import callbacks read this record and decide nothing
-again; :func:`read_back` is what ``doctor`` and ``explain`` say of a patch.
+(pure: no SGLang, no torch at import). The release gate, DISABLE and FORCE are read once
+(:func:`decision`); the commands read this record and decide nothing again.
 """
 
 from __future__ import annotations
@@ -36,15 +31,13 @@ class Decision:
     disabled: frozenset[str]
     # An invalid SGLANG_NVFP4_PATCHES_DISABLE, explained: then no patch is applied.
     disable_error: str
-    # What SGLANG_NVFP4_PATCHES_FORCE forces here: nothing where the gate keeps the patches
-    # off, or where the value is invalid.
+    # What FORCE forces here: nothing where the gate keeps the patches off, or it is invalid.
     forced: frozenset[str]
     force_error: str  # an invalid SGLANG_NVFP4_PATCHES_FORCE, explained
 
 
 def _tested_release_with_these_sources() -> str | None:
-    """The tested release whose shipped release-facts row has this SGLang's sources (asked by
-    the gate only where the version is untested)."""
+    """The tested release whose shipped row has this SGLang's sources (for the gate)."""
     from sglang_nvfp4_patches.release_facts import release_with_these_sources
 
     try:
@@ -83,8 +76,7 @@ def reports() -> dict[str, PatchReport]:
     return dict(_reports)
 
 
-# SGLang's own whitelist of general plugins (``load_plugins_by_group``): when set, an entry
-# point it does not name is skipped.
+# SGLang's whitelist of general plugins: when set, an entry point it does not name is skipped.
 PLUGINS_ENV = "SGLANG_PLUGINS"
 
 
@@ -100,9 +92,8 @@ def not_loaded_reason() -> str:
 
 
 def not_loaded(patch: Patch) -> PatchReport:
-    """What ``doctor`` says of a patch SGLang did not load: its probes, read-only (as on an
-    untested release), with why nothing is patched where they find the bug live (or cannot
-    tell); ``disabled`` where nothing it fixes is live here."""
+    """What ``doctor`` says of a patch SGLang did not load: its probes, read-only, with why
+    nothing is patched; ``disabled`` where nothing it fixes is live here."""
     found = _read(patch, patch.unpatched)
     if found.state in (PatchState.NOT_PATCHED, PatchState.UNKNOWN):
         return PatchReport(patch.name, found.state, f"{found.reason}; {not_loaded_reason()}")
@@ -130,9 +121,8 @@ def _read(patch: Patch, read: Callable[[], PatchReport]) -> PatchReport:
 
 
 def read_back(patch: Patch) -> PatchReport:
-    """What ``doctor`` and ``explain`` say of a patch: its state read back from SGLang, said
-    as this process's release gate makes it true (on an untested release without the opt-in,
-    the probes read-only)."""
+    """What ``doctor`` and ``explain`` say of a patch: its state read back, as this process's
+    release gate makes it true."""
     gate = decision().gate
     if not gate.applies:  # nothing is patched: the probes, read-only
         return with_the_reason(_read(patch, patch.unpatched), gate)

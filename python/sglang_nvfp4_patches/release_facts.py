@@ -1,17 +1,11 @@
 """The release facts: what CI settled by running each tested release's code on CPU, one row per
 release in ``release_facts.txt`` (pure: no SGLang, no torch, no simulation at import).
 
-A row holds the release, a fingerprint of the SGLang sources the patches' questions run through
-(:data:`SOURCES`) and one cell per question per GPU and layer setting; each patch reads its own
-cells. A server finds its row by the fingerprint alone, so a local, pre- or post-release build
-with a tested release's sources gets that release's row whatever its version string says. One
-fingerprint covers every question: a change to any of the sources matches no row, and then
-each patch asks SGLang's code itself or cannot tell (``unknown``).
-
-``verify`` derives the cells again: they must equal the shipped row, and where no row is
-shipped it keeps them in ``$SGLANG_NVFP4_PATCHES_RECORDS/release_facts.txt`` (by default
-``~/.cache/sglang-nvfp4-patches/records``), which servers on this machine read next. A kept cell is
-never overwritten by a different one.
+A row holds the release, a fingerprint of the SGLang sources the questions run through
+(:data:`SOURCES`) and one cell per question per GPU and layer setting. A server finds its row by
+the fingerprint alone, whatever its version string says. ``verify`` derives the cells again:
+they must equal the shipped row, or are kept in ``$SGLANG_NVFP4_PATCHES_RECORDS`` (never
+overwritten by a different cell).
 """
 
 from __future__ import annotations
@@ -61,8 +55,7 @@ class Row:
         return None if value in (None, NOT_DERIVED) else value
 
     def origin(self, version: str) -> str:
-        """``recorded by CI for SGLang 0.5.23``, and ``, whose sources this build has`` where
-        ``version`` is another."""
+        """``recorded by CI for SGLang 0.5.23`` (``, whose sources this build has``)."""
         made = f"recorded by {self.made_by} for SGLang {self.release}"
         return made if version == self.release else f"{made}, whose sources this build has"
 
@@ -80,8 +73,7 @@ def records_dir() -> Path:
 
 
 def parse(text: str, made_by: str = SHIPPED_BY) -> tuple[tuple[str, ...], list[Row]]:
-    """The columns (after release and fingerprint) and rows of a facts table; ``#`` lines are
-    the legend."""
+    """The columns (after release and fingerprint) and rows of a facts table."""
     lines = [line.split() for line in text.splitlines() if line.strip() and line[0] != "#"]
     if not lines or lines[0][:2] != [RELEASE, FINGERPRINT]:
         return (), []
@@ -127,8 +119,7 @@ def _sglang_roots() -> tuple[str, ...]:
 
 @functools.cache
 def fingerprint_at(roots: tuple[str, ...], sources: tuple[str, ...] = SOURCES) -> str:
-    """16 hex digits of the SHA-256 of ``sources`` as found under ``roots`` (the first root
-    that has each); an absent source counts by its name alone."""
+    """16 hex digits of the SHA-256 of ``sources`` under ``roots`` (an absent one: its name)."""
     digest = hashlib.sha256()
     for source in sources:
         root = next((Path(r) for r in roots if (Path(r) / source).exists()), None)
@@ -148,8 +139,7 @@ def fingerprint() -> str:
 
 
 def find_row(version: str, wanted: str) -> Row | None:
-    """The row whose fingerprint is ``wanted``: shipped first, then kept here, and of each one
-    made for ``version`` first."""
+    """The row whose fingerprint is ``wanted``: shipped first, then kept, ``version``'s first."""
     rows = _read(SHIPPED, SHIPPED_BY)[1] + _read(records_dir() / KEPT_NAME, KEPT_BY)[1]
     found = [row for row in rows if row.fingerprint == wanted]
     found.sort(key=lambda row: (row.made_by != SHIPPED_BY, row.release != version))
@@ -172,8 +162,7 @@ def release_with_these_sources() -> str | None:
 
 
 def keep(version: str, cells: Mapping[str, str]) -> Path:
-    """Add ``cells`` to this machine's row for these SGLang sources (made for ``version``). The
-    same cells again write nothing; a different one is refused (:class:`FactsConflict`)."""
+    """Add ``cells`` to this machine's row for these sources (a different cell is refused)."""
     path = records_dir() / KEPT_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(f"{KEPT_NAME}.lock"), "a") as lock:

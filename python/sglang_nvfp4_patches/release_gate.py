@@ -1,12 +1,8 @@
 """Whether the patches are applied on this SGLang, and what to say where they are not (pure).
 
-Inside the tested window (:mod:`.supported_releases`) the patches apply as their probes
-decide, and so they do on a version outside it whose sources are a tested release's (a post
-release or build that changed none of them: :func:`release_gate`'s ``sources_of``). Otherwise
-they apply outside it only when the user opts in with
-``SGLANG_NVFP4_PATCHES_UNTESTED=apply``; without it every patch still runs its probes
-read-only, and ``doctor``, ``explain`` and the server log say where a bug is live and
-unpatched, and how to opt in.
+They apply inside the tested window (:mod:`.supported_releases`), on a version whose sources
+are a tested release's, or with ``SGLANG_NVFP4_PATCHES_UNTESTED=apply``; otherwise the probes
+run read-only, and ``doctor``, ``explain`` and the server log say where a bug is live.
 """
 
 from __future__ import annotations
@@ -60,8 +56,8 @@ def release_gate(
     environ: Mapping[str, str] | None = None,
     sources_of: Callable[[], str | None] = lambda: None,
 ) -> ReleaseGate:
-    """The gate for SGLang ``version``; ``sources_of`` names the tested release whose sources
-    this SGLang has, if any, and is asked only where ``version`` is untested (it hashes them)."""
+    """The gate for SGLang ``version``; ``sources_of`` (asked only where it is untested) names
+    the tested release whose sources this SGLang has."""
     same_sources_as = "" if is_tested(version) else sources_of() or ""
     tested = is_tested(version) or bool(same_sources_as)
     try:

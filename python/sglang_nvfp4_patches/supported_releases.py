@@ -1,22 +1,11 @@
 """Which SGLang releases the plugin was tested on, and how any version string compares (pure:
-no SGLang import).
+no SGLang import). The only place a version string is read: it decides whether the patches
+apply without opt-in (:mod:`.release_gate`), never what is patched.
 
-This is the only place the plugin reads a version string. *What* gets patched is always
-decided by probing the installed SGLang; the tested window only decides whether the patches
-are applied without the user opting in (:mod:`.release_gate`).
-
-The rule for a version ``V`` (PEP 440), with ``P`` its public part (a local label such as
-``+gabc123`` is dropped: it names a build of ``P``, not newer code):
-
-* tested when ``OLDEST_SUPPORTED <= P <= NEWEST_TESTED``. Pre-releases and dev builds of
-  a tested release (``0.5.23rc1``, ``0.5.23.dev1``) sort before it and count as tested;
-* newer when ``P > NEWEST_TESTED``: the next release and every build of SGLang's main made
-  after the newest tested release (``0.5.24.dev3``, ``0.5.24rc1``, ``0.5.24.dev3+gabc123``),
-  and post releases of the newest one (``0.5.23.post1``, ``0.5.23.post1.dev3+g...``), whose
-  code nobody has run the probes on;
-* older when ``P < OLDEST_SUPPORTED`` (``0.5.12rc0``, ``0.5.11``), unknown when it does not
-  parse. Newer, older and unknown are all *untested*; the release gate still treats one whose
-  sources are a tested release's as that release (:mod:`.release_gate`).
+With ``P`` the public part of a PEP 440 version (a local ``+gabc123`` names a build of ``P``):
+tested when ``OLDEST_SUPPORTED <= P <= NEWEST_TESTED`` (``0.5.23rc1`` and ``0.5.23.dev1`` sort
+below 0.5.23); newer when ``P > NEWEST_TESTED`` (``0.5.24.dev3``, ``0.5.23.post1``); older when
+``P < OLDEST_SUPPORTED``; unknown when it does not parse. All but tested are *untested*.
 """
 
 from __future__ import annotations

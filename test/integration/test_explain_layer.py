@@ -80,16 +80,17 @@ def test_a_top2_refusal_names_a_runner_shown_to_serve_it_or_says_none_is(
 ) -> None:
     """The runners tried are this SGLang's own ``--moe-runner-backend`` choices; one named as
     serving serves one forward here too, and none is claimed where the search found none."""
-    from sglang_nvfp4_patches.explain.runner_search import runner_choices
+    from sglang_nvfp4_patches.explain.runner_search import RUNNER_FLAG
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
+    from sglang_nvfp4_patches.simulation.server_args import flag_choices
 
     row, text = explained["top-2"]
     served = re.search(
         r"; --moe-runner-backend (\w+) serves it \(one forward on CPU\)", row["note"]
     )
     if served is None:
-        tried = len(runner_choices()) - 1  # every choice but auto
+        tried = len(flag_choices(RUNNER_FLAG)) - 1  # every choice but auto
         none = (
             f"; no --moe-runner-backend choice of this SGLang is shown to serve it ({tried} tried"
         )

@@ -1,10 +1,6 @@
-"""What ``explain`` checks in the user's input (pure: no SGLang, no torch).
-
-A Hub id, a missing file, a config that is not a JSON object with a ``model_type`` or whose
-MoE fields the layer cannot be built from, and a file beside it that SGLang would read but
-could not (:data:`SIDECAR_NAMES`), fail in milliseconds with one line naming the file, before
-the 10 s SGLang import; whatever SGLang itself raises while reading them later is worded here
-as one line naming the file and the field (:func:`config_problem`).
+"""What ``explain`` checks in the user's input (pure: no SGLang, no torch): a bad checkpoint
+directory fails in milliseconds with one line naming the file, before the SGLang import, and
+whatever SGLang raises reading it later is one line naming file and field (:func:`config_problem`).
 """
 
 from __future__ import annotations
@@ -26,26 +22,21 @@ class ModelDirError(UsageError):
 
 
 CONFIG_NAME = "config.json"
-# The files beside config.json that SGLang reads, when present, while explain resolves the
-# server arguments and builds the first MoE layer: ModelConfig's quantization detection and
-# the ModelOpt loader (hf_quant_config.json), ModelSlim's detection
-# (quant_model_description.json) and the generation config transformers reads for ModelConfig
-# (generation_config.json). test_explain_files.py traces what SGLang opens to keep this whole.
+# The files beside config.json SGLang reads, when present, while explain runs (the ModelOpt
+# loader, transformers, ModelSlim); test_explain_files.py traces what SGLang opens.
 SIDECAR_NAMES = ("hf_quant_config.json", "generation_config.json", "quant_model_description.json")
 # A checkpoint's config.json is a few KB (a long quantization ignore list: some hundred KB).
 MAX_CONFIG_BYTES = 16 * 2**20
 
 
 def _role(path: Path) -> FileRole:
-    if path.name == CONFIG_NAME:
-        return FileRole(f"a checkpoint's {CONFIG_NAME}", MAX_CONFIG_BYTES, ModelDirError)
-    return FileRole(
-        f"a checkpoint's {path.name}",
-        MAX_CONFIG_BYTES,
-        ModelDirError,
-        f"SGLang reads it beside {CONFIG_NAME}: put the checkpoint's own {path.name} there, "
-        "or remove it",
+    remedy = (
+        ""
+        if path.name == CONFIG_NAME
+        else f"SGLang reads it beside {CONFIG_NAME}: put the checkpoint's own {path.name} "
+        "there, or remove it"
     )
+    return FileRole(f"a checkpoint's {path.name}", MAX_CONFIG_BYTES, ModelDirError, remedy)
 
 
 def _fix(path: Path) -> str:
@@ -73,10 +64,8 @@ def _utf8(path: Path, data: bytes) -> str:
 
 
 def read_json_object(path: Path) -> dict[str, Any]:
-    """One JSON file of a checkpoint, read as safely as SGLang should: a regular file (a FIFO
-    or a link to /dev/zero is refused unread), at most :data:`MAX_CONFIG_BYTES`, UTF-8, one
-    JSON object; else :class:`ModelDirError` naming the file. A missing file raises
-    FileNotFoundError."""
+    """One JSON object from a regular file of at most :data:`MAX_CONFIG_BYTES`, UTF-8; else
+    :class:`ModelDirError` naming the file (FileNotFoundError where it is missing)."""
     text = _utf8(path, read_bounded(path, _role(path)))
     try:
         value = loads_json(text)
@@ -91,8 +80,7 @@ def read_json_object(path: Path) -> dict[str, Any]:
 
 
 def read_checkpoint(model_dir: Path) -> dict[Path, dict[str, Any]]:
-    """config.json (first) and each file beside it SGLang reads, by path, each checked; or
-    :class:`ModelDirError` saying what to fix."""
+    """config.json (first) and each file beside it SGLang reads, by path, each checked."""
     if model_dir.is_file():
         raise ModelDirError(
             f"--model {model_dir}: is a file; --model takes the directory that holds the "
@@ -149,8 +137,8 @@ _FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
 
 
 def field_type_problem(config: Mapping[str, Any]) -> str | None:
-    """A field SGLang reads by its type, null or of another type here, named (SGLang would
-    blame another field, or read a string ``architectures`` as no architecture at all)."""
+    """A field SGLang reads by its type, of another type here, named (SGLang would blame
+    another field)."""
     fields = dict(config)
     for key in ("text_config", "quantization_config"):
         inner = config.get(key)
@@ -168,8 +156,7 @@ def field_type_problem(config: Mapping[str, Any]) -> str | None:
 
 
 def read_model_config(model_dir: Path) -> dict[str, Any]:
-    """The checkpoint's config.json as a dict, once it and every file SGLang reads beside it
-    passed :func:`read_checkpoint`."""
+    """The checkpoint's config.json, once :func:`read_checkpoint` passed it."""
     return read_checkpoint(model_dir)[model_dir / CONFIG_NAME]
 
 
@@ -226,9 +213,7 @@ def config_problem(
     release: str,
 ) -> str:
     """One line for an exception SGLang raised reading the checkpoint's ``files`` (config.json
-    first): the field (found in the failing line of SGLang or transformers, innermost first),
-    the file that holds it (else config.json) and what it holds there, and the line that reads
-    it, which shows what SGLang expects."""
+    first): the field the failing line reads, the file holding it, and that line."""
     keys = {}
     for content in reversed(list(files.values())):  # config.json's keys win
         keys.update(_keys(content))

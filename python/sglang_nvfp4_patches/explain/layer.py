@@ -1,6 +1,5 @@
-"""What happens to a row's first MoE layer, not only what resolution says: SGLang's own layer
-run once with this process's hooks and once with every patch suspended (SGLang as it ships),
-each a real forward on CPU (:func:`..simulation.moe_forward.run_first_moe_layer`)."""
+"""What happens to a row's first MoE layer: one forward on CPU with this process's hooks and
+one as SGLang ships (:func:`..simulation.moe_forward.run_first_moe_layer`)."""
 
 from __future__ import annotations
 

@@ -88,13 +88,8 @@ def _off_word(report: PatchReport) -> str:
 
 @contextlib.contextmanager
 def sglang_reading(files: Mapping[Path, Mapping[str, Any]]) -> Iterator[None]:
-    """Whatever SGLang (or transformers under it) raises while reading the checkpoint's
-    ``files`` (config.json first) becomes one ``error:`` line naming the file, the field and
-    the line of SGLang that reads it.
-
-    Refusals SGLang words itself (ValueError, assert) are already UsageErrors; a failure
-    inside this plugin's own code is a bug and keeps its traceback.
-    """
+    """What SGLang raises reading the checkpoint's ``files`` as one ``error:`` line; a failure
+    in this plugin's own code is a bug and keeps its traceback."""
     try:
         yield
     except (UsageError, KeyboardInterrupt):
@@ -114,9 +109,8 @@ class _OneLineParser(argparse.ArgumentParser):
 
 
 def server_flags(words: Sequence[str]) -> dict[str, Any]:
-    """The ``ServerArgs`` fields the user's server flags set, read by the installed SGLang's
-    own parser (``ServerArgs.add_cli_args``) and its own flag-to-field mapping
-    (``ServerArgs.from_cli_args``), so every flag of that release works as it does there."""
+    """The ``ServerArgs`` fields the user's server flags set, read by SGLang's own parser and
+    flag-to-field mapping, so every flag of that release works as it does there."""
     from sglang.srt import server_args
 
     reader = getattr(server_args, "record_fields", dataclasses.fields)

@@ -1,7 +1,5 @@
-"""For a layer the plugin refuses because no runner it patches can serve it (the refusing
-patch's declaration says so: ``runner_may_lift``), which MoE runner this SGLang offers does
-serve it: each ``--moe-runner-backend`` choice of the installed SGLang's own parser, run once
-through the same layer forward (:func:`..simulation.moe_forward.run_first_moe_layer`)."""
+"""For a layer a patch refuses where another runner may serve it (``runner_may_lift``): each
+``--moe-runner-backend`` choice SGLang offers, run once through the same layer forward."""
 
 from __future__ import annotations
 
@@ -17,28 +15,21 @@ RUNNER_FLAG = "--moe-runner-backend"
 
 @dataclass(frozen=True)
 class RunnerSearch:
-    """Every runner choice tried on the refused layer: those whose forward served it, and
-    those that reached GPU-only code, which the CPU cannot show serving or failing."""
+    """The runner choices tried on a refused layer: those that served, those GPU-only."""
 
     serving: tuple[str, ...]
     not_simulated: tuple[str, ...]
     tried: int
 
 
-def runner_choices() -> tuple[str, ...]:
-    """The MoE runner backends the installed SGLang's own server parser offers."""
-    from sglang_nvfp4_patches.simulation.server_args import flag_choices
-
-    return flag_choices(RUNNER_FLAG)
-
-
 def search_runners(model_dir: Path, gpu: GpuProfile, flags: Mapping[str, Any]) -> RunnerSearch:
     """Run the layer once with the user's ``flags`` on each runner choice but ``auto``."""
     from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
+    from sglang_nvfp4_patches.simulation.server_args import flag_choices
 
     serving: list[str] = []
     not_simulated: list[str] = []
-    candidates = [choice for choice in runner_choices() if choice != "auto"]
+    candidates = [choice for choice in flag_choices(RUNNER_FLAG) if choice != "auto"]
     for runner in candidates:
         try:
             run = run_first_moe_layer(model_dir, gpu, {**flags, "moe_runner_backend": runner})

@@ -19,23 +19,19 @@ class ExplainRow:
     patched: ResolvedBackends | None
     architecture: str | None
     attention_backend_given: bool = False
-    # (name, "name is off (reason)") for each patch that concerns this architecture and does
-    # not act in this process (disabled, or not patched on an untested release): its note
-    # replaces the patch's own, which would claim what it does where it acts.
+    # (name, "name is off (reason)") for each patch of this architecture that does not act
+    # here: it replaces the patch's own note, which would claim what it does.
     off_notes: tuple[tuple[str, str], ...] = ()
-    # What happens to the checkpoint's first MoE layer, run patched and as SGLang ships
-    # (resolution may say auto: the quantization method picks the runner then).
+    # The checkpoint's first MoE layer, run patched and as SGLang ships.
     layer: LayerOutcome | None = None
     # False under --no-patches: SGLang's own answer, so no patch note says what it would do
     patches_asked: bool = True
-    # The quantization SGLang detects for the checkpoint's MoE experts (None: not a Llama 4
-    # or Gemma 4 MoE checkpoint, or not quantized)
+    # The quantization SGLang detects for the MoE checkpoint (None: not MoE, or not quantized)
     moe_quantization: str | None = None
 
     @property
     def moe_layer_runner(self) -> str | None:
-        """The runner the layer builds; a layer refused while it is built holds none, and
-        is refused on the runner resolution published."""
+        """The runner the layer builds (a refused layer's: the one resolution published)."""
         if self.layer is None:
             return None
         if self.layer.runner is None and self.layer.refused:
@@ -48,22 +44,12 @@ class ExplainRow:
         return self.layer.refused if self.layer is not None else None
 
     @property
-    def fails_unpatched(self) -> str | None:
-        return self.layer.fails_unpatched if self.layer is not None else None
-
-    @property
-    def fails(self) -> str | None:
-        """With the patches (or as SGLang ships, under --no-patches): the layer still fails."""
-        return self.layer.fails if self.layer is not None else None
-
-    @property
     def final(self) -> ResolvedBackends:
         return self.patched if self.patched is not None else self.unpatched
 
     @property
     def decided_by(self) -> str:
-        """The patches whose declarations changed SGLang's answer (each declares its fields),
-        ``user`` when the user's ``--attention-backend`` decided, else ``sglang``."""
+        """The patches whose declared fields changed SGLang's answer, else user or sglang."""
         if self.patched is not None and self.patched != self.unpatched:
             changed = {
                 name
@@ -76,9 +62,8 @@ class ExplainRow:
 
     @property
     def note(self) -> str:
-        """What the patches that concern this row do here (a patch off here says so, and
-        none claims what it does for a layer that is refused, or under --no-patches); then
-        what happens to the MoE layer."""
+        """What the row's patches do here (none claims it for a refused layer, or under
+        --no-patches), then what happens to the MoE layer."""
         runner = self.moe_layer_runner or self.final.moe_runner_backend
         off = dict(self.off_notes)
         notes = [
@@ -116,6 +101,7 @@ class ExplainRow:
         return one_line("; ".join(note for note in notes if note))
 
     def as_json(self) -> dict[str, object]:
+        layer = self.layer
         return {
             "model": self.model,
             "gpu": self.gpu.name,
@@ -127,18 +113,15 @@ class ExplainRow:
             "patched": self.patched is not None,
             "moe_layer_runner": self.moe_layer_runner,
             "moe_layer_refused": self.refused,
-            "moe_layer_fails": self.fails,
-            "unpatched_moe_layer_runner": (
-                self.layer.unpatched_runner if self.layer is not None else None
-            ),
-            "unpatched_fails_at_warmup": self.fails_unpatched,
+            "moe_layer_fails": layer.fails if layer is not None else None,
+            "unpatched_moe_layer_runner": layer.unpatched_runner if layer is not None else None,
+            "unpatched_fails_at_warmup": layer.fails_unpatched if layer is not None else None,
             "note": self.note,
         }
 
 
 def one_line(text: str) -> str:
-    """``text`` with every run of whitespace one space: a message SGLang or pydantic words
-    over several lines stays on its note's line."""
+    """``text`` with every run of whitespace one space (a multi-line message on one line)."""
     return " ".join(text.split())
 
 
@@ -172,8 +155,7 @@ def _format_pair(before: str | None, after: str | None, with_patches: bool) -> s
 
 
 def _fate(published: str | None, runner: str | None, verdict: str | None) -> str:
-    """What the MoE layer does on one side of a row: ``(serves)``, ``(fails on
-    flashinfer_trtllm)``, ``(refused)``, or ``(unknown on ...)`` where the CPU cannot tell."""
+    """The MoE layer on one side of a row: ``(serves)``, ``(fails on x)``, ``(refused)``..."""
     if verdict is None:
         return ""
     on = "" if runner in (None, published) else f" on {runner}"
@@ -184,8 +166,7 @@ def _fate(published: str | None, runner: str | None, verdict: str | None) -> str
 
 
 def _runner_cell(row: ExplainRow, with_patches: bool) -> str:
-    """The MoE runner resolution publishes, unpatched and patched, each with its layer's
-    fate where a layer was run."""
+    """The MoE runner published, unpatched and patched, each with its layer's fate."""
     layer = row.layer
     before = str(row.unpatched.moe_runner_backend)
     after = str(row.final.moe_runner_backend)
@@ -198,8 +179,7 @@ def _runner_cell(row: ExplainRow, with_patches: bool) -> str:
     return _format_pair(before, after, with_patches)
 
 
-# The widest a cell other than the model's may be; a longer value (whatever SGLang returns)
-# is cut there and given whole in a note, so one row cannot widen its column for every row.
+# The widest a cell other than the model's may be; a longer one is cut, and whole in a note.
 MAX_CELL = 64
 
 

@@ -1,18 +1,13 @@
 """Patch ``gemma4-attention``: Gemma 4 NVFP4 MoE on SM10X gets ``triton`` attention where this
 SGLang's ``trtllm_mha`` drops the FP8 KV-cache scales (sglang#26518; fixed by sglang#28144).
 
-What it does, where it is wired, how it is tested:
-
-* the rule, pure: :func:`.rule.decide_gemma4_attention` (sglang#26791's rule and when it
-  applies), shown by ``test/integration/test_gemma4_resolution.py``;
-* the root cause, pure: :mod:`.v_scale_question` reads a ``trtllm_mha_backend.py`` source;
-  :mod:`.backend_source` finds this SGLang's copy and says live, fixed or unknown;
-* where it is wired: :data:`.rule_state.QUESTION`, asked through the server-args seam
-  (:mod:`..server_args_seam`), which every patch setting a server-args default shares;
-  :mod:`.rule_state` also runs the rule in this process's mode;
-* what the commands call (the declaration below): :mod:`.install`, :mod:`.read_back`
-  (``doctor``), :mod:`.explain_facts`, :mod:`.checks` (``verify``);
-* tests: ``test/unit/test_gemma4_*.py``, ``test/integration/test_gemma4_*.py``.
+* the rule, pure: :func:`.rule.decide_gemma4_attention`, shown by
+  ``test/integration/test_gemma4_resolution.py``;
+* the root cause: :mod:`.v_scale_question` reads ``trtllm_mha_backend.py``, found by
+  :mod:`.backend_source`;
+* where it is wired: :data:`.rule_state.QUESTION`, asked through :mod:`..server_args_seam`;
+* what the commands call: :mod:`.install`, :mod:`.read_back`, :mod:`.explain_facts`,
+  :mod:`.checks`.
 """
 
 from __future__ import annotations

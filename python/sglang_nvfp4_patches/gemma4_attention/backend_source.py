@@ -1,8 +1,6 @@
 """Is the root cause live in the installed SGLang? The release facts' ``gemma4:v-scale`` cell
-for its sources, else read off its TRT-LLM MHA backend source (what ``verify`` always does).
-
-The file is located through ``sglang.srt.__path__`` (already imported when plugins load) and
-parsed, never imported: importing it would load FlashInfer in every process at plugin load.
+for its sources, else its TRT-LLM MHA backend source read (what ``verify`` always does),
+parsed, never imported (that would load FlashInfer at plugin load).
 """
 
 from __future__ import annotations
@@ -33,9 +31,8 @@ def backend_source_path() -> Path | None:
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Parsing allocates ~20k small objects; right after a server's imports that would trigger
-    a full collection of SGLang's heap (~0.5 s here) inside ``load_plugins()``. Pausing the
-    collector leaves that collection to SGLang's own allocations, where it happens anyway."""
+    """Parsing allocates ~20k objects, which would trigger a full collection of SGLang's heap
+    (~0.5 s) inside ``load_plugins()``; paused, it happens on SGLang's own allocations."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -47,8 +44,7 @@ def _collector_paused() -> Iterator[None]:
 
 @functools.cache
 def kv_scale_verdict() -> KvScaleVerdict:
-    """The root-cause verdict for this process's SGLang (decided once): its release facts' row,
-    else the source read."""
+    """The root-cause verdict (once): the release facts' row, else the source read."""
     from sglang_nvfp4_patches.release_facts import current_row
     from sglang_nvfp4_patches.status import sglang_version
 
@@ -78,9 +74,7 @@ def read_verdict() -> KvScaleVerdict:
 
 
 def verdict_phrase(verdict: KvScaleVerdict) -> str:
-    """How ``doctor`` and ``explain`` name a live verdict: dropped, or unknown with the line
-    the probe could not follow, so an operator can read it and decide (``accuracy ab``,
-    ``SGLANG_NVFP4_PATCHES_FORCE``, or an explicit backend)."""
+    """How ``doctor`` and ``explain`` name a live verdict (unknown: the line not followed)."""
     if verdict.handoff is KvScaleHandoff.UNKNOWN:
         return (
             f"root cause unknown, counted as live: {verdict.evidence}; check the line, or "

@@ -1,18 +1,14 @@
 """``gemma4-attention``'s contract: the root-cause verdict, and SGLang's own resolution of the
-bundled Gemma 4 NVFP4 MoE config (FP8 KV cache) on a simulated SM100 with the plugin loaded.
-
-``triton`` where the verdict is dropped or unknown, SGLang's ``trtllm_mha`` where the FP8
-KV-cache scales are applied; an explicit ``--attention-backend`` is always the user's.
+bundled Gemma 4 NVFP4 MoE config on a simulated SM100: ``triton`` where the verdict is live,
+``trtllm_mha`` where it is fixed; an explicit ``--attention-backend`` is always the user's.
 """
 
 from __future__ import annotations
 
 from sglang_nvfp4_patches.check_result import CheckFailed, CheckResult, run_check
 from sglang_nvfp4_patches.gemma4_attention import NAME, backend_source
+from sglang_nvfp4_patches.gemma4_attention.read_back import bundled_on_sm100
 from sglang_nvfp4_patches.gemma4_attention.rule import AFFECTED_BACKEND, SAFE_BACKEND
-from sglang_nvfp4_patches.simulation.bundled import GEMMA4_NVFP4_MOE
-from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
-from sglang_nvfp4_patches.simulation.server_args import resolve
 
 EXPLICIT = "trtllm_mha"  # what an operator passes to keep the fast backend
 
@@ -28,7 +24,7 @@ def _verdict() -> str:
 def _default() -> str:
     verdict = backend_source.kv_scale_verdict()
     expected = SAFE_BACKEND if verdict.bug_live else AFFECTED_BACKEND
-    got = resolve(GEMMA4_NVFP4_MOE, GPU_PROFILES["sm100"]).attention_backend
+    got = bundled_on_sm100()
     if got != expected:
         raise CheckFailed(
             f"SGLang resolves the bundled Gemma 4 NVFP4 MoE config (FP8 KV cache) on SM100 to "
@@ -38,11 +34,10 @@ def _default() -> str:
 
 
 def _explicit() -> str:
-    got = resolve(GEMMA4_NVFP4_MOE, GPU_PROFILES["sm100"], attention_backend=EXPLICIT)
-    if got.attention_backend != EXPLICIT:
+    got = bundled_on_sm100(EXPLICIT)
+    if got != EXPLICIT:
         raise CheckFailed(
-            f"--attention-backend {EXPLICIT} resolves to {got.attention_backend}: the user's "
-            "choice is overridden"
+            f"--attention-backend {EXPLICIT} resolves to {got}: the user's choice is overridden"
         )
     return f"--attention-backend {EXPLICIT} stays {EXPLICIT}"
 

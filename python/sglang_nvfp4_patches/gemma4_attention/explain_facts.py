@@ -8,8 +8,7 @@ from sglang_nvfp4_patches.gemma4_attention.rule_state import current_mode
 
 
 def explain_note(moe_runner: str | None = None, moe_quantization: str | None = None) -> str:
-    """One line for ``explain``'s Gemma 4 rows: the root-cause verdict and what it means here
-    (the MoE runner does not matter to it)."""
+    """One line for ``explain``'s Gemma 4 rows (the MoE runner does not matter to it)."""
     verdict = backend_source.kv_scale_verdict()
     mode = current_mode()
     if mode is Gemma4Mode.FORCED:

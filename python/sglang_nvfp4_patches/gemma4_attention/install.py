@@ -1,14 +1,6 @@
-"""Install ``gemma4-attention`` where its root cause is live (the declaration's ``install``).
-
-It follows its root cause, which :mod:`.backend_source` reads off this SGLang's TRT-LLM MHA
-backend at plugin load (:func:`.backend_source.mode_for` decides):
-
-* fixed (which releases: docs/releases.md): nothing is installed; SGLang's faster
-  ``trtllm_mha`` default stands.
-* live (on the releases before sglang#28144, and nightlies with it reverted) or forced with
-  ``SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention``: the rule's question
-  (:data:`.rule_state.QUESTION`) is asked through the server-args seam, and the scheduler
-  checks records resolved before plugins loaded.
+"""Install ``gemma4-attention`` (the declaration's ``install``): where its root cause is fixed
+(:func:`.backend_source.mode_for`) nothing; where it is live or forced, the rule's question
+(:data:`.rule_state.QUESTION`) is asked through the server-args seam.
 """
 
 from __future__ import annotations
@@ -25,8 +17,7 @@ from sglang_nvfp4_patches.server_args_seam import hooks
 from sglang_nvfp4_patches.server_args_seam.seam import SeamKind, find_override_seam
 from sglang_nvfp4_patches.status import PatchReport, PatchUnavailable
 
-# SGLang's SM10X probe, which the rule reads where the seam hands it the record (the binding
-# that release's Gemma 4 default reads).
+# SGLang's SM10X probe, read where the seam hands the rule the record.
 SM100_PROBE = "is_sm100_supported"
 
 

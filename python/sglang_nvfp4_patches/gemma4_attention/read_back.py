@@ -1,5 +1,5 @@
-"""What ``doctor`` reads back of ``gemma4-attention``: what SGLang holds now, the probe
-read-only where nothing is installed, and SGLang's own resolution of the bundled config."""
+"""What ``doctor`` reads back of ``gemma4-attention``: SGLang's state now, the probe read-only
+where nothing is installed, and SGLang's own resolution of the bundled config."""
 
 from __future__ import annotations
 
@@ -60,10 +60,20 @@ def unpatched_report() -> PatchReport:
     )
 
 
+def bundled_on_sm100(attention_backend: str | None = None) -> str | None:
+    """The attention backend SGLang resolves the bundled Gemma 4 NVFP4 MoE config (FP8 KV
+    cache) to on a simulated SM100."""
+    from sglang_nvfp4_patches.simulation.bundled import GEMMA4_NVFP4_MOE
+    from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
+    from sglang_nvfp4_patches.simulation.server_args import resolve
+
+    sm100 = GPU_PROFILES["sm100"]
+    return resolve(GEMMA4_NVFP4_MOE, sm100, attention_backend=attention_backend).attention_backend
+
+
 def verified_state() -> PatchReport:
-    """``doctor``: registered is not enough. Ask SGLang to resolve the bundled NVFP4 MoE config
-    (FP8 KV cache) on a simulated SM100 and check the answer: triton where the rule acts,
-    SGLang's own trtllm_mha where the root cause is fixed upstream."""
+    """``doctor``: registered is not enough; SGLang must resolve the bundled config on a
+    simulated SM100 to triton where the rule acts, to trtllm_mha where the fix is upstream."""
     report = current_state()
     if report.state is PatchState.APPLIED:
         expected = SAFE_BACKEND
@@ -71,17 +81,13 @@ def verified_state() -> PatchReport:
         expected = AFFECTED_BACKEND
     else:
         return report
-    from sglang_nvfp4_patches.simulation.bundled import EXAMPLES_DIR
-    from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
-    from sglang_nvfp4_patches.simulation.server_args import resolve
-
-    resolved = resolve(EXAMPLES_DIR / "gemma-4-26b-a4b-nvfp4", GPU_PROFILES["sm100"])
-    if resolved.attention_backend != expected:
+    got = bundled_on_sm100()
+    if got != expected:
         return PatchReport(
             report.name,
             PatchState.FAILED,
             f"{report.reason}, yet SGLang resolves the bundled NVFP4 MoE config on simulated "
-            f"SM100 to {resolved.attention_backend}, not {expected}",
+            f"SM100 to {got}, not {expected}",
         )
     return PatchReport(
         report.name,

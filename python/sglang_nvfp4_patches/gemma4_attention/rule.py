@@ -1,14 +1,10 @@
 """The decision behind the ``gemma4-attention`` patch (pure: no SGLang, no torch).
 
-SGLang defaults Gemma 4 to ``trtllm_mha`` on SM10X, 12-18 % faster than ``triton``
-(sglang#25005). For the NVFP4 (``modelopt_fp4``) MoE checkpoint, which runs with an FP8 KV
-cache, that default collapsed accuracy (MMLU 0.622 on triton vs 0.037 in one report; -2.09 pp,
-McNemar chi2 34.6 in sglang#26518). The root cause: ``trtllm_mha`` dropped the FP8 KV-cache V
-scale (``bmm2_scale = 1.0``). sglang#28144 fixed it (which releases: docs/releases.md).
-
-So sglang#26791's rule (for exactly that combination, with no attention backend given, pick
-``triton``; honour an explicit choice) applies only where the root cause is live and the KV
-cache really is FP8, or where the operator forces it after measuring a loss themselves.
+SGLang defaults Gemma 4 to ``trtllm_mha`` on SM10X (12-18 % faster than ``triton``), which
+collapsed the NVFP4 MoE checkpoint's accuracy with an FP8 KV cache (MMLU 0.622 vs 0.037 in one
+report; sglang#26518): it dropped the V scale (``bmm2_scale = 1.0``) until sglang#28144. So
+sglang#26791's rule (no backend given: ``triton``) applies only where that is live and the KV
+cache is FP8, or where the operator forces it.
 """
 
 from __future__ import annotations
@@ -124,9 +120,8 @@ def ways_out() -> str:
 
 
 def _rule_26791(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decision:
-    """#26791's rule, mirroring SGLang's own provider: with no backend given the default
-    applies; with one split side given, ``attention_backend`` (the unset side's fallback)
-    gets the same default; with ``--attention-backend`` or both split sides nothing is."""
+    """#26791's rule as SGLang's own provider has it: with no backend, or one split side,
+    given, ``attention_backend`` (the unset side's fallback) defaults; otherwise nothing."""
     given = [
         backend
         for backend in (

@@ -1,8 +1,6 @@
-"""The rule as this process runs it: its mode (set once by ``install``), ``explain``'s
-suspension of it, the mark left on records it saw, and its :data:`QUESTION` to the
-server-args seam (:mod:`..server_args_seam`): the rule's facts read off the launch, the rule
-run in this mode with its log lines, and the check of records resolved before plugins
-loaded."""
+"""The rule as this process runs it: its mode (set once by ``install``), its suspension, the
+mark left on records it saw, and its :data:`QUESTION` to the server-args seam (the facts read
+off the launch, the rule with its log lines, and the check of records resolved early)."""
 
 from __future__ import annotations
 
@@ -41,9 +39,8 @@ _mode: Gemma4Mode | None = None
 _suspension = Suspension("gemma4_attention_suspended")
 suspended = _suspension.suspended  # inside this block the installed patch declares nothing
 is_suspended = _suspension.active
-# Left on every ServerArgs record the rule evaluated. Bookkeeping attributes travel with the
-# record when SGLang pickles it to the scheduler, which therefore knows whether the rule saw
-# it (:func:`warn_if_bypassed`); no module-level reference keeps a record alive.
+# Left on every record the rule evaluated: it travels with the record pickled to the scheduler
+# (:func:`warn_if_bypassed`), and no module-level reference keeps a record alive.
 SEEN_MARK = "_sglang_nvfp4_patches_gemma4_seen"
 
 
@@ -54,15 +51,6 @@ def set_mode(mode: Gemma4Mode) -> None:
 
 def current_mode() -> Gemma4Mode | None:
     return _mode
-
-
-def mark_seen(record: Any) -> None:
-    with contextlib.suppress(AttributeError, TypeError):
-        setattr(record, SEEN_MARK, True)
-
-
-def was_seen(record: Any) -> bool:
-    return bool(getattr(record, SEEN_MARK, False))
 
 
 def decide_and_log(facts: Gemma4Facts, model_path: str) -> Gemma4Decision:
@@ -77,8 +65,8 @@ def decide_and_log(facts: Gemma4Facts, model_path: str) -> Gemma4Decision:
 
 
 def facts_of(launch: Launch, backends: tuple[str | None, ...]) -> Gemma4Facts:
-    """The rule's facts of ``launch``, with the three attention backends given as
-    ``backends``; the KV-cache dtype is read only where it matters."""
+    """The rule's facts of ``launch`` with these attention ``backends`` (the KV-cache dtype read
+    only where it matters)."""
     hf_config = launch.hf_config
     text_config = getattr(hf_config, "text_config", None)
     facts = Gemma4Facts(
@@ -109,17 +97,18 @@ def backends_of(source: Any) -> tuple[str | None, ...]:
 
 def answer(launch: Launch) -> str | None:
     """The ``attention_backend`` to declare for ``launch`` (``None``: SGLang's stands)."""
-    mark_seen(launch.record)
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(launch.record, SEEN_MARK, True)
     return decide_and_log(
         facts_of(launch, backends_of(launch.view)), launch.model_path
     ).attention_backend
 
 
 def warn_if_bypassed(launch: Launch) -> bool:
-    """One WARNING when a record never met the rule and runs where the rule would not: launch
-    paths that resolve ServerArgs before SGLang loads plugins (which: docs/releases.md); the
-    scheduler process loads them before it builds its ``Scheduler``, so it checks there."""
-    if _mode in (None, Gemma4Mode.FIXED) or was_seen(launch.record):
+    """One WARNING where a record resolved before SGLang loaded plugins (which launch paths:
+    docs/releases.md) never met the rule and runs where it would not (checked by the
+    scheduler)."""
+    if _mode in (None, Gemma4Mode.FIXED) or getattr(launch.record, SEEN_MARK, False):
         return False
     # Where resolution wrote the record in place, what the operator typed is gone.
     given = backends_of(launch.record) if launch.pristine else (None, None, None)

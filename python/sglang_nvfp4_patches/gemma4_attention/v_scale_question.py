@@ -1,13 +1,9 @@
 """Does SGLang's TRT-LLM MHA backend hand the FP8 KV-cache V scale to the kernel? (pure)
 
-The root cause behind the ``gemma4-attention`` rule (sglang#26518): ``trtllm_mha_backend.py``
-called FlashInfer's TRT-LLM attention with ``bmm2_scale = 1.0`` on an FP8 KV cache, dropping
-the V scale; sglang#28144 computes it from the layer's V scale. Read off the backend's source
-text, never imported, never from a version string: "applied" needs every FP8-path
-``bmm2_scale`` followed back to the V scale; a constant that reaches the kernel is the bug, and
-what the walk cannot follow is "unknown", counted as live (docs/gemma4-attention.md, "The
-probe"). This module is the question (:class:`_VScaleQuestion`): the sinks and their scale
-argument, the source, the path (:mod:`.kv_cache_path`), and the verdict.
+Read off ``trtllm_mha_backend.py``'s source, never imported: "applied" needs every FP8-path
+``bmm2_scale`` followed back to the V scale (sglang#28144); a constant reaching the kernel is
+the bug (sglang#26518); what the walk cannot follow is "unknown", counted as live
+(docs/gemma4-attention.md, "The probe").
 """
 
 from __future__ import annotations
@@ -79,8 +75,7 @@ class _VScaleQuestion(Question):
 
 
 def _walk(code: ModuleCode, lines: list[str]) -> Walker:
-    """Every function :func:`.call_graph.roots` names, each run with its parameters unknown
-    (their in-module callers pass real values)."""
+    """Every function :func:`.call_graph.roots` names, run with its parameters unknown."""
     walker = Walker(code, _VScaleQuestion(code))
     functions = code.functions
     for name in roots(functions, lines, SINK_PREFIX):

@@ -4,20 +4,13 @@ with no ``--moe-runner-backend`` (with no ``--quantization``, or the model cards
 layer would fail at its first forward (sglang#39807); a launch line whose layer no runner
 serves is refused before the weights load where another line serves it.
 
-What it does, where it is wired, how it is tested:
-
-* the decision, pure: :func:`.rule.decide` (per launch, from the evidence), shown by
+* the decision, pure: :func:`.rule.decide`, shown by
   ``test/integration/test_nvfp4_moe_runner.py``;
-* the evidence: :mod:`.evidence` runs SGLang's first MoE layer of stand-in checkpoints on
-  simulated Blackwell GPUs (:mod:`..simulation.moe_forward`), kept per MoE layer settings,
-  GPU and launch line, its states one ``moe:`` column of the release facts
-  (:mod:`..release_facts`);
-* where it is wired: :data:`.question.QUESTION`, asked through the server-args seam
-  (:mod:`..server_args_seam`), which also runs the rule in this process (release facts, log
-  lines); :mod:`.suspension` passes every call through (``explain``'s unpatched column);
-* what the commands call (the declaration below): :mod:`.install`, :mod:`.read_back`
-  (``doctor``), :mod:`.explain_facts`, :mod:`.checks` (``verify``);
-* tests: ``test/unit/test_nvfp4_moe_runner_*.py``, ``test/integration/test_nvfp4_moe_runner*.py``.
+* the evidence: :mod:`.evidence` runs stand-in checkpoints' first MoE layer on simulated
+  Blackwell GPUs, its states ``moe:`` columns of the release facts;
+* where it is wired: :data:`.question.QUESTION`, asked through :mod:`..server_args_seam`;
+* what the commands call: :mod:`.install`, :mod:`.read_back`, :mod:`.explain_facts`,
+  :mod:`.checks`.
 """
 
 from __future__ import annotations

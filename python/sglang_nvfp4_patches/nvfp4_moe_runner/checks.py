@@ -1,17 +1,8 @@
-"""``nvfp4-moe-runner``'s contract, on CPU, through SGLang's own resolution, ``FusedMoE``,
-weight loader and ModelOpt NVFP4 method on simulated Blackwell GPUs; only kernels are stood in
-for (:mod:`..simulation.moe_forward`).
-
-* the evidence: SGLang's first MoE layer of each stand-in checkpoint, launched as SGLang ships
-  it and with ``--moe-runner-backend flashinfer_cutlass``, per GPU and launch line; its states
-  must equal the release facts' row for this SGLang, or become this machine's row;
-* each stand-in launched as operators do, with no flags and with the model cards'
-  ``--quantization modelopt_fp4``, on every simulated Blackwell GPU: the runner published is
-  ``flashinfer_cutlass`` where the evidence shows SGLang's own layer failing, SGLang's own
-  elsewhere, and the layer built on it serves (Llama 4: ``expert(x * w)``);
-* a launch line no runner serves is refused before the weights load, naming the line that
-  works;
-* ``--moe-runner-backend`` given: resolution is SGLang's own, field for field.
+"""``nvfp4-moe-runner``'s contract on CPU, on simulated Blackwell GPUs
+(:mod:`..simulation.moe_forward`): the evidence equals the release facts' row (or becomes this
+machine's); each stand-in launched as operators do gets ``flashinfer_cutlass`` where the
+evidence is live, and its layer serves; a launch line no runner serves is refused, naming the
+one that does; a given ``--moe-runner-backend`` is resolved as SGLang resolves it.
 """
 
 from __future__ import annotations
@@ -58,17 +49,22 @@ def _evidence(found: dict[str, Any]) -> str:
     return agrees_or_kept(cells(found), summary)
 
 
+def _current_facts() -> dict[str, Any]:
+    record = current_facts()
+    if record is None:
+        raise CheckFailed("no release facts for this SGLang, so the patch cannot act")
+    return record
+
+
 def _launch(model_dir: Path, gpu: str, quantization: str | None) -> str:
-    """One launch as this process's hooks resolve it, against the evidence; the layer built
-    on the published runner must serve where the evidence says the patch acts."""
+    """One launch as this process's hooks resolve it, against the evidence (where the patch
+    acts, the layer built on the published runner must serve)."""
     from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
     from sglang_nvfp4_patches.simulation.server_args import resolve
 
-    record = current_facts()
-    if record is None:
-        raise CheckFailed("no release facts for this SGLang, so the patch cannot act")
+    record = _current_facts()
     launch = launch_name(quantization)
     fact = record[evidence_key(settings_of(model_dir), gpu, launch)]
     state = EvidenceState(fact["state"])
@@ -105,15 +101,12 @@ def _stand_in_launches(model_dir: Path) -> str:
 
 
 def _refusals() -> str:
-    """Each launch line the evidence shows failing on every runner, where another line
-    serves, is refused by resolution, naming that line."""
+    """Each launch line no runner serves, where another line does, is refused naming it."""
     from sglang_nvfp4_patches.nvfp4_moe_runner.rule import launch_that_works, split_key
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.server_args import ServerArgsRejected, resolve
 
-    record = current_facts()
-    if record is None:
-        raise CheckFailed("no release facts for this SGLang, so the patch cannot act")
+    record = _current_facts()
     by_settings = {settings_of(model_dir): model_dir for model_dir in stand_ins().values()}
     refused = []
     for key, fact in record.items():

@@ -1,16 +1,10 @@
 """The evidence behind ``nvfp4-moe-runner``, gathered on CPU; its states are release facts.
 
-Per MoE layer settings (activation, experts per token: :class:`..models.MoeSettings`), per
-simulated Blackwell GPU and per launch line (no ``--quantization``, and each spelling of it
-under which SGLang builds the checkpoint with its ModelOpt NVFP4 method), :func:`gather` asks
-SGLang what it publishes for a stand-in checkpoint with those settings, runs its first MoE
-layer once as SGLang ships it (this patch suspended) and once with ``--moe-runner-backend
-flashinfer_cutlass`` (:mod:`..simulation.moe_forward`), and :func:`.rule.evidence_of` says what
-that shows. The stand-ins are bundled configs of published checkpoints; where two share
-settings, one whose runner SGLang leaves at ``auto`` is the measurement (a model override
-that publishes a runner is read per launch, never from here). ``verify`` gathers it and
-compares the states with the release facts (:mod:`..release_facts`), one ``moe:`` column per
-settings (:func:`cells`); a server reads the row (:func:`current_facts`).
+Per MoE layer settings, simulated Blackwell GPU and launch line, :func:`gather` asks SGLang what
+it publishes for a bundled stand-in checkpoint, runs its first MoE layer as SGLang ships it and
+with ``--moe-runner-backend flashinfer_cutlass``, and :func:`.rule.evidence_of` says what that
+shows. ``verify`` compares the states with the release facts' ``moe:`` columns (:func:`cells`);
+a server reads its row (:func:`current_facts`).
 """
 
 from __future__ import annotations
@@ -69,8 +63,7 @@ def cells(facts: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
 
 
 def facts_of(row: Row) -> dict[str, dict[str, str]] | None:
-    """The facts a row's ``moe:`` cells give (``None`` where it has none): per
-    :func:`.rule.evidence_key`, the state and its sentence."""
+    """A row's ``moe:`` facts per :func:`.rule.evidence_key` (``None``: it has none)."""
     found: dict[str, dict[str, str]] = {}
     for column in row.cells:
         cell = row.cell(column)
@@ -87,8 +80,7 @@ def facts_of(row: Row) -> dict[str, dict[str, str]] | None:
 
 
 def stand_ins() -> dict[str, Path]:
-    """The bundled ModelOpt NVFP4 MoE configs the evidence runs, by the checkpoint each
-    stands for: their layers span the settings published MoE checkpoints have."""
+    """The bundled ModelOpt NVFP4 MoE configs the evidence runs, by checkpoint."""
     from sglang_nvfp4_patches.simulation.bundled import EVIDENCE_STAND_INS
 
     return dict(EVIDENCE_STAND_INS)
@@ -108,9 +100,8 @@ def current_facts() -> dict[str, Any] | None:
 
 
 def nvfp4_spellings() -> tuple[str, ...]:
-    """The ``--quantization`` values of SGLang's own parser that launch a ModelOpt NVFP4
-    checkpoint with its ModelOpt NVFP4 method: the model cards' ``modelopt_fp4``, and
-    ModelOpt's ``modelopt``, from which SGLang reads FP4 off the checkpoint."""
+    """The ``--quantization`` values SGLang offers that launch a ModelOpt NVFP4 checkpoint with
+    its ModelOpt NVFP4 method (``modelopt_fp4``, ``modelopt``)."""
     from sglang_nvfp4_patches.simulation.server_args import flag_choices
 
     offered = flag_choices(QUANTIZATION_FLAG)
@@ -118,8 +109,7 @@ def nvfp4_spellings() -> tuple[str, ...]:
 
 
 def _cutlass_run(model_dir: Path, profile: Any, flags: dict[str, Any]) -> dict[str, Any] | None:
-    """The layer with ``--moe-runner-backend flashinfer_cutlass`` added; where SGLang refuses
-    that flag beside the others, a failure that says so."""
+    """The layer with ``--moe-runner-backend flashinfer_cutlass`` (a refusal: a failure)."""
     from sglang_nvfp4_patches.simulation.moe_forward import run_first_moe_layer
 
     try:
@@ -132,8 +122,7 @@ def _cutlass_run(model_dir: Path, profile: Any, flags: dict[str, Any]) -> dict[s
 
 def gather_one(model_dir: Path, gpu: str, quantization: str | None = None) -> dict[str, Any]:
     """The state of one stand-in on one simulated GPU, launched with ``quantization``, and the
-    runner SGLang publishes (in a process where SGLang loaded the plugin: the other patches
-    act as in a server)."""
+    runner SGLang publishes (the other patches act as in a server)."""
     from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.moe_forward import run_first_moe_layer
@@ -154,19 +143,15 @@ def gather_one(model_dir: Path, gpu: str, quantization: str | None = None) -> di
 
 
 def _measured(fact: Mapping[str, Any]) -> bool:
-    """Whether SGLang left the stand-in's runner at auto, so its layer was run."""
-    return fact["published"] in (None, AUTO)
+    return fact["published"] in (None, AUTO)  # left at auto, so the layer was run
 
 
 def merged(
     stand_in: str, fact: dict[str, Any], kept: dict[str, Any] | None, general: str | None
 ) -> dict[str, Any]:
-    """The fact kept for one key when ``stand_in`` adds ``fact`` to what is ``kept``.
-    ``general`` is the runner SGLang publishes on that GPU and launch for the control, a
-    stand-in no model override concerns: a runner every architecture gets. A run layer wins
-    over a stand-in whose model override publishes a runner (that says nothing of other
-    architectures, whose launches read their own overrides); run layers that disagree are
-    ``unknown``."""
+    """The fact kept for one key when ``stand_in`` adds ``fact`` to ``kept``; ``general`` is
+    the runner every architecture gets there (the control's). A run layer wins over a
+    published runner; run layers that disagree are ``unknown``."""
     fact = {**fact, "stand_in": stand_in}
     if not _measured(fact) and fact["published"] != general:
         fact["state"] = EvidenceState.NOT_COVERED.value
@@ -178,8 +163,8 @@ def merged(
 
 
 def gather() -> dict[str, Any]:
-    """Every settings key the stand-ins give, on every simulated GPU and launch line; the
-    control first, whose published runner is what SGLang gives every architecture."""
+    """Every settings key the stand-ins give, on every simulated GPU and launch line (the
+    control first)."""
     from sglang_nvfp4_patches.simulation.bundled import EVIDENCE_CONTROL
 
     found: dict[str, Any] = {}

@@ -7,8 +7,7 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import CUTLASS, NVFP4
 
 
 def explain_note(moe_runner: str | None, moe_quantization: str | None) -> str:
-    """One line for the ModelOpt NVFP4 MoE rows it concerns: what it does, and on what
-    evidence (no line for any other checkpoint)."""
+    """One line for a ModelOpt NVFP4 MoE row (none for any other checkpoint)."""
     if moe_quantization != NVFP4:
         return ""
     from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import facts_of

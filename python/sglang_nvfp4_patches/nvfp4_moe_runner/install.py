@@ -1,7 +1,5 @@
-"""Install ``nvfp4-moe-runner`` (the declaration's ``install``): its question
-(:mod:`.question`) is asked through the server-args seam as soon as SGLang imports it, so
-plugin load imports nothing; the hook decides per launch from the evidence
-record, which is read only when a launch needs it."""
+"""Install ``nvfp4-moe-runner`` (the declaration's ``install``): its question is asked through
+the server-args seam as SGLang imports it, so plugin load imports nothing."""
 
 from __future__ import annotations
 
@@ -19,9 +17,8 @@ PENDING = "decided when SGLang resolves a ModelOpt NVFP4 MoE checkpoint"
 
 
 def install(forced: bool, observe: bool) -> PatchReport:
-    """Ask the question when SGLang imports the seam; ``observe``: wire nothing, say from the
-    evidence whether the failure is live here. ``forced`` is never true: this patch cannot be
-    forced (its declaration says why)."""
+    """Ask the question when SGLang imports the seam; ``observe``: wire nothing, say whether
+    the failure is live here. ``forced`` is never true: this patch cannot be forced."""
     if observe:
         report = unpatched_report()
         if report.state is PatchState.UNKNOWN:  # nothing wired, nothing known: say what to do

@@ -1,12 +1,7 @@
-"""``nvfp4-moe-runner``'s question to the server-args seam (:mod:`..server_args_seam`): for
-every architecture, the MoE runner to declare, decided per launch from its facts: the MoE
-layer settings its config gives, the quantization and MoE runner resolution has so far (the
-operator's flags, then SGLang's own model defaults), the GPU, and the checkpoint's
-quantization as SGLang detects it. Where SGLang adjusts the record in place it is asked after
-those adjustments, where they left the runner at ``auto``. The rule runs here as this process
-runs it: the release facts read when a launch needs it, the decision's log lines (one per
-model and GPU per process), and the refusal of a launch no runner serves where another
-launch line does."""
+"""``nvfp4-moe-runner``'s question to the server-args seam: for every architecture, the MoE
+runner to declare, decided per launch from its facts (MoE layer settings, quantization and
+runner so far, GPU, checkpoint quantization), with the decision's log lines, once per model,
+and the refusal of a launch no runner serves where another launch line does."""
 
 from __future__ import annotations
 
@@ -38,8 +33,7 @@ _lock = threading.Lock()
 
 
 def answer(launch: Launch) -> str | None:
-    """The runner to declare where the decision publishes one and SGLang's whole resolution,
-    left alone, would publish none (a model's later pass may: that one stands)."""
+    """The runner to declare where the decision publishes one (``None``: SGLang's stands)."""
     settings = moe_settings(launch.hf_config)
     declared = launch.declared
     facts = LaunchFacts(
@@ -62,11 +56,9 @@ def _once(model_path: str, decision: Decision) -> bool:
 
 
 def decide_and_log(facts: LaunchFacts, launch: Launch) -> Decision:
-    """The decision for one launch, with its INFO line where it publishes and one ERROR where
-    the evidence cannot tell (the way out named); :class:`LaunchRefused` where the layer
-    fails on every runner this patch can publish and another launch line serves it. Before it
-    acts, where a model's later pass may still publish a runner (a registry: SGLang adjusting
-    the record in place has done so already), SGLang's whole resolution alone is asked."""
+    """The decision for one launch, with its INFO or ERROR line; :class:`LaunchRefused` where
+    no runner serves the layer but another launch line does. Before it acts on a registry,
+    SGLang's whole resolution alone is asked (a model's later pass may publish a runner)."""
     from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import current_facts
 
     decision = decide(facts, current_facts)

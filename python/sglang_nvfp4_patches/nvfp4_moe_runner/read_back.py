@@ -29,9 +29,8 @@ PHRASES = {
 
 
 def _clauses(facts: Mapping[str, Any], live_verb: str) -> list[tuple[EvidenceState, str]]:
-    """One clause per launch line and state, MoE layer settings and GPUs in a fixed order:
-    ``no --quantization: silu, top-1 on sm100, sm120; gelu, top-k on sm120 get
-    flashinfer_cutlass (why)``."""
+    """One clause per launch line and state: ``no --quantization: silu, top-1 on sm100,
+    sm120; gelu, top-k on sm120 get flashinfer_cutlass (why)``."""
     gpus = list(EVIDENCE_GPUS.values())
     groups: dict[tuple[str, EvidenceState], dict[str, list[str]]] = {}
     for key, fact in facts.items():
@@ -64,8 +63,7 @@ def no_record() -> PatchReport:
 
 
 def summary(facts: Mapping[str, Any], origin: str, live_state: PatchState) -> PatchReport:
-    """One report from the record's facts; ``live_state`` is what a live failure means here
-    (``applied`` where the hook acts, ``not patched`` where nothing is wired)."""
+    """One report from the record's facts; ``live_state``: what a live failure means here."""
     verb = "get" if live_state is PatchState.APPLIED else "would get"
     clauses = _clauses(facts, f"{verb} {CUTLASS}")
     states = {state for state, _ in clauses}

@@ -1,19 +1,12 @@
 """When does a ModelOpt NVFP4 MoE checkpoint get ``flashinfer_cutlass`` published? (pure: no
 SGLang, no torch)
 
-SGLang's own rule picks ``flashinfer_cutlass`` for ``modelopt_fp4`` on SM110/SM120 (FlashInfer's
-trtllm-gen MoE kernels are SM100-only), but it reads ``--quantization``, not the checkpoint's
-quantization. With no flag the published MoE runner stays ``auto``; the ModelOpt NVFP4 method
-then prepares its weights for one runner and builds another, and the layer fails at its first
-forward (sglang#39807). The cause lives in the method, not in a model: every architecture
-built with it fails so on SM12x, and on SM10X wherever no model override publishes a runner,
-with or without ``--quantization modelopt_fp4`` (that rule covers SM110/SM120 only).
-
-Whether that failure is live on this SGLang is not read off its code: it is **evidence**, one
-forward through SGLang's own layer on a simulated GPU (:mod:`.evidence`), kept per MoE layer
-settings (activation, experts per token), GPU and launch line. A launch is decided by those
-facts of its own checkpoint and by the runner resolution has so far (the user's flag, or what
-its model override publishes), never by the model's name.
+SGLang picks ``flashinfer_cutlass`` for ``modelopt_fp4`` on SM110/SM120 from ``--quantization``,
+not the checkpoint's. With the runner left at ``auto`` the ModelOpt NVFP4 method prepares its
+weights for one runner and builds another, and the layer fails at its first forward
+(sglang#39807), in any architecture. Whether that is live is **evidence** (:mod:`.evidence`),
+kept per MoE layer settings, GPU and launch line; a launch is decided by its own checkpoint's
+facts and the runner resolution has so far, never by the model's name.
 """
 
 from __future__ import annotations
@@ -33,8 +26,7 @@ EVIDENCE_GPUS: dict[tuple[int, int], str] = {
     (12, 0): "sm120",
     (12, 1): "sm121",
 }
-# Layer verdicts (simulation.moe_forward.LayerVerdict values) that mean the server fails or
-# answers wrong with that layer, and the one that means it serves.
+# LayerVerdict values: those that mean the server fails or answers wrong, and it serves.
 BROKEN_VERDICTS = frozenset({"fails", "no kernel", "wrong"})
 SERVES = "serves"
 OTHER_KERNEL = "other kernel"
@@ -48,13 +40,11 @@ class EvidenceState(str, enum.Enum):
     NOT_AFFECTED = "not affected"  # SGLang publishes a runner itself, or runner and weights agree
     NO_REMEDY = "no remedy"  # SGLang's own layer fails there, and on flashinfer_cutlass too
     UNKNOWN = "unknown"  # the simulation could not tell
-    # no stand-in with these settings has its runner left at auto on that GPU and launch (a
-    # model override publishes one): a launch of another architecture there is not covered
+    # no stand-in with these settings has its runner left at auto on that GPU and launch
     NOT_COVERED = "not covered"
 
 
-# The one sentence a state stands for where the release facts give it (the facts keep states
-# only: `verify` and `explain` derive the details again).
+# The sentence a state stands for where the release facts (states only) give it.
 STATE_REASONS: dict[EvidenceState, str] = {
     EvidenceState.LIVE: f"SGLang's own layer fails at the first forward, and with {CUTLASS} "
     "it serves",
@@ -90,10 +80,8 @@ def split_key(key: str) -> tuple[str, str, str]:
 def evidence_of(
     published: str | None, unpatched: Mapping[str, Any] | None, cutlass: Mapping[str, Any] | None
 ) -> EvidenceState:
-    """The state of what the simulation saw: the runner SGLang ``published`` with no flags,
-    the layer run as SGLang ships it (``unpatched``: runner, verdict, detail) and the same
-    launch with ``--moe-runner-backend flashinfer_cutlass`` (``cutlass``); each state reads as
-    its sentence (:data:`STATE_REASONS`)."""
+    """The state of what the simulation saw: the runner SGLang ``published``, the layer as
+    SGLang ships it (``unpatched``) and with ``--moe-runner-backend flashinfer_cutlass``."""
     if published not in (None, AUTO):
         return EvidenceState.NOT_AFFECTED  # SGLang publishes a runner itself
     verdict = None if unpatched is None else unpatched["verdict"]
@@ -140,8 +128,8 @@ WORKING_STATES = frozenset({"live", "upstream", "not affected"})
 
 
 def launch_that_works(record: Mapping[str, Any], key: str) -> str | None:
-    """Another launch line of the same MoE layer settings on the same GPU whose evidence
-    shows it serving (a ``--quantization`` spelling first: the nearest change of the line)."""
+    """Another launch line of the same settings and GPU shown serving (``--quantization``
+    spellings first: the nearest change of the line)."""
     settings, gpu, launch = split_key(key)
     found = [
         other
@@ -168,26 +156,21 @@ def refusal(decision: Decision, model_path: str, version: str) -> str:
     )
 
 
-def _gpu_name(capability: tuple[int, int]) -> str:
-    return f"SM{capability[0]}{capability[1]}"
-
-
 Evidence = Mapping[str, Any]
 
 
 def decide(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Decision:
     """Publish ``flashinfer_cutlass`` for this launch, or leave SGLang's runner. ``evidence()``
-    (asked only when the launch needs it) maps :func:`evidence_key` to ``{"state": ...,
-    "detail": ...}``, or is ``None`` where this SGLang has no record. Any architecture: what
-    counts is the checkpoint's quantization, its MoE layer's settings, the launch line, the
-    runner resolution has so far (the user's, or its model override's) and the GPU."""
+    (asked only when needed) maps :func:`evidence_key` to ``{"state", "detail"}``, or is
+    ``None`` where this SGLang has no record."""
     if facts.runner not in (None, AUTO):
         return Decision(None, f"the MoE runner backend is already {facts.runner}")
     if facts.capability is None:
         return Decision(None, "not a CUDA GPU")
     gpu = EVIDENCE_GPUS.get(facts.capability)
     if gpu is None:
-        return Decision(None, f"{_gpu_name(facts.capability)} is not a GPU this patch simulates")
+        major, minor = facts.capability
+        return Decision(None, f"SM{major}{minor} is not a GPU this patch simulates")
     if facts.settings is None:
         return Decision(None, "not a MoE checkpoint")
     if facts.checkpoint_quantization() != NVFP4:

@@ -1,7 +1,5 @@
-"""``nvfp4-moe-runner``'s suspension (:mod:`sglang_nvfp4_patches.suspension`): inside
-:func:`suspended` the patch declares nothing (``explain``'s unpatched column, and the evidence
-of SGLang as it ships that :mod:`.evidence` gathers; a leaf, so the hooks and the evidence
-share it without importing each other)."""
+"""``nvfp4-moe-runner``'s suspension: inside :func:`suspended` the patch declares nothing (a
+leaf, so the hooks and the evidence share it without importing each other)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,7 @@
-"""One hook per hooked target, serving every question the patches ask (:mod:`.question`):
-
-* on a model-override registry (:mod:`.seam`), one provider under a predicate every
-  architecture meets (SGLang runs those after the architecture's own, so its declarations
-  win), declaring each answer;
-* on ``ServerArgs._handle_model_specific_adjustments`` (no registry), one AROUND hook setting
-  each answer before or after SGLang's own adjustments, as the question says;
-* on ``Scheduler.__init__``, where a question checks records resolved before plugins loaded,
-  one hook handing it the record the scheduler receives.
-
-Each call reads one :class:`.launch.Launch`, shared by the questions about its architecture.
+"""One hook per target serving every patch's question (:mod:`.question`): a registry provider
+under a predicate every architecture meets (run after the architecture's own, so it wins), or
+an AROUND hook on ``_handle_model_specific_adjustments``; and one on ``Scheduler.__init__`` for
+records resolved before plugins loaded. Each call reads one shared :class:`.launch.Launch`.
 """
 
 from __future__ import annotations
@@ -87,8 +80,7 @@ setattr(registry_provider, PATCHED_MARK, True)
 
 
 def check_record(record: Any) -> bool:
-    """Every question's check of a record resolved before SGLang loaded plugins; whether one
-    warned."""
+    """Every question's check of a record resolved before plugins loaded; whether one warned."""
     launch = Launch.resolved(record)
     return any([q.check_record(launch) for q in _questions if q.check_record is not None])
 
@@ -113,8 +105,7 @@ def _registered(seam: OverrideSeam) -> list[Any]:
 
 
 def _wire() -> None:
-    """Put the hook on this SGLang's seam, once; :class:`PatchUnavailable` where it has none,
-    or a registry no provider reaches every architecture of."""
+    """Put the hook on this SGLang's seam, once (:class:`PatchUnavailable`: it cannot)."""
     global _seam
     seam = find_override_seam()
     if seam.kind is SeamKind.ADJUSTMENTS_METHOD:
@@ -132,10 +123,8 @@ def _wire() -> None:
 
 
 def ask(question: Question, now: bool = False) -> str | None:
-    """Serve ``question`` from the hook (idempotent): ``now`` (importing the seam;
-    :class:`PatchUnavailable` where there is none), or as SGLang imports the seam, so plugin
-    load imports nothing; there, where the seam cannot be hooked, one ERROR names the patch
-    (returned too where the seam was imported already)."""
+    """Serve ``question`` from the hook (idempotent), ``now`` or as SGLang imports the seam; a
+    seam that cannot be hooked then logs one ERROR (returned where it was imported already)."""
     if question not in _questions:
         _questions.append(question)
     failures: list[str] = []

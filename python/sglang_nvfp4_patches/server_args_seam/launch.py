@@ -1,6 +1,5 @@
-"""One launch's facts where the seam's hook stands, each read once and shared by every question:
-the record and resolution so far, the model config and architecture, the GPU as SGLang probes
-it, what SGLang's own providers declare, and SGLang's whole resolution alone."""
+"""One launch's facts where the seam's hook stands, each read once and shared by every question
+(the record, resolution so far, model config, GPU, SGLang's own declarations and resolution)."""
 
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ sglang_alone_suspension = Suspension("server_args_seam_alone")
 
 @contextlib.contextmanager
 def sglang_logs_held_back() -> Iterator[None]:
-    """SGLang's INFO and WARNING lines held back while a question asks SGLang something a
-    second time (they come once, from SGLang's own call)."""
+    """SGLang's INFO and WARNING lines held back while SGLang is asked something again."""
     sglang_logger = logging.getLogger("sglang")
     level = sglang_logger.level
     sglang_logger.setLevel(logging.ERROR)
@@ -59,6 +57,20 @@ def device_capability(device: str | None) -> tuple[int, int] | None:
     return int(major), int(minor)
 
 
+def quant_config_of(model_config: Any) -> Any:
+    """The checkpoint's quantization config as SGLang's model loader builds it (``None``: not
+    quantized), from config.json or ``hf_quant_config.json``."""
+    if not model_config.quantization:
+        return None
+    from sglang.srt.configs.load_config import LoadConfig
+    from sglang.srt.model_loader.weight_utils import get_quant_config
+
+    # get_quant_config writes into the HF config, which SGLang shares: a private copy here.
+    isolated = copy.copy(model_config)
+    isolated.hf_config = copy.deepcopy(model_config.hf_config)
+    return get_quant_config(isolated, LoadConfig(), {})
+
+
 class Launch:
     """``record`` as ``seam``'s hook receives it (``hf_config``: the one a registry hands its
     providers; the record's model config holds it otherwise)."""
@@ -70,8 +82,7 @@ class Launch:
 
     @classmethod
     def resolved(cls, record: Any) -> Launch:
-        """A record SGLang resolved: where it resolves once, the record keeps the operator's
-        input and :attr:`view` reads the declarations; otherwise resolution wrote the record."""
+        """A record SGLang resolved (kept pristine where it resolves once)."""
         if hasattr(record, "resolve_once"):
             return cls(
                 record, OverrideSeam(SeamKind.REGISTRY, importlib.import_module(BASE_MODULE))
@@ -86,8 +97,7 @@ class Launch:
 
     @cached_property
     def view(self) -> Any:
-        """Resolution so far: a live view of the declarations over a pristine record, or the
-        record itself (resolved in place so far)."""
+        """Resolution so far: a view of the declarations over a pristine record, or the record."""
         if not self.pristine:
             return self.record
         from sglang.srt.arg_groups.model_override_base import resolving_view
@@ -116,8 +126,7 @@ class Launch:
 
     @cached_property
     def is_sm100(self) -> bool:
-        """SGLang's SM10X probe as the release's model defaults read it: the process's
-        platform where the record stays pristine, else the probe bound in the seam's module."""
+        """SGLang's SM10X probe as the release's model defaults read it."""
         if not self.pristine:
             return bool(self.seam.module.is_sm100_supported())
         from sglang.srt.runtime_context import get_platform
@@ -126,19 +135,8 @@ class Launch:
 
     @cached_property
     def kv_cache_quant_algo(self) -> object:
-        """The checkpoint's KV-cache quantization as SGLang's model loader reads it
-        (``get_quant_config``: ``quantization_config`` in config.json, else the checkpoint's
-        ``hf_quant_config.json``), which ``--kv-cache-dtype auto`` follows."""
-        if not self.model_config.quantization:
-            return None
-        from sglang.srt.configs.load_config import LoadConfig
-        from sglang.srt.model_loader.weight_utils import get_quant_config
-
-        # get_quant_config writes into the HF config's quantization dict, and SGLang shares
-        # that config object: it reads a private copy here.
-        isolated = copy.copy(self.model_config)
-        isolated.hf_config = copy.deepcopy(self.model_config.hf_config)
-        return getattr(get_quant_config(isolated, LoadConfig(), {}), "kv_cache_quant_algo", None)
+        """The checkpoint's KV-cache quantization, which ``--kv-cache-dtype auto`` follows."""
+        return getattr(quant_config_of(self.model_config), "kv_cache_quant_algo", None)
 
     @cached_property
     def capability(self) -> tuple[int, int] | None:
@@ -146,11 +144,8 @@ class Launch:
 
     @cached_property
     def declared(self) -> dict[str, Any]:
-        """What SGLang's own providers for this architecture declare before the hook's
-        provider (those keyed by its name, then predicate providers registered before it:
-        providers of one resolution do not see each other's declarations), asked as SGLang
-        calls them, its log lines held back; one that raises declares nothing here (SGLang's
-        own call of it raises). Nothing where the record was adjusted in place."""
+        """What SGLang's own providers for this architecture declare before the hook's (one
+        resolution's providers do not see each other's); one that raises declares nothing."""
         if self.seam.kind is SeamKind.ADJUSTMENTS_METHOD:
             return {}
         module, architecture = self.seam.module, self.architecture
@@ -169,11 +164,9 @@ class Launch:
         return declared
 
     def sglang_alone(self, field: str) -> Any:
-        """``field`` as SGLang's whole resolution publishes it for this launch's raw
-        arguments with no question answered: what a model's own later passes choose, which a
-        provider cannot see. Asked of a twin record built from the same raw fields, with
-        SGLang's log lines held back and the process environment (which resolution may write)
-        put back."""
+        """``field`` as SGLang's whole resolution alone publishes it for this launch (a model's
+        later passes, which a provider cannot see), asked of a twin record; the process
+        environment, which resolution may write, is put back."""
         module = importlib.import_module(SERVER_ARGS_MODULE)
         cls = type(self.record)
         reader = getattr(module, "record_fields", dataclasses.fields)

@@ -23,12 +23,10 @@ class Question:
     answer: Callable[[Launch], Any]  # the value to declare, or None: SGLang's own stands
     architectures: frozenset[str] | None = None  # None: every architecture
     is_suspended: Callable[[], bool] = never  # the patch's suspension (explain's unpatched)
-    # Where SGLang sets model defaults in place (no registry): asked before SGLang's own
-    # adjustments, as if the operator had typed the value (True), or after them, of the record
-    # they resolved (False).
+    # Where SGLang sets model defaults in place: asked before its adjustments, as if the
+    # operator had typed the value (True), or after them, of the record they resolved (False).
     before_adjustments: bool = True
-    # A record resolved before SGLang loaded plugins, checked as the scheduler receives it
-    # (one WARNING where the answer would have differed); returns whether it warned.
+    # Checks a record resolved before plugins loaded, as the scheduler receives it (warned?).
     check_record: Callable[[Launch], bool] | None = None
 
     def asks_about(self, architecture: str | None) -> bool:

@@ -1,17 +1,8 @@
-"""Where this SGLang lets a model declare its own server-argument defaults, probed by feature:
-the seam a patch uses to change a default before SGLang resolves the rest.
-
-In the order they are looked for:
-
-* the model-override registry of ``sglang.srt.arg_groups.model_override_base``: providers
-  ``(server_args, hf_config) -> {field: value}`` run in registration order, the last writer
-  of a field wins, and they read resolution so far through ``resolving_view``;
-* the same registry in ``sglang.srt.arg_groups.overrides``, whose providers read the record;
-* ``ServerArgs._handle_model_specific_adjustments``, which sets model defaults in place
-  (hooked AROUND, a patch sets a field first as if the user had typed it).
-
-Which releases have which seam: ``docs/releases.md``. :mod:`.hooks` puts one hook on it for
-every patch's question.
+"""Where this SGLang lets a model declare its server-argument defaults, probed by feature, in
+this order: the model-override registry of ``arg_groups.model_override_base`` (providers read
+``resolving_view``; the last writer wins), the same registry in ``arg_groups.overrides``
+(providers read the record), or ``ServerArgs._handle_model_specific_adjustments`` (hooked
+AROUND). Which releases have which: ``docs/releases.md``.
 """
 
 from __future__ import annotations
@@ -50,9 +41,8 @@ class OverrideSeam:
 
 
 def seam_module() -> str:
-    """The module whose import completes the seam (SGLang's own providers registered), found
-    by its file alone: a patch hooks the seam from an import callback on it, so plugin load
-    imports nothing (:func:`sglang_nvfp4_patches.post_import.when_imported`)."""
+    """The module whose import completes the seam, found by its file alone (plugin load
+    imports nothing: :func:`sglang_nvfp4_patches.post_import.when_imported`)."""
     from sglang_nvfp4_patches.post_import import module_exists
 
     if module_exists(BASE_MODULE):
@@ -70,8 +60,7 @@ def _import(name: str) -> Any:
 
 
 def find_override_seam() -> OverrideSeam:
-    """The seam this SGLang has (:class:`PatchUnavailable` where it has none, or an incomplete
-    registry: a registry found is never passed over for an older seam)."""
+    """The seam this SGLang has (:class:`PatchUnavailable`: none, or an incomplete registry)."""
     base = _import(BASE_MODULE)
     if base is not None:
         for name in ("register_model_override", "_MODEL_OVERRIDE_FNS"):

@@ -1,17 +1,9 @@
-"""One forward through a checkpoint's first MoE layer on a simulated GPU, the way a server
-runs it, on CPU: the question every MoE patch's evidence and ``explain``'s layer column ask.
-
-Resolution with the user's flags (and whatever hooks this process has) is published as the
-scheduler's config; SGLang's own ``FusedMoE`` is built with what the model passes it
-(:mod:`.moe_models`), at small sizes, on the checkpoint's own quantization config as SGLang's
-loader reads it (``config.json`` or ``hf_quant_config.json``); its weights go in through
-SGLang's weight loader, one shard per expert, as checkpoint tensors; its quantization method
-processes them; and one batch goes through ``apply``. Only kernels are stood in for:
-FlashInfer's CUTLASS MoE by the CPU reference of its contract, and the kernels that reference
-does not compute (:mod:`.uncomputed_kernels`) by stand-ins that say they were reached.
-
-The weights are random FP4 codes with every scale one, so the reference decodes them exactly
-and the output is compared with what the layer means (:mod:`..reference.moe_meaning`).
+"""One forward through a checkpoint's first MoE layer on a simulated GPU, on CPU, the way a
+server runs it: SGLang's own resolution, ``FusedMoE`` (built as the model builds it,
+:mod:`.moe_models`, at small sizes), weight loader and quantization method; only kernels are
+stood in for (FlashInfer's CUTLASS MoE by its CPU reference, the rest by
+:mod:`.uncomputed_kernels`). The weights are random FP4 codes with every scale one, so the
+output is compared exactly with what the layer means (:mod:`..reference.moe_meaning`).
 """
 
 from __future__ import annotations
@@ -97,8 +89,7 @@ PLACEMENT = {
 
 @contextlib.contextmanager
 def single_gpu_placement() -> Iterator[None]:
-    """A one-GPU layer's expert placement (rank 0 of 1 for MoE EP and TP), through SGLang's
-    own override seam where it has one, else its process-group functions wherever bound."""
+    """Rank 0 of 1 for MoE EP and TP, through SGLang's override seam, else its functions."""
     try:
         from sglang.srt.runtime_context import get_parallel
 
@@ -126,33 +117,6 @@ def _model_config(server_args: Any) -> Any:
     return model_config_of(server_args)
 
 
-def checkpoint_quant_config(server_args: Any) -> Any:
-    """The checkpoint's quantization config as SGLang's model loader builds it (``None``: not
-    quantized), on a private copy of the HF config (the loader writes into it)."""
-    import copy
-
-    from sglang.srt.configs.load_config import LoadConfig
-    from sglang.srt.model_loader.weight_utils import get_quant_config
-
-    model_config = _model_config(server_args)
-    if not model_config.quantization:
-        return None
-    isolated = copy.copy(model_config)
-    isolated.hf_config = copy.deepcopy(model_config.hf_config)
-    return get_quant_config(isolated, LoadConfig(), {})
-
-
-def _fused_moe_args(model: MoeModel) -> dict[str, Any]:
-    args = dict(model.fused_moe_args)
-    routing = args.pop("routing_method_type", None)
-    if routing is not None:
-        from sglang.srt.layers.moe.utils import RoutingMethodType
-
-        if hasattr(RoutingMethodType, routing):
-            args["routing_method_type"] = getattr(RoutingMethodType, routing)
-    return args
-
-
 def build_layer(model: MoeModel, quant_config: Any, experts: int) -> Any:
     """SGLang's ``FusedMoE`` as the model builds it (arguments this release's constructor
     does not take are left out)."""
@@ -167,8 +131,14 @@ def build_layer(model: MoeModel, quant_config: Any, experts: int) -> Any:
         "params_dtype": torch.bfloat16,
         "quant_config": quant_config,
         "prefix": model.prefix,
-        **_fused_moe_args(model),
+        **model.fused_moe_args,
     }
+    routing = args.pop("routing_method_type", None)
+    if routing is not None:
+        from sglang.srt.layers.moe.utils import RoutingMethodType
+
+        if hasattr(RoutingMethodType, routing):
+            args["routing_method_type"] = getattr(RoutingMethodType, routing)
     accepted = inspect.signature(fused_moe.__init__).parameters
     return fused_moe(**{name: value for name, value in args.items() if name in accepted})
 
@@ -229,13 +199,9 @@ def load_weights(layer: Any, model: MoeModel, weights: ExpertWeights) -> None:
                 loader(param, tensor, f"{model.prefix}.{name}", shard_id=shard, expert_id=expert)
 
 
-def _holder(layer: Any) -> Any:
-    """The object that holds the runner: the compressed-tensors scheme, else the method."""
-    return getattr(layer, "scheme", None) or layer.quant_method
-
-
 def layer_runner(layer: Any) -> str | None:
-    holder = _holder(layer)
+    """The runner the compressed-tensors scheme, else the quantization method, holds."""
+    holder = getattr(layer, "scheme", None) or layer.quant_method
     backend = getattr(getattr(holder, "runner", None), "runner_backend", None)
     if backend is None:
         backend = getattr(holder, "_moe_runner_backend", None)
@@ -266,8 +232,7 @@ def forward(layer: Any, x: Any, weights: Any, ids: Any) -> Any:
 
 
 _PACKAGE = f"{os.sep}sglang_nvfp4_patches{os.sep}"
-# Code that needs a GPU: kernel libraries, torch's CUDA runtime and its custom-op dispatch (an
-# op a kernel library registers only where it is built for CUDA).
+# Code that needs a GPU: kernel libraries, torch's CUDA runtime and its custom-op dispatch.
 _GPU_ONLY = (
     f"{os.sep}flashinfer{os.sep}",
     f"{os.sep}sgl_kernel{os.sep}",
@@ -277,9 +242,8 @@ _GPU_ONLY = (
 
 
 def _raised_by(error: BaseException) -> str:
-    """Whose code raised ``error``: ``gpu only`` where it passed through code that needs a
-    GPU (the CPU cannot tell what a GPU would do there), else the innermost frame of ours
-    (``plugin``) or SGLang's (``sglang``), else ``other``."""
+    """``gpu only`` where ``error`` passed through GPU-only code, else whose innermost frame
+    raised it: ``plugin``, ``sglang`` or ``other``."""
     frames = traceback.extract_tb(error.__traceback__)
     if any(part in frame.filename for frame in frames for part in _GPU_ONLY):
         return "gpu only"
@@ -309,14 +273,9 @@ def _verdict_of(error: Exception, stage: _Stage, gpu: GpuProfile) -> tuple[Layer
     raise error  # the simulation's own failure: a bug, never a verdict on SGLang
 
 
-def _relative_error(out: Any, expected: Any) -> float:
-    return float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
-
-
 @contextlib.contextmanager
 def layer_build_site(gpu: GpuProfile, model_dir: Path, flags: Mapping[str, Any]) -> Iterator[Any]:
-    """Where a scheduler builds and runs MoE layers on ``gpu``, on CPU: the published config
-    (yielded), a one-rank TP group, a one-GPU placement, and every kernel stood in for."""
+    """A scheduler's MoE layer site on ``gpu``, on CPU (yields the published config)."""
     from sglang_nvfp4_patches.simulation.cutlass_kernel import (
         cpu_cutlass_kernel,
         cuda_moves_stay_on_cpu,
@@ -343,12 +302,11 @@ def run_first_moe_layer(
     flags: Mapping[str, Any] | None = None,
     after_build: Callable[[Any], None] | None = None,
 ) -> LayerRun | None:
-    """Build, load, process and run the first MoE layer of the checkpoint in ``model_dir`` on
-    ``gpu`` with the user's server ``flags`` (``None``: no MoE layer, not quantized, a launch
-    across several GPUs, or not a Blackwell GPU: before SM100, NVFP4 MoE runs SGLang's W4A16
-    Marlin fallback, which SGLang picks only where CUDA itself answers). ``after_build`` is
-    called with the layer ``FusedMoE`` built, before its weights load."""
+    """Build, load, process and run the checkpoint's first MoE layer on ``gpu`` with the
+    user's ``flags`` (``None``: no MoE layer, not quantized, several GPUs, or pre-Blackwell,
+    where SGLang's Marlin fallback needs CUDA itself); ``after_build`` gets the layer built."""
     from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
+    from sglang_nvfp4_patches.server_args_seam.launch import quant_config_of
 
     model = moe_model(json.loads((model_dir / "config.json").read_text()))
     flags = dict(flags or {})
@@ -357,7 +315,7 @@ def run_first_moe_layer(
         return None
     experts = max(4, 2 * model.top_k)
     with layer_build_site(gpu, model_dir, flags) as server_args:
-        quant_config = checkpoint_quant_config(server_args)
+        quant_config = quant_config_of(_model_config(server_args))
         if quant_config is None:
             return None
         stage, layer = _Stage.BUILD, None
@@ -389,7 +347,7 @@ def run_first_moe_layer(
         model.router_weight_on_input,
         model.gate_activation,
     )
-    error = _relative_error(out, expected)
+    error = float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
     meaning = "expert(x*w)" if model.router_weight_on_input else "sum_k w_k*expert_k(x)"
     verdict = LayerVerdict.SERVES if error <= TOLERANCE else LayerVerdict.WRONG
     detail = f"output {'=' if verdict is LayerVerdict.SERVES else '!='} {meaning}"

@@ -1,9 +1,5 @@
-"""SGLang's own server-args resolution for a config directory on a simulated GPU.
-
-``explain`` and ``doctor`` must show what SGLang itself would pick, never a copy of its rules,
-so this builds a real ``ServerArgs`` and lets SGLang resolve it with the GPU facts replaced.
-Recent SGLang has an official seam for that, ``runtime_context.override_platform``.
-"""
+"""SGLang's own server-args resolution for a config directory on a simulated GPU: a real
+``ServerArgs``, resolved by SGLang with the GPU facts replaced, never a copy of its rules."""
 
 from __future__ import annotations
 
@@ -86,8 +82,7 @@ def resolve(
     quantization: str | None = None,
     **flags: Any,
 ) -> ResolvedBackends:
-    """SGLang's resolved backends for ``model_dir`` on ``profile`` (flags as a user gives them;
-    ``flags``: further ``ServerArgs`` fields)."""
+    """SGLang's resolved backends for ``model_dir`` on ``profile`` (flags as a user gives them)."""
     try:
         with quiet_sglang(), simulated_gpu(profile):
             server_args = resolved_server_args(model_dir, attention_backend, quantization, **flags)
@@ -103,14 +98,8 @@ def resolve(
             f"SGLang {sglang_version()} refuses these server arguments for {model_dir} on "
             f"simulated {profile.name}: {_reason(error)}"
         ) from error
-    return ResolvedBackends(
-        attention_backend=resolved.get("attention_backend"),
-        prefill_attention_backend=resolved.get("prefill_attention_backend"),
-        decode_attention_backend=resolved.get("decode_attention_backend"),
-        moe_runner_backend=resolved.get("moe_runner_backend"),
-        quantization=resolved.get("quantization"),
-        checkpoint_quantization=checkpoint,
-    )
+    backends = {field: resolved.get(field) for field in _FIELDS}
+    return ResolvedBackends(**backends, checkpoint_quantization=checkpoint)
 
 
 def _reason(error: BaseException) -> str:
