@@ -1,13 +1,7 @@
 """Install ``llama4-router-weight`` (the declaration's ``install``): each part is probed and
-patched on its own when SGLang imports the module that holds it
-(:func:`sglang_nvfp4_patches.post_import.when_imported`).
-
-Three places reject the flag on this path: the runner's fused functions
-(:func:`.runner_registry.runner_patcher`; upstream on recent releases), and
-``ModelOptNvFp4FusedMoEMethod`` and ``CompressedTensorsW4A4Nvfp4MoE``
-(:func:`.method_lift.method_patcher`; still rejecting in 0.5.23). Under ``--use-ray`` the
-actors need the Ray job to load plugins (:mod:`.ray_job_check`). Each part's outcome is
-recorded in :mod:`.outcomes`; :func:`summarize` makes one report of them.
+patched when SGLang imports its module (:func:`sglang_nvfp4_patches.post_import.when_imported`):
+the runner's fused functions (:func:`.runner_registry.runner_patcher`) and each rejecting
+method (:func:`.method_lift.method_patcher`); ``--use-ray`` in :mod:`.ray_job_check`.
 """
 
 from __future__ import annotations

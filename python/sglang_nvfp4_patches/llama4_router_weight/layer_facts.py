@@ -1,9 +1,6 @@
-"""What SGLang has fixed about a MoE layer by the time it builds the layer's runner.
-
-Read from SGLang's own decisions, each probed by feature: the method that holds the layer,
-the model's experts per token (Llama 4 builds ``FusedMoE`` without ``top_k``), and whether
-the FP4 all-gather or the all-to-all's NVFP4 dispatch will quantize the activations before
-the runner sees them. Both are decided at load and only acted on in the forward pass.
+"""What SGLang has fixed about a MoE layer by the time it builds the layer's runner, each
+probed by feature: the method's holder, the experts per token, and whether the FP4 all-gather
+or the all-to-all's NVFP4 dispatch quantizes activations before the runner.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""What each part of ``llama4-router-weight`` did in this process (for ``doctor`` and logs).
-
-The parts are patched from import callbacks, one per SGLang module; each records its outcome
-here, and a failure is one ERROR line that names the part and the release.
+"""What each part of ``llama4-router-weight`` did in this process (for ``doctor`` and logs);
+a failure is one ERROR line that names the part and the release.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
 """The tensor transform behind ``llama4-router-weight``: top-1 router weight folded into the
 expert input (torch, no SGLang import).
 
-Llama 4 routes with ``apply_router_weight_on_input=True``: the router weight multiplies the
-*input* of the expert. FlashInfer's CUTLASS fused MoE only scales expert *outputs*
-(``token_final_scales``). For top-1 routing the two agree exactly when each token's hidden
-states are multiplied by its router weight before the kernel quantizes the activations, and
-the kernel is handed unit final scales. Top-k > 1 would need one differently scaled copy of
-the input per expert, and activations that were quantized before dispatch can no longer be
-scaled, so both are refused with a specific error (:mod:`.refusals`).
+The CUTLASS kernel only scales expert *outputs*; for top-1 routing, multiplying each token's
+hidden states by its router weight before quantization and handing the kernel unit final
+scales is exact. Top-k > 1 and activations quantized before dispatch are refused
+(:mod:`.refusals`).
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """``--use-ray``: the plugin reaches SGLang's Ray scheduler actors only through the Ray job.
 
-``SchedulerActor.__init__`` (``sglang/srt/ray/scheduler_actor.py``) builds the ``Scheduler``
-in a Ray worker process without calling ``load_plugins()``, and SGLang creates those actors
-with no ``runtime_env`` of their own, so they run in the job's. A job-level
-``worker_process_setup_hook`` of ``sglang.srt.plugins.load_plugins`` runs in every worker of
-the job before any actor, which loads the plugin where the model is built (README, "Ray").
-
-No ``ServerArgs`` hook is needed to warn when that hook is missing: SGLang imports
-``sglang.srt.ray.engine`` only on its Ray path, so a post-import callback on that module runs
-the check in every process about to create scheduler actors, and costs nothing elsewhere.
-The check reads the job's runtime env from the Ray already running in the process, else from
-the job config ``ray job submit`` hands its entrypoint; it never imports Ray itself.
+``SchedulerActor`` builds the ``Scheduler`` in a Ray worker without ``load_plugins()``, in
+the job's runtime env; a job-level ``worker_process_setup_hook`` of
+``sglang.srt.plugins.load_plugins`` loads the plugin there (README, "Ray"). A post-import
+callback on ``sglang.srt.ray.engine`` (imported only on SGLang's Ray path) warns when the hook
+is missing, reading the job's runtime env from a running Ray or ``ray job submit``'s job
+config; it never imports Ray.
 """
 
 from __future__ import annotations

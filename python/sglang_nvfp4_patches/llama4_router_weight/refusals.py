@@ -1,12 +1,9 @@
 """Every refusal of ``llama4-router-weight``, its exception class and the switch that lifts it
 (pure: no SGLang, no torch).
 
-The CUTLASS kernel scales expert outputs only; the plugin makes Llama 4's input-side router
-weight exact by pre-scaling the activations, which needs top-1 routing, unquantized
-activations, and a method that hands its experts exactly what the runner pre-scaled. Each
-configuration that breaks one of those is refused when the MoE layer is built, with the
-one switch that turns the breaking part off; so is a method whose lifted layer is shown
-computing wrong on this release, naming what serves instead.
+The pre-scale is exact only with top-1 routing, unquantized activations and a method that
+hands its experts what the runner pre-scaled; a layer that breaks one is refused when built,
+naming the switch; so is a method whose lifted layer is shown computing wrong here.
 """
 
 from __future__ import annotations
