@@ -1,19 +1,9 @@
-"""``llama4-router-weight``'s contract, through SGLang's real ``ModelOptNvFp4FusedMoEMethod``
-and ``CompressedTensorsW4A4Nvfp4MoE`` on a simulated SM120; only FlashInfer's kernel is the
-CPU stand-in of its contract (:mod:`sglang_nvfp4_patches.simulation.cutlass_kernel`).
-
-* top-1 with the flag computes ``expert(x * w)``: the weight applied once, on the input, and
-  the kernel handed float32 unit final scales (a runner that pre-scales and still hands the
-  kernel the router weights weights twice, vllm#43694's double weighting: named as such);
-* top-2 without the flag is SGLang's own output weighting, unchanged;
-* top-k 2 with the flag, and the FP4 all-gather, are refused when the layer is built,
-  naming their switches;
-* each method's layer as a server loads it (``FusedMoE`` built, weights through SGLang's
-  loader and processed, one top-1 forward): ``expert(x * w)``, or SGLang's own error;
-* where the record shows a method's lifted layer computing something other than
-  ``expert(x * w)`` on this release, its top-1 layers are refused when they are built;
-* the evidence (:mod:`.evidence`): SGLang's own registered fused function and methods, on
-  CPU; its states must equal this SGLang's row of release facts, or become this machine's.
+"""``llama4-router-weight``'s contract (``verify``), through SGLang's real NVFP4 MoE methods on
+a simulated SM120, FlashInfer's kernel replaced by its CPU stand-in
+(:mod:`sglang_nvfp4_patches.simulation.cutlass_kernel`): top-1 with the flag computes
+``expert(x * w)`` with float32 unit final scales (twice weighted: vllm#43694); top-2 without
+it is unchanged; top-k 2 and the FP4 all-gather are refused at build; each method's layer
+as a server loads it serves; the evidence (:mod:`.evidence`) equals this SGLang's row.
 """
 
 from __future__ import annotations

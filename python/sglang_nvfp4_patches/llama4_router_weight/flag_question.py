@@ -1,12 +1,10 @@
 """What a method does with a flag it reads, on one runner: the question the Llama 4 rejection
-reading asks the walker (:mod:`sglang_nvfp4_patches.source_reader.walker`) (pure: ``ast`` and
-``inspect`` on the objects it is given). Tests that name a runner backend are decided for the
-chosen runner; calls handed ``self``, the holder or the flag, or run on ``self``, are followed;
-truth is three-valued (``None``: cannot say), with the flag read as set or unset. Each read of
-the flag is a **rejection** (an ``assert`` that fails, or an ``if`` whose flag branch always
-raises, when the flag is set, read through ``self.<holder>``: what the view hides), a **use**,
-or **unknown** (what this question cannot follow). docs/llama4-rejection-reader.md has the
-table.
+reading asks the walker (pure: ``ast`` and ``inspect`` on the objects it is given).
+
+Runner-backend tests are decided for the chosen runner; calls handed ``self``, the holder or
+the flag are followed; truth is three-valued (``None``: cannot say). Each read of the flag is
+a **rejection** (through ``self.<holder>``, what the view hides), a **use**, or **unknown**;
+docs/llama4-rejection-reader.md has the table.
 """
 
 from __future__ import annotations

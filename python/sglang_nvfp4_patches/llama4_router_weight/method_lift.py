@@ -1,16 +1,10 @@
 """Seam 2: the NVFP4 MoE methods that reject the flag on their CUTLASS branch.
 
-``ModelOptNvFp4FusedMoEMethod.apply`` (ModelOpt checkpoints) and
-``CompressedTensorsW4A4Nvfp4MoE.apply_weights`` (llm-compressor checkpoints) still assert
-``not apply_router_weight_on_input`` in 0.5.23. Whether a release still rejects it is read
-from what the method's code does, in any spelling (:mod:`.rejection_question`): lifted where it
-rejects, upstream only where the code shows it no longer does, ``unknown`` (left as SGLang
-ships it) where the reader cannot tell. An AROUND hook on each method's
-``create_moe_runner`` lets SGLang build the runner with the real config, then decides for
-this layer (:mod:`.rule`): refuse it now, naming the switch, or hand the method a flag-free
-view for its own check while the ``MoeRunner`` keeps the real config, which the runner's
-pre-scale honours. Where the record shows the lifted layer computing something other than
-``expert(x*w)`` on this release, every such layer is refused instead (:func:`decide`).
+An AROUND hook on each method's ``create_moe_runner`` lets SGLang build the runner with the
+real config, then decides for the layer (:mod:`.rule`): refuse it, naming the switch, or hand
+the method a flag-free view for its own check while the ``MoeRunner`` keeps the real config.
+Whether a release still rejects is :func:`decide`d from the release facts, else read from
+the method's code (:mod:`.rejection_question`).
 """
 
 from __future__ import annotations
@@ -77,8 +71,8 @@ NOT_HONOURED = (
 def create_moe_runner_hook(
     original: Callable[..., Any], method: Any, *args: Any, **kwargs: Any
 ) -> Any:
-    """After SGLang builds the runner: refuse this layer, or lift the method's own check
-    (only where the runner honours the flag: otherwise SGLang's check stays)."""
+    """After SGLang builds the runner: refuse this layer, or lift the method's own check where
+    the runner honours the flag."""
     result = original(method, *args, **kwargs)
     if is_method_lift_suspended():
         return result
@@ -100,8 +94,7 @@ def create_moe_runner_hook(
 
 @functools.cache
 def reading_of(rejecting: RejectingMethod, method_cls: type) -> Reading:
-    """What ``rejecting``'s method does with the flag on the CUTLASS runner, read from its code
-    (the reader is imported only where the release facts do not settle it)."""
+    """What ``rejecting``'s method does with the flag on the CUTLASS runner, read from its code."""
     from sglang_nvfp4_patches.llama4_router_weight.rejection_question import read_method
 
     return read_method(method_cls, rejecting.checked_in, runner_backends())
@@ -109,8 +102,7 @@ def reading_of(rejecting: RejectingMethod, method_cls: type) -> Reading:
 
 @dataclasses.dataclass(frozen=True)
 class MethodDecision:
-    """What this SGLang's ``rejecting`` method gets: its state and reason (the outcome and
-    ``doctor``), doctor's short note, and whether its ``create_moe_runner`` is hooked."""
+    """What this SGLang's method gets: state and reason, doctor's note, whether it is hooked."""
 
     state: PatchState
     reason: str
@@ -119,20 +111,17 @@ class MethodDecision:
     refusal: str | None = None  # why each layer is refused when it is built, if it is
 
 
-def what_it_reads(reading: Reading) -> str:
+def cannot_tell(rejecting: RejectingMethod, reading: Reading) -> str:
     from sglang_nvfp4_patches.llama4_router_weight.rejection_question import Verdict
 
+    what = "the reader finds nothing that reads the flag"
     if reading.verdict is Verdict.UNKNOWN:
-        return f"it {reading.summary()}"
-    if reading.verdict is Verdict.USES:
-        return f"the reader finds no rejection (it uses the flag: {reading.summary()})"
-    return "the reader finds nothing that reads the flag"
-
-
-def cannot_tell(rejecting: RejectingMethod, reading: Reading) -> str:
+        what = f"it {reading.summary()}"
+    elif reading.verdict is Verdict.USES:
+        what = f"the reader finds no rejection (it uses the flag: {reading.summary()})"
     return (
         f"cannot tell whether {rejecting.cls}.{rejecting.checked_in} still rejects "
-        f"apply_router_weight_on_input: {what_it_reads(reading)}, which proves nothing, and no "
+        f"apply_router_weight_on_input: {what}, which proves nothing, and no "
         "record shows SGLang's own layer serving top-1 with the flag"
     )
 
@@ -145,7 +134,6 @@ def still_rejects(rejecting: RejectingMethod, reading: Reading | None = None) ->
 
 
 def _fact(row: Row | None, part: str) -> dict[str, Any] | None:
-    """What ``row`` shows of ``part``, if anything."""
     from sglang_nvfp4_patches.llama4_router_weight.evidence import facts_of
 
     return None if row is None else (facts_of(row) or {}).get(part)
@@ -157,13 +145,10 @@ def decide(
     record: Row | None,
     serving: tuple[str, ...] = (),
 ) -> MethodDecision:
-    """Lift where the code is read to reject the flag, or a record shows only the lifted layer
-    serving; refuse every layer where it shows the lifted one computing wrong (naming the
-    ``serving`` releases, where the shipped records show it serving, and the other methods
-    the record shows serving here); stand down only where a record shows SGLang's own layer
-    serving (or running on another runner); otherwise lift, and say it cannot tell. The code
-    is ``read`` only where the row does not settle it."""
-    # the record's vocabulary (imported here: plugin load never reads a record)
+    """Stand down where the row shows SGLang's own layer serving (or on another runner); refuse
+    every layer where it shows the lifted one wrong (naming what serves: ``serving`` releases
+    and other methods here); else lift, saying so where the code ``read`` shows no rejection."""
+    # imported here: plugin load never reads a record
     from sglang_nvfp4_patches.llama4_router_weight.evidence import (
         FAILS,
         LIFT_SERVES,
@@ -226,7 +211,7 @@ def decide(
 
 
 def decision_for(rejecting: RejectingMethod, method_cls: type) -> MethodDecision:
-    """:func:`decide` for the installed SGLang (its record read now)."""
+    """:func:`decide` for the installed SGLang."""
     from sglang_nvfp4_patches.llama4_router_weight.evidence import current_row, releases_serving
 
     row = current_row()
@@ -241,8 +226,7 @@ def decision_here(rejecting: RejectingMethod) -> MethodDecision:
 
 
 def lifted_wrong_here(method: Any) -> LiftedLayerWrongError | None:
-    """The refusal of a layer of ``method`` where the record shows it, lifted, computing
-    something other than ``expert(x*w)`` (:func:`decide`, the record read now)."""
+    """The refusal of ``method``'s layers where the row shows them, lifted, computing wrong."""
     rejecting = rejecting_method_of(method)
     refusal = None if rejecting is None else decision_for(rejecting, type(method)).refusal
     return None if refusal is None else LiftedLayerWrongError(refusal)
@@ -253,8 +237,7 @@ def is_lifted(rejecting: RejectingMethod) -> bool:
 
 
 def method_patcher(rejecting: RejectingMethod, apply: bool = True) -> Callable[[ModuleType], None]:
-    """Import callback for ``rejecting``'s module: hook it where its rejection is still live;
-    with ``apply=False`` only record whether it is."""
+    """Import callback: hook ``rejecting``'s method (``apply=False``: only record it)."""
 
     def patch_module(module: ModuleType) -> None:
         method_cls = getattr(module, rejecting.cls, None)

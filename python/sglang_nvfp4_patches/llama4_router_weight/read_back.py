@@ -1,5 +1,5 @@
-"""What ``doctor`` reads back of ``llama4-router-weight``: what SGLang holds now (each part
-read off SGLang's objects), and the probes read-only where nothing is patched."""
+"""What ``doctor`` reads back of ``llama4-router-weight``: what SGLang holds now, or the
+probes read-only where nothing is patched."""
 
 from __future__ import annotations
 

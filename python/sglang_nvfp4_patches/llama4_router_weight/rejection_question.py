@@ -1,9 +1,7 @@
 """Does an NVFP4 MoE method still reject ``apply_router_weight_on_input`` on the FlashInfer
 CUTLASS runner? (pure: ``ast`` and ``inspect`` on the objects it is given). The walker, asked
-:mod:`.flag_question`, reads the method the layer runs, for the flag as it reads it through
-``self.moe_runner_config`` (what the lift's flag-free view hides), and ``create_moe_runner``,
-run before the lift (any read there is unknown). This module says what is read and gives the
-verdict; reading proves a rejection present, never absent (docs/llama4-rejection-reader.md).
+:mod:`.flag_question`, reads the method and ``create_moe_runner`` (run before the lift: any
+read there is unknown); reading proves a rejection present, never absent.
 """
 
 from __future__ import annotations
