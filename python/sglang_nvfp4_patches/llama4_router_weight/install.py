@@ -24,9 +24,8 @@ def not_applicable() -> PatchReport:
 
 
 def install(forced: bool, observe: bool) -> PatchReport:
-    """Arrange for every part to be patched when SGLang imports its module (``observe``:
-    only probed there, read-only, and recorded where the rejection is live). ``forced`` is
-    never true: this patch cannot be forced (its declaration says why)."""
+    """Arrange for every part to be patched (``observe``: only probed) when SGLang imports its
+    module. ``forced`` is never true: this patch cannot be forced."""
     from sglang_nvfp4_patches.llama4_router_weight import ray_job_check
     from sglang_nvfp4_patches.post_import import when_imported
 
@@ -41,11 +40,8 @@ def install(forced: bool, observe: bool) -> PatchReport:
 
 
 def summarize(observe: bool) -> PatchReport:
-    """One report from the parts (``pending`` until SGLang imports the first; ``applied`` if
-    any had to be patched; ``not patched`` if any is live where nothing is patched, before
-    ``unknown``, as :func:`.read_back.unpatched_report` ranks them: a process that imported
-    SGLang's modules before loading the plugin (a scheduler) reports what one that imports
-    them after does)."""
+    """One report from the parts, ranked as :func:`.read_back.unpatched_report` ranks them (a
+    process that imported SGLang before the plugin reports what one that imports it after does)."""
     parts = outcomes.recorded()
     if not parts:
         action = "probed" if observe else "patched"

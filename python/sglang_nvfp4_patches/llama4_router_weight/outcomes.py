@@ -23,9 +23,8 @@ ModulePatcher = Callable[[ModuleType], None]
 
 
 def record(part: str, state: PatchState, reason: str) -> None:
-    """Record ``part``'s outcome; a new failure, or a part its probe cannot tell, is one
-    ERROR, a new live-but-unpatched finding one WARNING (the same outcome again, from the
-    next layer, logs nothing)."""
+    """Record ``part``'s outcome; a new failure or unknown logs one ERROR, a new live-but-
+    unpatched finding one WARNING, a repeated outcome nothing."""
     report = PatchReport(NAME, state, reason)
     with _lock:
         if _outcomes.get(part) == report:
@@ -64,8 +63,7 @@ def recorded() -> dict[str, PatchReport]:
 
 
 def reported_as(part: str) -> Callable[[ModulePatcher], ModulePatcher]:
-    """Any unexpected error while patching ``part`` becomes its one ERROR line and a
-    ``failed`` state; the module stays as SGLang made it."""
+    """Any unexpected error while patching ``part`` is recorded as its failure."""
 
     def decorate(patch_module: ModulePatcher) -> ModulePatcher:
         def guarded(module: ModuleType) -> None:

@@ -25,12 +25,9 @@ __all__ = [
     "unit_final_scales",
 ]
 
-# One float32 ones buffer per device, grown by doubling and handed out as a prefix view, so
-# a steady-state call allocates nothing for the unit scales.
+# One float32 ones buffer per device, grown by doubling, handed out as a prefix view.
 _unit_scale_buffers: dict[torch.device, torch.Tensor] = {}
-# Outgrown buffers stay alive: CUDA graphs captured while they were current keep reading their
-# address on every replay, and a freed block would be handed to other tensors. Doubling keeps
-# all of them together under twice the largest buffer.
+# Outgrown buffers stay alive: CUDA graphs captured while they were current still read them.
 _outgrown_unit_scale_buffers: list[torch.Tensor] = []
 
 
@@ -57,14 +54,9 @@ def prescale_router_weight_on_input(
     hidden_states_scale: torch.Tensor | None = None,
     prequantized_remedy: str = GENERIC_PREQUANTIZED_REMEDY,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fold top-1 router weights into the expert input.
-
-    Returns ``(hidden_states * w, ones)``: the scaled activations in the activations' dtype
-    (a new row-major contiguous tensor; the inputs are never modified) and float32 unit final
-    scales ``[tokens, 1]`` for the kernel. Expert ids are untouched by construction.
-    ``prequantized_remedy`` ends the error for activations quantized before dispatch: the
-    caller knows which path quantized them and which switch turns it off.
-    """
+    """Fold top-1 router weights into the expert input: ``(hidden_states * w, ones)``, a new
+    row-major tensor in the activations' dtype and float32 unit final scales ``[tokens, 1]``;
+    ``prequantized_remedy`` ends the error for activations quantized before dispatch."""
     if hidden_states_scale is not None:
         raise PreQuantizedActivationsError(
             "apply_router_weight_on_input=True needs unquantized activations, but this "

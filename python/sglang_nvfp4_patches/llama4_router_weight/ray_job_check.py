@@ -27,11 +27,8 @@ from sglang_nvfp4_patches.status import sglang_version
 ACTOR_FILE = Path("srt", "ray", "scheduler_actor.py")
 RAY_ENGINE_MODULE = "sglang.srt.ray.engine"
 SETUP_HOOK = "sglang.srt.plugins.load_plugins"
-# Ray keeps only the function's name in the runtime env when the hook is given as a callable.
-SETUP_HOOK_CALLABLE_NAME = "load_plugins"
-# Where Ray's workers actually read the hook from (Ray fills it in from the field above).
-SETUP_HOOK_ENV = "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"
-# What ``ray job submit`` sets in its entrypoint's environment (Ray's RAY_JOB_CONFIG_JSON_ENV_VAR).
+SETUP_HOOK_CALLABLE_NAME = "load_plugins"  # what Ray keeps of a hook given as a callable
+SETUP_HOOK_ENV = "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"  # where Ray's workers read it
 JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 RECIPE = (
     "run the job with runtime_env={'worker_process_setup_hook': "
@@ -57,12 +54,8 @@ class RayJob(enum.Enum):
     )
 
 
-# ---------------------------------------------------------------- pure core
-
-
 def classify(runtime_env: Mapping[str, Any] | None) -> RayJob:
-    """The case for a job whose runtime env is ``runtime_env`` (``None``: no Ray job yet, so
-    SGLang will start Ray at its placement group with an empty job runtime env)."""
+    """The case for a job whose runtime env is ``runtime_env`` (``None``: no Ray job yet)."""
     if runtime_env is None:
         return RayJob.NO_JOB
     hook = setup_hook(runtime_env)
@@ -114,12 +107,9 @@ def note_text(case: RayJob) -> str:
     return f"--use-ray: not applied in Ray scheduler actors ({case.value}; the driver warns)"
 
 
-# ---------------------------------------------------------------- shell
-
-
 def actors_skip_plugins() -> bool:
-    """Whether this SGLang has Ray scheduler actors that do not load plugins (read from the
-    actor's source file: importing it needs Ray, which most installs lack)."""
+    """Whether this SGLang's Ray scheduler actors skip plugins (read from the source file:
+    importing it needs Ray)."""
     import sglang
 
     for root in sglang.__path__:
@@ -130,9 +120,8 @@ def actors_skip_plugins() -> bool:
 
 
 def job_runtime_env() -> dict[str, Any] | None:
-    """The runtime env of the Ray job this process runs in (or will start), if one is known:
-    the running Ray's (``ray.init(runtime_env=...)``, or a worker of the job), else the one
-    ``ray job submit`` put in this process's environment. Never imports Ray."""
+    """The runtime env of this process's Ray job, if known: the running Ray's, else the one
+    ``ray job submit`` put in the environment. Never imports Ray."""
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         return dict(ray.get_runtime_context().runtime_env)
@@ -157,8 +146,7 @@ def _on_ray_engine(_module: Any) -> None:
 
 
 def install() -> None:
-    """Check the Ray job when SGLang imports its Ray engine, on releases whose actors skip
-    plugins. No SGLang object is hooked."""
+    """Check the Ray job when SGLang imports its Ray engine, where the actors skip plugins."""
     from sglang_nvfp4_patches.post_import import when_imported
 
     if actors_skip_plugins():
