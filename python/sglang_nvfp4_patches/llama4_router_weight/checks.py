@@ -90,10 +90,16 @@ def _relative_error(out: torch.Tensor, expected: torch.Tensor) -> float:
     return float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
 
 
-def _only_call(kernel: RecordingCutlassKernel) -> dict[str, Any]:
+def _forward(
+    kernel: RecordingCutlassKernel, moe: Llama4Layer, top_k: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+    """One forward of ``moe``: its batch, output and the kernel's one call."""
+    x, weights, ids = batch(TOKENS, top_k, torch.bfloat16, seed=seed)
+    kernel.calls.clear()
+    out = moe.apply(x, weights, ids)
     if len(kernel.calls) != 1:
         raise CheckFailed(f"the CUTLASS kernel was called {len(kernel.calls)} times, not once")
-    return kernel.calls[0]
+    return x, weights, ids, out, kernel.calls[0]
 
 
 def _top1_with_the_flag(kernel: RecordingCutlassKernel, build: LayerBuilder, what: str) -> str:
@@ -102,10 +108,7 @@ def _top1_with_the_flag(kernel: RecordingCutlassKernel, build: LayerBuilder, wha
         _built_on_cutlass(moe, what)
     except LiftedLayerWrongError as refused:  # only where the record shows it computing wrong
         return f"refused when the layer is built: {refused}"
-    x, weights, ids = batch(TOKENS, 1, torch.bfloat16, seed=1)
-    kernel.calls.clear()
-    out = moe.apply(x, weights, ids)
-    call = _only_call(kernel)
+    x, weights, ids, out, call = _forward(kernel, moe, 1, seed=1)
     expected = moe_meaning(x, weights, ids, moe.w13, moe.w2, on_input=True)
     scales = call["token_final_scales"]
     prescaled = torch.equal(call["input"], x * weights.to(x.dtype))
@@ -131,10 +134,7 @@ def _top1_with_the_flag(kernel: RecordingCutlassKernel, build: LayerBuilder, wha
 def _top2_without_the_flag(kernel: RecordingCutlassKernel) -> str:
     moe = modelopt_layer(top_k=2, on_input=False)
     _built_on_cutlass(moe, "ModelOpt NVFP4")
-    x, weights, ids = batch(TOKENS, 2, torch.bfloat16, seed=2)
-    kernel.calls.clear()
-    out = moe.apply(x, weights, ids)
-    call = _only_call(kernel)
+    x, weights, ids, out, call = _forward(kernel, moe, 2, seed=2)
     if not torch.equal(call["input"], x):
         raise CheckFailed("the kernel's input is not the unscaled hidden states")
     scales = call["token_final_scales"]
@@ -222,53 +222,36 @@ def run_checks() -> list[CheckResult]:
     results: list[CheckResult] = []
     with quiet_sglang(), cpu_cutlass_kernel() as kernel, cuda_moves_stay_on_cpu():
 
-        def check(name: str, model: Any, flags: dict[str, Any], body: Callable[[], str]) -> None:
+        def check(
+            name: str, body: Callable[[], str], model: Any = LLAMA4_NVFP4, **flags: Any
+        ) -> None:
             def scheduled() -> str:
                 with _scheduler(model, **flags):
                     return body()
 
             results.append(run_check(NAME, name, scheduled))
 
-        check(
-            "ModelOpt NVFP4 top-1 with the flag",
-            LLAMA4_NVFP4,
-            MODELOPT,
-            lambda: _top1_with_the_flag(kernel, modelopt_layer, "ModelOpt NVFP4"),
+        modelopt_top1 = functools.partial(
+            _top1_with_the_flag, kernel, modelopt_layer, "ModelOpt NVFP4"
         )
-        check(
-            "ModelOpt NVFP4 top-2 without the flag",
-            LLAMA4_NVFP4,
-            MODELOPT,
-            lambda: _top2_without_the_flag(kernel),
+        check("ModelOpt NVFP4 top-1 with the flag", modelopt_top1, **MODELOPT)
+        top2 = functools.partial(_top2_without_the_flag, kernel)
+        check("ModelOpt NVFP4 top-2 without the flag", top2, **MODELOPT)
+        top_k_2 = functools.partial(_refused, lambda: modelopt_layer(top_k=2), ("top_k=2",), 2)
+        check("ModelOpt NVFP4 top-k 2 with the flag", top_k_2, **MODELOPT)
+        fp4_allgather = functools.partial(
+            _refused, lambda: modelopt_layer(top_k=None), (FP4_ALLGATHER_SWITCH,), 1, True
         )
-        check(
-            "ModelOpt NVFP4 top-k 2 with the flag",
-            LLAMA4_NVFP4,
-            MODELOPT,
-            lambda: _refused(lambda: modelopt_layer(top_k=2), ("top_k=2",), top_k=2),
+        all_gather_flags = {**MODELOPT, **DP_ATTENTION_EP, "moe_runner_backend": CUTLASS_RUNNER}
+        check("ModelOpt NVFP4 FP4 all-gather", fp4_allgather, **all_gather_flags)
+        ct_top1 = functools.partial(
+            _top1_with_the_flag, kernel, compressed_tensors_layer, "compressed-tensors"
         )
-        check(
-            "ModelOpt NVFP4 FP4 all-gather",
-            LLAMA4_NVFP4,
-            {**MODELOPT, **DP_ATTENTION_EP, "moe_runner_backend": "flashinfer_cutlass"},
-            lambda: _refused(
-                lambda: modelopt_layer(top_k=None), (FP4_ALLGATHER_SWITCH,), 1, prequantized=True
-            ),
-        )
-        check(
-            "compressed-tensors NVFP4 top-1 with the flag",
-            LLAMA4_NVFP4_CT,
-            {},
-            lambda: _top1_with_the_flag(kernel, compressed_tensors_layer, "compressed-tensors"),
-        )
+        check("compressed-tensors NVFP4 top-1 with the flag", ct_top1, LLAMA4_NVFP4_CT)
     with quiet_sglang():
         for rejecting in REJECTING_METHODS:
-            results.append(
-                run_check(
-                    NAME,
-                    f"{rejecting.label} top-1 with the flag, as a server loads it",
-                    functools.partial(_as_a_server_loads_it, rejecting),
-                )
-            )
+            name = f"{rejecting.label} top-1 with the flag, as a server loads it"
+            served = functools.partial(_as_a_server_loads_it, rejecting)
+            results.append(run_check(NAME, name, served))
         results.append(run_check(NAME, EVIDENCE_CHECK, _evidence))
     return results
