@@ -31,30 +31,14 @@ def record(part: str, state: PatchState, reason: str) -> None:
             return
         _outcomes[part] = report
     if state is PatchState.NOT_PATCHED:
-        logger.warning(
-            "[%s] live here: %s (%s); %s.",
-            NAME,
-            reason,
-            part,
-            decision().gate.not_patched_because(),
-        )
+        because = decision().gate.not_patched_because()
+        logger.warning("[%s] live here: %s (%s); %s.", NAME, reason, part, because)
     if state is PatchState.UNKNOWN:
-        logger.error(
-            "[%s] %s (%s, SGLang %s). Run `%s` before serving Llama 4 on the CUTLASS runner.",
-            NAME,
-            reason,
-            part,
-            sglang_version(),
-            VERIFY_COMMAND,
-        )
+        run = f"Run `{VERIFY_COMMAND}` before serving Llama 4 on the CUTLASS runner."
+        logger.error("[%s] %s (%s, SGLang %s). %s", NAME, reason, part, sglang_version(), run)
     if state is PatchState.FAILED:
-        logger.error(
-            "[%s] could not patch %s on SGLang %s: %s. SGLang is left unchanged there.",
-            NAME,
-            part,
-            sglang_version(),
-            reason,
-        )
+        why = f"{reason}. SGLang is left unchanged there."
+        logger.error("[%s] could not patch %s on SGLang %s: %s", NAME, part, sglang_version(), why)
 
 
 def recorded() -> dict[str, PatchReport]:
