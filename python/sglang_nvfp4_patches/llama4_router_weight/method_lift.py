@@ -159,26 +159,22 @@ def decide(
         shown_by,
     )
 
-    fact = _fact(record, rejecting.part)
-    state = None if fact is None else fact.get("state")
-    shown = shown_by(record)
+    fact = _fact(record, rejecting.part) or {}
+    state = fact.get("state")
+    evidence = f"{fact.get('detail')}; {shown_by(record)}"
+    lifted = f"{rejecting.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner"
     if state in (UPSTREAM, OTHER_RUNNER):
         how = "serves" if state == UPSTREAM else "does not run on the FlashInfer CUTLASS runner"
         reason = (
             f"{rejecting.cls}'s own layer {how} with top-1 and apply_router_weight_on_input "
-            f"({fact['detail']}; {shown})"
+            f"({evidence})"
         )
         return MethodDecision(
             PatchState.ALREADY_UPSTREAM, reason, f"{NO_REJECTION} ({reason})", False
         )
     if state == LIFT_SERVES:
-        reason = (
-            f"{rejecting.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner "
-            f"({fact['detail']}; {shown})"
-        )
-        return MethodDecision(PatchState.APPLIED, reason, "lifted", True)
+        return MethodDecision(PatchState.APPLIED, f"{lifted} ({evidence})", "lifted", True)
     if record is not None and state == LIFTED_WRONG:
-        evidence = f"{fact['detail']}; {shown}"
         here = [
             other.label
             for other in REJECTING_METHODS
@@ -196,15 +192,12 @@ def decide(
     if state == FAILS:
         reason = (
             f"the {rejecting.label} layer fails with top-1 and apply_router_weight_on_input, "
-            f"lifted or not ({fact['detail']}; {shown}); left as SGLang ships it"
+            f"lifted or not ({evidence}); left as SGLang ships it"
         )
         return MethodDecision(PatchState.FAILED, reason, "not lifted", False)
     reading = read()
     if reading.rejects:
-        reason = (
-            f"{rejecting.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner "
-            f"(it rejected it: {reading.summary()})"
-        )
+        reason = f"{lifted} (it rejected it: {reading.summary()})"
         return MethodDecision(PatchState.APPLIED, reason, "lifted", True)
     reason = f"{cannot_tell(rejecting, reading)}; run `{VERIFY_COMMAND}`"
     return MethodDecision(PatchState.UNKNOWN, reason, "cannot tell", True)
