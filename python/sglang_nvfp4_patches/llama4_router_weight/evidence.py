@@ -24,7 +24,12 @@ from typing import Any
 
 from packaging.version import Version
 
-from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import REJECTING_METHODS
+from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import without_router_weight_on_input
+from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
+    COMPRESSED_TENSORS,
+    MODELOPT,
+    REJECTING_METHODS,
+)
 from sglang_nvfp4_patches.release_facts import SHIPPED, Row, parse
 
 RUNNER = "runner"
@@ -69,18 +74,17 @@ def cells(facts: Mapping[str, Mapping[str, Any]], parts: tuple[str, ...]) -> dic
 def facts_of(row: Row) -> dict[str, dict[str, str]] | None:
     """Each part's state and its sentence, as ``row`` gives them (``None``: no ``l4:`` cell)."""
     states = {cell_of(state): state for state in SENTENCES}
-    found: dict[str, dict[str, str]] = {}
-    derived = False
-    for column in row.cells:
-        cell = row.cell(column)
-        if column.startswith(COLUMN) and cell is not None:
-            derived = True
-            if cell in states:
-                found[column[len(COLUMN) :]] = {
-                    "state": states[cell],
-                    "detail": SENTENCES[states[cell]],
-                }
-    return found if derived else None
+    ours = {
+        column[len(COLUMN) :]: row.cell(column) for column in row.cells if column.startswith(COLUMN)
+    }
+    given = {part: cell for part, cell in ours.items() if cell is not None}
+    if not given:
+        return None
+    return {
+        part: {"state": states[cell], "detail": SENTENCES[states[cell]]}
+        for part, cell in given.items()
+        if cell in states
+    }
 
 
 def current_row() -> Row | None:
@@ -115,10 +119,6 @@ def shown_by(row: Row | None) -> str:
 
 def _layers() -> dict[str, tuple[Path, dict[str, str]]]:
     """Per method part, the bundled checkpoint whose layer runs it, and the launch flags."""
-    from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
-        COMPRESSED_TENSORS,
-        MODELOPT,
-    )
     from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4, LLAMA4_NVFP4_CT
 
     return {
@@ -130,10 +130,6 @@ def _layers() -> dict[str, tuple[Path, dict[str, str]]]:
 def hide_flag_from_method(layer: Any) -> None:
     """What the lift does once ``FusedMoE`` built the runner: the method (the scheme, for
     compressed-tensors) sees a flag-free view, its ``MoeRunner`` keeps the real config."""
-    from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
-        without_router_weight_on_input,
-    )
-
     holder = getattr(layer, "scheme", None) or layer.quant_method
     config = getattr(holder, "moe_runner_config", None)
     if config is not None:

@@ -146,14 +146,11 @@ def upstream_prescale_problem() -> str | None:
     from sglang_nvfp4_patches.llama4_router_weight.evidence import RUNNER, UPSTREAM, current_facts
 
     fact = (current_facts() or {}).get(RUNNER)
-    if isinstance(fact, dict) and fact.get("state") == UPSTREAM:
-        return None
     if isinstance(fact, dict):
+        if fact.get("state") == UPSTREAM:
+            return None
         return f"its registered fused function does not serve the flag ({fact.get('detail')})"
-    rejection = _fused_rejection()
-    if rejection is not None:
-        return rejection
-    return (
+    return _fused_rejection() or (
         "no record shows its registered fused function pre-scaling top-1 on this SGLang "
         f"(`{VERIFY_COMMAND}` records it)"
     )
