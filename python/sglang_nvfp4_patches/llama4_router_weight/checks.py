@@ -66,10 +66,8 @@ LayerBuilder = Callable[..., Llama4Layer]
 @contextlib.contextmanager
 def _scheduler(model: Any, **flags: Any) -> Iterator[None]:
     """A simulated SM120 scheduler; a single-GPU one also has its one-rank TP group."""
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(moe_layer_build_on("sm120", model, **flags))
-        if flags.get("tp_size", 1) == 1:
-            stack.enter_context(single_rank_tp_group())
+    one_rank = single_rank_tp_group() if flags.get("tp_size", 1) == 1 else contextlib.nullcontext()
+    with moe_layer_build_on("sm120", model, **flags), one_rank:
         yield
 
 

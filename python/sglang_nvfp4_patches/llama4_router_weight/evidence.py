@@ -2,17 +2,11 @@
 gathered on CPU by ``verify``; its states are release facts (:mod:`..release_facts`).
 
 Reading code proves a rejection present, never absent, so a half stands down only where
-SGLang's own code is shown serving the flag. Each run is the first MoE layer of a bundled
-Llama 4 checkpoint on a simulated SM120, built, loaded and processed as ``FusedMoE`` does, one
-top-1 forward with the flag compared with ``expert(x*w)``
-(:func:`..simulation.moe_forward.run_first_moe_layer`):
-
-* **runner**: SGLang's registered fused function (our pre-scale suspended), the method handed
-  the lift's flag-free view: upstream where one such layer serves;
-* **each method**: SGLang's own (the lift suspended) and lifted, on the runner as the server
-  will have it: upstream, other runner, lift serves, or lifted, wrong (SGLang's own raises
-  and the lifted one computes something else: compressed-tensors on 0.5.16, whose loader keeps
-  W13 as ``[gate; up]``).
+SGLang's own code is shown serving the flag: the first MoE layer of a bundled Llama 4
+checkpoint on a simulated SM120, built, loaded and processed as ``FusedMoE`` does, one top-1
+forward with the flag compared with ``expert(x*w)``. The **runner**: SGLang's registered fused
+function (our pre-scale suspended), the method handed the flag-free view; **each method**:
+SGLang's own (the lift suspended) and lifted, on the runner as the server will have it.
 """
 
 from __future__ import annotations

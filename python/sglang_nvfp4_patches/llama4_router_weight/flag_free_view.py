@@ -1,10 +1,7 @@
 """A runner config that reads ``apply_router_weight_on_input`` as ``False`` (pure: no SGLang,
-no torch).
-
-The method gets this view for its own check while its ``MoeRunner`` keeps the real config;
-the view shares the config's attribute dict, so later writes are seen at once. Anything
-that makes a new config of the view (``copy``, ``deepcopy``, ``pickle``,
-``dataclasses.replace``) gets the real flag back: a config that silently lost the flag would
+no torch), sharing the config's attribute dict, for the method's own check while its
+``MoeRunner`` keeps the real config. A new config made of the view (``copy``, ``pickle``,
+``dataclasses.replace``...) gets the real flag back: one that silently lost the flag would
 apply the router weight zero times.
 """
 

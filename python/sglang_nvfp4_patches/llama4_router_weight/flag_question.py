@@ -170,8 +170,7 @@ class FlagQuestion(Question):
                 self.assertion(node, reads, env)
             return None, None
         if not reads:
-            decided = self.truth(node.test, env.defs, None)
-            return _off(decided)
+            return _off(self.truth(node.test, env.defs, None))
         lifted = self.truth(node.test, env.defs, False)
         flagged = self.truth(node.test, env.defs, True)
         if lifted is None or lifted == flagged:
@@ -191,13 +190,9 @@ class FlagQuestion(Question):
         flagged = self.truth(node.test, env.defs, True)
         if lifted is True and flagged is not True:
             self.rejection(reads, env, node, "assert")
-        elif lifted is True:
-            self.note(
-                self.unknown, env, node, "an assert on the flag that passes whatever it reads"
-            )
-        else:
-            why = "an assert on the flag that the flag read as False fails"
-            self.note(self.unknown, env, node, why)
+            return
+        why = "passes whatever it reads" if lifted is True else "the flag read as False fails"
+        self.note(self.unknown, env, node, f"an assert on the flag that {why}")
 
     def raises(self, body: list[ast.stmt], env: Env) -> bool:
         """Whether ``body`` always ends in a raise on the chosen runner with the flag set."""
