@@ -24,6 +24,10 @@ from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
     MODELOPT,
     REJECTING_METHODS,
 )
+from sglang_nvfp4_patches.llama4_router_weight.suspension import (
+    method_lift_suspended,
+    runner_prescale_suspended,
+)
 from sglang_nvfp4_patches.release_facts import SHIPPED, Row, parse
 
 RUNNER = "runner"
@@ -131,8 +135,6 @@ def hide_flag_from_method(layer: Any) -> None:
 
 
 def _run(part: str, lifted: bool) -> dict[str, Any]:
-    from sglang_nvfp4_patches.llama4_router_weight.suspension import method_lift_suspended
-
     with method_lift_suspended():
         return run_as_the_server(part, hide_flag_from_method if lifted else None)
 
@@ -152,8 +154,6 @@ def run_as_the_server(
 
 
 def _runner_fact() -> dict[str, Any]:
-    from sglang_nvfp4_patches.llama4_router_weight.suspension import runner_prescale_suspended
-
     with runner_prescale_suspended():
         runs = {part: _run(part, lifted=True) for part in _layers()}
     serving = [p for p, run in runs.items() if run["runner"] == CUTLASS and _serves(run)]
@@ -190,8 +190,6 @@ def gather() -> dict[str, Any]:
 
     if not module_exists(RUNNER_MODULE):
         return {RUNNER: {"state": NOT_APPLICABLE, "detail": f"no {RUNNER_MODULE}"}}
-    from sglang_nvfp4_patches.llama4_router_weight.suspension import runner_prescale_suspended
-
     facts = {RUNNER: _runner_fact()}
     upstream = facts[RUNNER]["state"] == UPSTREAM  # the runner as a server with this row has it
     with runner_prescale_suspended() if upstream else contextlib.nullcontext():
