@@ -88,6 +88,13 @@ def _relative_error(out: torch.Tensor, expected: torch.Tensor) -> float:
     return float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
 
 
+def _within_tolerance(out: torch.Tensor, expected: torch.Tensor, meaning: str) -> float:
+    error = _relative_error(out, expected)
+    if error > TOLERANCE:
+        raise CheckFailed(f"output differs from {meaning} (relative error {error:.3g})")
+    return error
+
+
 def _forward(
     kernel: RecordingCutlassKernel, moe: Llama4Layer, top_k: int, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
@@ -120,9 +127,7 @@ def _top1_with_the_flag(kernel: RecordingCutlassKernel, build: LayerBuilder, wha
         raise CheckFailed("the kernel's input is not x*w: the router weight is not on the input")
     if scales.dtype != torch.float32 or not torch.all(scales == 1):
         raise CheckFailed(f"the kernel's final scales are not float32 ones ({scales.dtype})")
-    error = _relative_error(out, expected)
-    if error > TOLERANCE:
-        raise CheckFailed(f"output differs from expert(x*w) (relative error {error:.3g})")
+    error = _within_tolerance(out, expected, "expert(x*w)")
     return (
         f"output = expert(x*w) (relative error {error:.1e}); the weight is applied once, on the "
         "input, and the kernel got float32 unit final scales"
@@ -139,9 +144,7 @@ def _top2_without_the_flag(kernel: RecordingCutlassKernel) -> str:
     if scales.dtype != torch.float32 or not torch.allclose(scales, weights.float()):
         raise CheckFailed("the kernel's final scales are not the router weights in float32")
     expected = moe_meaning(x, weights, ids, moe.w13, moe.w2, on_input=False)
-    error = _relative_error(out, expected)
-    if error > TOLERANCE:
-        raise CheckFailed(f"output differs from sum_k w_k*expert_k(x) (relative error {error:.3g})")
+    error = _within_tolerance(out, expected, "sum_k w_k*expert_k(x)")
     return f"output = sum_k w_k*expert_k(x), unchanged (relative error {error:.1e})"
 
 

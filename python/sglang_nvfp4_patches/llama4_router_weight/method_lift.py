@@ -207,9 +207,8 @@ def decision_for(rejecting: RejectingMethod, method_cls: type) -> MethodDecision
     """:func:`decide` for the installed SGLang."""
     from sglang_nvfp4_patches.llama4_router_weight.evidence import current_row, releases_serving
 
-    row = current_row()
     read = functools.partial(reading_of, rejecting, method_cls)
-    return decide(rejecting, read, row, releases_serving(rejecting.part))
+    return decide(rejecting, read, current_row(), releases_serving(rejecting.part))
 
 
 def decision_here(rejecting: RejectingMethod) -> MethodDecision:
@@ -247,10 +246,8 @@ def method_patcher(rejecting: RejectingMethod, apply: bool = True) -> Callable[[
             outcomes.record(rejecting.part, decision.state, decision.reason)
             return
         if not apply:
-            reading = reading_of(rejecting, method_cls)
-            outcomes.record(
-                rejecting.part, PatchState.NOT_PATCHED, still_rejects(rejecting, reading)
-            )
+            live = still_rejects(rejecting, reading_of(rejecting, method_cls))
+            outcomes.record(rejecting.part, PatchState.NOT_PATCHED, live)
             return
         install_hook(rejecting.target, create_moe_runner_hook)
         outcomes.record(rejecting.part, decision.state, decision.reason)

@@ -19,12 +19,6 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     top_k_message,
 )
 
-__all__ = [
-    "as_float32_final_scales",
-    "prescale_router_weight_on_input",
-    "unit_final_scales",
-]
-
 # One float32 ones buffer per device, grown by doubling, handed out as a prefix view.
 _unit_scale_buffers: dict[torch.device, torch.Tensor] = {}
 # Outgrown buffers stay alive: CUDA graphs captured while they were current still read them.

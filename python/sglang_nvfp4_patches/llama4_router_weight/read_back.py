@@ -104,14 +104,12 @@ def current_state() -> PatchReport:
     if failed:
         return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
     runner_note = "upstream" if no_prescale is None else f"{RUNNER_PATCHED}: {no_prescale}"
-    notes = [f"runner pre-scale: {runner_note}"]
-    notes += [m.note for m in method_notes]
+    notes = [f"runner pre-scale: {runner_note}", *(m.note for m in method_notes)]
     unknown = _problems(method_notes, PatchState.UNKNOWN)
     if unknown:
         return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown + notes))
     nothing_to_patch = no_prescale is None and all(NO_REJECTION in m.note for m in method_notes)
-    ray_note = ray_job_check.doctor_note()
-    if ray_note:
+    if ray_note := ray_job_check.doctor_note():
         notes.append(ray_note)
     state = PatchState.ALREADY_UPSTREAM if nothing_to_patch else PatchState.APPLIED
     return PatchReport(NAME, state, "; ".join(notes))

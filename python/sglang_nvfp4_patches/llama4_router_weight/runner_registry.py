@@ -131,7 +131,6 @@ def require_flag_free_views() -> None:
         raise PatchUnavailable(f"{REGISTRY_MODULE}.MoeRunnerConfig views do not share state")
 
 
-STILL_REJECTS = "CUTLASS fused functions still reject apply_router_weight_on_input"
 DOUBLE_WEIGHTING = "vllm#43694's double weighting"
 
 
@@ -198,7 +197,7 @@ def runner_problem() -> str | None:
         return str(error)
     if all(is_patched(registry.get(key)) for key in CUTLASS_FUSED_FUNC_KEYS):
         return None
-    return f"its {STILL_REJECTS}"
+    return "its CUTLASS fused functions still reject apply_router_weight_on_input"
 
 
 def runner_patcher(apply: bool = True) -> Callable[[ModuleType], None]:
