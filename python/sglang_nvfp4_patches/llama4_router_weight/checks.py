@@ -8,9 +8,9 @@ as a server loads it serves; the evidence (:mod:`.evidence`) equals this SGLang'
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -60,16 +60,6 @@ MODELOPT = {"quantization": "modelopt_fp4"}
 DP_ATTENTION_EP = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "ep_size": 2}
 TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
 
-LayerBuilder = Callable[..., Llama4Layer]
-
-
-@contextlib.contextmanager
-def _scheduler(model: Any, **flags: Any) -> Iterator[None]:
-    """A simulated SM120 scheduler; a single-GPU one also has its one-rank TP group."""
-    one_rank = single_rank_tp_group() if flags.get("tp_size", 1) == 1 else contextlib.nullcontext()
-    with moe_layer_build_on("sm120", model, **flags), one_rank:
-        yield
-
 
 def _built_on_cutlass(moe: Llama4Layer, what: str) -> None:
     moe.build()
@@ -107,7 +97,9 @@ def _forward(
     return x, weights, ids, out, kernel.calls[0]
 
 
-def _top1_with_the_flag(kernel: RecordingCutlassKernel, build: LayerBuilder, what: str) -> str:
+def _top1_with_the_flag(
+    kernel: RecordingCutlassKernel, build: Callable[..., Llama4Layer], what: str
+) -> str:
     moe = build(top_k=1)
     try:
         _built_on_cutlass(moe, what)
@@ -226,8 +218,9 @@ def run_checks() -> list[CheckResult]:
         def check(
             name: str, body: Callable[[], str], model: Any = LLAMA4_NVFP4, **flags: Any
         ) -> None:
-            def scheduled() -> str:
-                with _scheduler(model, **flags):
+            def scheduled() -> str:  # on a simulated SM120 scheduler (one rank: its TP group)
+                one_rank = single_rank_tp_group() if flags.get("tp_size", 1) == 1 else nullcontext()
+                with moe_layer_build_on("sm120", model, **flags), one_rank:
                     return body()
 
             results.append(run_check(NAME, name, scheduled))

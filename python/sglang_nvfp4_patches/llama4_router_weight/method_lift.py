@@ -111,21 +111,6 @@ class MethodDecision:
     refusal: str | None = None  # why each layer is refused when it is built, if it is
 
 
-def cannot_tell(rejecting: RejectingMethod, reading: Reading) -> str:
-    from sglang_nvfp4_patches.llama4_router_weight.rejection_question import Verdict
-
-    what = "the reader finds nothing that reads the flag"
-    if reading.verdict is Verdict.UNKNOWN:
-        what = f"it {reading.summary()}"
-    elif reading.verdict is Verdict.USES:
-        what = f"the reader finds no rejection (it uses the flag: {reading.summary()})"
-    return (
-        f"cannot tell whether {rejecting.cls}.{rejecting.checked_in} still rejects "
-        f"apply_router_weight_on_input: {what}, which proves nothing, and no "
-        "record shows SGLang's own layer serving top-1 with the flag"
-    )
-
-
 def still_rejects(rejecting: RejectingMethod, reading: Reading | None = None) -> str:
     what = "apply_router_weight_on_input"
     if reading is not None and reading.rejects and reading.only_top_k_above_1:
@@ -158,6 +143,7 @@ def decide(
         UPSTREAM,
         shown_by,
     )
+    from sglang_nvfp4_patches.llama4_router_weight.rejection_question import Verdict
 
     fact = _fact(record, rejecting.part) or {}
     state = fact.get("state")
@@ -199,7 +185,16 @@ def decide(
     if reading.rejects:
         reason = f"{lifted} (it rejected it: {reading.summary()})"
         return MethodDecision(PatchState.APPLIED, reason, "lifted", True)
-    reason = f"{cannot_tell(rejecting, reading)}; run `{VERIFY_COMMAND}`"
+    what = "the reader finds nothing that reads the flag"
+    if reading.verdict is Verdict.UNKNOWN:
+        what = f"it {reading.summary()}"
+    elif reading.verdict is Verdict.USES:
+        what = f"the reader finds no rejection (it uses the flag: {reading.summary()})"
+    reason = (
+        f"cannot tell whether {rejecting.cls}.{rejecting.checked_in} still rejects "
+        f"apply_router_weight_on_input: {what}, which proves nothing, and no "
+        f"record shows SGLang's own layer serving top-1 with the flag; run `{VERIFY_COMMAND}`"
+    )
     return MethodDecision(PatchState.UNKNOWN, reason, "cannot tell", True)
 
 

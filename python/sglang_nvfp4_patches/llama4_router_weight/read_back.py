@@ -72,10 +72,7 @@ def _problems(notes: list[MethodNote], state: PatchState) -> list[str]:
     return [note.problem for note in notes if note.state is state and note.problem]
 
 
-Parts = tuple[str | None, str | None, list[MethodNote]]
-
-
-def _inspected() -> Parts | PatchReport:
+def _inspected() -> tuple[str | None, str | None, list[MethodNote]] | PatchReport:
     """Why the runner has no working pre-scale of its own (``None``: it has), why it does not
     honour the flag (``None``: it does), and each method's note; or the report that says why
     there is nothing to read."""
