@@ -1,17 +1,11 @@
 """Patch ``llama4-router-weight``: Llama 4's router weight on the FlashInfer CUTLASS MoE runner.
 
 Llama 4 builds its MoE with ``apply_router_weight_on_input=True``; the CUTLASS kernel only
-scales expert outputs. For top-1 routing, pre-scaling each token's activations by its router
-weight and handing the kernel unit float32 scales is exact; the rest is refused when the MoE
-layer is built.
-
-* decision, pure: :func:`.rule.refusal_for` (texts: :mod:`.refusals`); transform: :mod:`.prescale`;
-* seams: :mod:`.runner_registry` (fused functions), :mod:`.method_lift` (the methods of
-  :mod:`.rejecting_methods`), :mod:`.layer_facts`, :mod:`.flag_free_view`,
-  :mod:`.ray_job_check` (``--use-ray``), :mod:`.suspension` (``explain``'s unpatched column);
-* commands: :mod:`.install` (outcomes in :mod:`.outcomes`), :mod:`.read_back` (``doctor``),
-  :mod:`.explain_facts`, :mod:`.checks` (``verify``);
-* tests: ``test/unit/test_llama4_*.py``, ``test/integration/test_llama4_*.py``.
+scales expert outputs. For top-1 routing, pre-scaling the activations by the router weight
+(:mod:`.prescale`) is exact; the rest is refused when the layer is built
+(:func:`.rule.refusal_for`). Seams: :mod:`.runner_registry`, :mod:`.method_lift`; commands:
+:mod:`.install`, :mod:`.read_back` (``doctor``), :mod:`.checks` (``verify``); the rest:
+docs/code-map.md.
 """
 
 from __future__ import annotations

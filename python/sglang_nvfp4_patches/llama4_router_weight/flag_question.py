@@ -389,10 +389,8 @@ def _raised(body: list[ast.stmt]) -> str:
 
 def _compares(test: ast.expr, name: str) -> bool:
     """Whether ``test`` compares a ``name`` (``flag and cfg.top_k > 1``)."""
-    for node in ast.walk(test):
-        if isinstance(node, ast.Compare):
-            for side in (node.left, *node.comparators):
-                found = side.attr if isinstance(side, ast.Attribute) else getattr(side, "id", "")
-                if name and found == name:
-                    return True
-    return False
+    compares = (n for n in ast.walk(test) if isinstance(n, ast.Compare))
+    sides = (side for node in compares for side in (node.left, *node.comparators))
+    return bool(name) and any(
+        getattr(side, "attr", getattr(side, "id", "")) == name for side in sides
+    )

@@ -46,11 +46,7 @@ def summarize(observe: bool) -> PatchReport:
     if not parts:
         action = "probed" if observe else "patched"
         return PatchReport(NAME, PatchState.PENDING, f"{action} when SGLang loads a MoE layer")
-    failed = [
-        f"{part}: {report.reason}"
-        for part, report in parts.items()
-        if report.state is PatchState.FAILED
-    ]
+    failed = [f"{part}: {r.reason}" for part, r in parts.items() if r.state is PatchState.FAILED]
     if failed:
         return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
     states = {report.state for report in parts.values()}
