@@ -1,26 +1,16 @@
-"""``llama4-router-weight``'s contract, through SGLang's real ``ModelOptNvFp4FusedMoEMethod``
-and ``CompressedTensorsW4A4Nvfp4MoE`` on a simulated SM120; only FlashInfer's kernel is the
-CPU stand-in of its contract (:mod:`sglang_nvfp4_patches.simulation.cutlass_kernel`).
-
-* top-1 with the flag computes ``expert(x * w)``: the weight applied once, on the input, and
-  the kernel handed float32 unit final scales (a runner that pre-scales and still hands the
-  kernel the router weights weights twice, vllm#43694's double weighting: named as such);
-* top-2 without the flag is SGLang's own output weighting, unchanged;
-* top-k 2 with the flag, and the FP4 all-gather, are refused when the layer is built,
-  naming their switches;
-* each method's layer as a server loads it (``FusedMoE`` built, weights through SGLang's
-  loader and processed, one top-1 forward): ``expert(x * w)``, or SGLang's own error;
-* where the record shows a method's lifted layer computing something other than
-  ``expert(x * w)`` on this release, its top-1 layers are refused when they are built;
-* the evidence (:mod:`.evidence`): SGLang's own registered fused function and methods, on
-  CPU; its states must equal this SGLang's row of release facts, or become this machine's.
+"""``llama4-router-weight``'s contract (``verify``), through SGLang's real NVFP4 MoE methods on
+a simulated SM120, FlashInfer's kernel replaced by its CPU stand-in
+(:mod:`sglang_nvfp4_patches.simulation.cutlass_kernel`): top-1 with the flag computes
+``expert(x * w)`` with float32 unit final scales (twice weighted: vllm#43694); top-2 without
+it is unchanged; top-k 2 and the FP4 all-gather are refused at build; each method's layer
+as a server loads it serves; the evidence (:mod:`.evidence`) equals this SGLang's row.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -70,18 +60,6 @@ MODELOPT = {"quantization": "modelopt_fp4"}
 DP_ATTENTION_EP = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "ep_size": 2}
 TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
 
-LayerBuilder = Callable[..., Llama4Layer]
-
-
-@contextlib.contextmanager
-def _scheduler(model: Any, **flags: Any) -> Iterator[None]:
-    """A simulated SM120 scheduler; a single-GPU one also has its one-rank TP group."""
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(moe_layer_build_on("sm120", model, **flags))
-        if flags.get("tp_size", 1) == 1:
-            stack.enter_context(single_rank_tp_group())
-        yield
-
 
 def _built_on_cutlass(moe: Llama4Layer, what: str) -> None:
     moe.build()
@@ -100,22 +78,34 @@ def _relative_error(out: torch.Tensor, expected: torch.Tensor) -> float:
     return float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
 
 
-def _only_call(kernel: RecordingCutlassKernel) -> dict[str, Any]:
+def _within_tolerance(out: torch.Tensor, expected: torch.Tensor, meaning: str) -> float:
+    error = _relative_error(out, expected)
+    if error > TOLERANCE:
+        raise CheckFailed(f"output differs from {meaning} (relative error {error:.3g})")
+    return error
+
+
+def _forward(
+    kernel: RecordingCutlassKernel, moe: Llama4Layer, top_k: int, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, dict[str, Any]]:
+    """One forward of ``moe``: its batch, output and the kernel's one call."""
+    x, weights, ids = batch(TOKENS, top_k, torch.bfloat16, seed=seed)
+    kernel.calls.clear()
+    out = moe.apply(x, weights, ids)
     if len(kernel.calls) != 1:
         raise CheckFailed(f"the CUTLASS kernel was called {len(kernel.calls)} times, not once")
-    return kernel.calls[0]
+    return x, weights, ids, out, kernel.calls[0]
 
 
-def _top1_with_the_flag(kernel: RecordingCutlassKernel, build: LayerBuilder, what: str) -> str:
+def _top1_with_the_flag(
+    kernel: RecordingCutlassKernel, build: Callable[..., Llama4Layer], what: str
+) -> str:
     moe = build(top_k=1)
     try:
         _built_on_cutlass(moe, what)
     except LiftedLayerWrongError as refused:  # only where the record shows it computing wrong
         return f"refused when the layer is built: {refused}"
-    x, weights, ids = batch(TOKENS, 1, torch.bfloat16, seed=1)
-    kernel.calls.clear()
-    out = moe.apply(x, weights, ids)
-    call = _only_call(kernel)
+    x, weights, ids, out, call = _forward(kernel, moe, 1, seed=1)
     expected = moe_meaning(x, weights, ids, moe.w13, moe.w2, on_input=True)
     scales = call["token_final_scales"]
     prescaled = torch.equal(call["input"], x * weights.to(x.dtype))
@@ -129,9 +119,7 @@ def _top1_with_the_flag(kernel: RecordingCutlassKernel, build: LayerBuilder, wha
         raise CheckFailed("the kernel's input is not x*w: the router weight is not on the input")
     if scales.dtype != torch.float32 or not torch.all(scales == 1):
         raise CheckFailed(f"the kernel's final scales are not float32 ones ({scales.dtype})")
-    error = _relative_error(out, expected)
-    if error > TOLERANCE:
-        raise CheckFailed(f"output differs from expert(x*w) (relative error {error:.3g})")
+    error = _within_tolerance(out, expected, "expert(x*w)")
     return (
         f"output = expert(x*w) (relative error {error:.1e}); the weight is applied once, on the "
         "input, and the kernel got float32 unit final scales"
@@ -141,19 +129,14 @@ def _top1_with_the_flag(kernel: RecordingCutlassKernel, build: LayerBuilder, wha
 def _top2_without_the_flag(kernel: RecordingCutlassKernel) -> str:
     moe = modelopt_layer(top_k=2, on_input=False)
     _built_on_cutlass(moe, "ModelOpt NVFP4")
-    x, weights, ids = batch(TOKENS, 2, torch.bfloat16, seed=2)
-    kernel.calls.clear()
-    out = moe.apply(x, weights, ids)
-    call = _only_call(kernel)
+    x, weights, ids, out, call = _forward(kernel, moe, 2, seed=2)
     if not torch.equal(call["input"], x):
         raise CheckFailed("the kernel's input is not the unscaled hidden states")
     scales = call["token_final_scales"]
     if scales.dtype != torch.float32 or not torch.allclose(scales, weights.float()):
         raise CheckFailed("the kernel's final scales are not the router weights in float32")
     expected = moe_meaning(x, weights, ids, moe.w13, moe.w2, on_input=False)
-    error = _relative_error(out, expected)
-    if error > TOLERANCE:
-        raise CheckFailed(f"output differs from sum_k w_k*expert_k(x) (relative error {error:.3g})")
+    error = _within_tolerance(out, expected, "sum_k w_k*expert_k(x)")
     return f"output = sum_k w_k*expert_k(x), unchanged (relative error {error:.1e})"
 
 
@@ -232,53 +215,37 @@ def run_checks() -> list[CheckResult]:
     results: list[CheckResult] = []
     with quiet_sglang(), cpu_cutlass_kernel() as kernel, cuda_moves_stay_on_cpu():
 
-        def check(name: str, model: Any, flags: dict[str, Any], body: Callable[[], str]) -> None:
-            def scheduled() -> str:
-                with _scheduler(model, **flags):
+        def check(
+            name: str, body: Callable[[], str], model: Any = LLAMA4_NVFP4, **flags: Any
+        ) -> None:
+            def scheduled() -> str:  # on a simulated SM120 scheduler (one rank: its TP group)
+                one_rank = single_rank_tp_group() if flags.get("tp_size", 1) == 1 else nullcontext()
+                with moe_layer_build_on("sm120", model, **flags), one_rank:
                     return body()
 
             results.append(run_check(NAME, name, scheduled))
 
-        check(
-            "ModelOpt NVFP4 top-1 with the flag",
-            LLAMA4_NVFP4,
-            MODELOPT,
-            lambda: _top1_with_the_flag(kernel, modelopt_layer, "ModelOpt NVFP4"),
+        modelopt_top1 = functools.partial(
+            _top1_with_the_flag, kernel, modelopt_layer, "ModelOpt NVFP4"
         )
-        check(
-            "ModelOpt NVFP4 top-2 without the flag",
-            LLAMA4_NVFP4,
-            MODELOPT,
-            lambda: _top2_without_the_flag(kernel),
+        check("ModelOpt NVFP4 top-1 with the flag", modelopt_top1, **MODELOPT)
+        top2 = functools.partial(_top2_without_the_flag, kernel)
+        check("ModelOpt NVFP4 top-2 without the flag", top2, **MODELOPT)
+        top_k_2 = functools.partial(_refused, lambda: modelopt_layer(top_k=2), ("top_k=2",), 2)
+        check("ModelOpt NVFP4 top-k 2 with the flag", top_k_2, **MODELOPT)
+        fp4_allgather = functools.partial(
+            _refused, lambda: modelopt_layer(top_k=None), (FP4_ALLGATHER_SWITCH,), 1, True
         )
-        check(
-            "ModelOpt NVFP4 top-k 2 with the flag",
-            LLAMA4_NVFP4,
-            MODELOPT,
-            lambda: _refused(lambda: modelopt_layer(top_k=2), ("top_k=2",), top_k=2),
+        all_gather_flags = {**MODELOPT, **DP_ATTENTION_EP, "moe_runner_backend": CUTLASS_RUNNER}
+        check("ModelOpt NVFP4 FP4 all-gather", fp4_allgather, **all_gather_flags)
+        ct_top1 = functools.partial(
+            _top1_with_the_flag, kernel, compressed_tensors_layer, "compressed-tensors"
         )
-        check(
-            "ModelOpt NVFP4 FP4 all-gather",
-            LLAMA4_NVFP4,
-            {**MODELOPT, **DP_ATTENTION_EP, "moe_runner_backend": "flashinfer_cutlass"},
-            lambda: _refused(
-                lambda: modelopt_layer(top_k=None), (FP4_ALLGATHER_SWITCH,), 1, prequantized=True
-            ),
-        )
-        check(
-            "compressed-tensors NVFP4 top-1 with the flag",
-            LLAMA4_NVFP4_CT,
-            {},
-            lambda: _top1_with_the_flag(kernel, compressed_tensors_layer, "compressed-tensors"),
-        )
+        check("compressed-tensors NVFP4 top-1 with the flag", ct_top1, LLAMA4_NVFP4_CT)
     with quiet_sglang():
         for rejecting in REJECTING_METHODS:
-            results.append(
-                run_check(
-                    NAME,
-                    f"{rejecting.label} top-1 with the flag, as a server loads it",
-                    functools.partial(_as_a_server_loads_it, rejecting),
-                )
-            )
+            name = f"{rejecting.label} top-1 with the flag, as a server loads it"
+            served = functools.partial(_as_a_server_loads_it, rejecting)
+            results.append(run_check(NAME, name, served))
         results.append(run_check(NAME, EVIDENCE_CHECK, _evidence))
     return results

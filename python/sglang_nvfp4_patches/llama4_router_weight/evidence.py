@@ -1,35 +1,33 @@
 """The behaviour behind ``llama4-router-weight``'s "upstream" and "none in this release",
 gathered on CPU by ``verify``; its states are release facts (:mod:`..release_facts`).
 
-Reading SGLang's code proves a rejection present, never absent; a half of this patch stands
-down only where SGLang's own code is shown to serve Llama 4's flag. Each run is the first MoE
-layer of a bundled Llama 4 checkpoint on a simulated SM120, built as ``FusedMoE`` builds it,
-its weights loaded and processed (``process_weights_after_loading`` included), one top-1
-forward with the flag through the CPU reference of the CUTLASS kernel, the output compared
-with ``expert(x*w)`` (:func:`..simulation.moe_forward.run_first_moe_layer`):
-
-* **runner**: SGLang's registered CUTLASS fused function, called by ``MoeRunner`` with the
-  real config (this plugin's pre-scale suspended), the method handed the flag-free view the
-  lift gives it (so neither its check nor any pre-scale of its own gets in the way): upstream
-  where one such layer serves;
-* **each method** (ModelOpt, compressed-tensors): SGLang's own method (the lift suspended) on
-  the runner as the server will have it, and the method lifted: upstream where SGLang's own
-  serves, or runs on another runner; "lift serves" where only the lifted one does; "lifted,
-  wrong" where SGLang's own raises and the lifted one computes something else than
-  ``expert(x*w)`` (compressed-tensors on 0.5.16, whose loader keeps W13 as ``[gate; up]``
-  for the CUTLASS kernel: a fault of the layer, flag or not).
+Reading code proves a rejection present, never absent, so a half stands down only where
+SGLang's own code is shown serving the flag: the first MoE layer of a bundled Llama 4
+checkpoint on a simulated SM120, built, loaded and processed as ``FusedMoE`` does, one top-1
+forward with the flag compared with ``expert(x*w)``. The **runner**: SGLang's registered fused
+function (our pre-scale suspended), the method handed the flag-free view; **each method**:
+SGLang's own (the lift suspended) and lifted, on the runner as the server will have it.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from packaging.version import Version
 
-from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import REJECTING_METHODS
+from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import without_router_weight_on_input
+from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
+    COMPRESSED_TENSORS,
+    MODELOPT,
+    REJECTING_METHODS,
+)
+from sglang_nvfp4_patches.llama4_router_weight.suspension import (
+    method_lift_suspended,
+    runner_prescale_suspended,
+)
 from sglang_nvfp4_patches.release_facts import SHIPPED, Row, parse
 
 RUNNER = "runner"
@@ -74,18 +72,17 @@ def cells(facts: Mapping[str, Mapping[str, Any]], parts: tuple[str, ...]) -> dic
 def facts_of(row: Row) -> dict[str, dict[str, str]] | None:
     """Each part's state and its sentence, as ``row`` gives them (``None``: no ``l4:`` cell)."""
     states = {cell_of(state): state for state in SENTENCES}
-    found: dict[str, dict[str, str]] = {}
-    derived = False
-    for column in row.cells:
-        cell = row.cell(column)
-        if column.startswith(COLUMN) and cell is not None:
-            derived = True
-            if cell in states:
-                found[column[len(COLUMN) :]] = {
-                    "state": states[cell],
-                    "detail": SENTENCES[states[cell]],
-                }
-    return found if derived else None
+    ours = {
+        column[len(COLUMN) :]: row.cell(column) for column in row.cells if column.startswith(COLUMN)
+    }
+    given = {part: cell for part, cell in ours.items() if cell is not None}
+    if not given:
+        return None
+    return {
+        part: {"state": states[cell], "detail": SENTENCES[states[cell]]}
+        for part, cell in given.items()
+        if cell in states
+    }
 
 
 def current_row() -> Row | None:
@@ -97,8 +94,7 @@ def current_row() -> Row | None:
 
 
 def current_facts() -> dict[str, Any] | None:
-    row = current_row()
-    return None if row is None else facts_of(row)
+    return facts_of(row) if (row := current_row()) is not None else None
 
 
 def releases_serving(part: str) -> tuple[str, ...]:
@@ -121,10 +117,6 @@ def shown_by(row: Row | None) -> str:
 
 def _layers() -> dict[str, tuple[Path, dict[str, str]]]:
     """Per method part, the bundled checkpoint whose layer runs it, and the launch flags."""
-    from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
-        COMPRESSED_TENSORS,
-        MODELOPT,
-    )
     from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4, LLAMA4_NVFP4_CT
 
     return {
@@ -136,10 +128,6 @@ def _layers() -> dict[str, tuple[Path, dict[str, str]]]:
 def hide_flag_from_method(layer: Any) -> None:
     """What the lift does once ``FusedMoE`` built the runner: the method (the scheme, for
     compressed-tensors) sees a flag-free view, its ``MoeRunner`` keeps the real config."""
-    from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
-        without_router_weight_on_input,
-    )
-
     holder = getattr(layer, "scheme", None) or layer.quant_method
     config = getattr(holder, "moe_runner_config", None)
     if config is not None:
@@ -147,39 +135,27 @@ def hide_flag_from_method(layer: Any) -> None:
 
 
 def _run(part: str, lifted: bool) -> dict[str, Any]:
-    from sglang_nvfp4_patches.llama4_router_weight.suspension import method_lift_suspended
-    from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
-    from sglang_nvfp4_patches.simulation.moe_forward import run_first_moe_layer
-
-    model_dir, flags = _layers()[part]
     with method_lift_suspended():
-        run = run_first_moe_layer(
-            model_dir, GPU_PROFILES[GPU], flags, hide_flag_from_method if lifted else None
-        )
-    if run is None:  # the bundled checkpoints are Llama 4 NVFP4 MoE, so never on a release
-        raise RuntimeError(f"no MoE layer was run for {part}")
-    return run.as_json()
+        return run_as_the_server(part, hide_flag_from_method if lifted else None)
 
 
-def run_as_the_server(part: str) -> dict[str, Any]:
+def run_as_the_server(
+    part: str, after_build: Callable[[Any], None] | None = None
+) -> dict[str, Any]:
     """``part``'s layer with this process's hooks as they are: what a server runs."""
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.moe_forward import run_first_moe_layer
 
     model_dir, flags = _layers()[part]
-    run = run_first_moe_layer(model_dir, GPU_PROFILES[GPU], flags)
-    if run is None:
+    run = run_first_moe_layer(model_dir, GPU_PROFILES[GPU], flags, after_build)
+    if run is None:  # the bundled checkpoints are Llama 4 NVFP4 MoE, so never on a release
         raise RuntimeError(f"no MoE layer was run for {part}")
     return run.as_json()
 
 
 def _runner_fact() -> dict[str, Any]:
-    from sglang_nvfp4_patches.llama4_router_weight.suspension import runner_prescale_suspended
-
-    runs = {}
     with runner_prescale_suspended():
-        for part in _layers():
-            runs[part] = _run(part, lifted=True)
+        runs = {part: _run(part, lifted=True) for part in _layers()}
     serving = [p for p, run in runs.items() if run["runner"] == CUTLASS and _serves(run)]
     state = UPSTREAM if serving else NOT_SHOWN
     detail = "; ".join(f"{part}: {run['runner']}, {run['detail']}" for part, run in runs.items())
@@ -206,15 +182,6 @@ def method_fact(part: str) -> dict[str, Any]:
     return {"state": state, "detail": detail, "sglang": own, "lifted": lifted}
 
 
-@contextlib.contextmanager
-def _runner_as_recorded(upstream: bool) -> Iterator[None]:
-    """The runner as a server with this record has it: SGLang's own where it is upstream."""
-    from sglang_nvfp4_patches.llama4_router_weight.suspension import runner_prescale_suspended
-
-    with runner_prescale_suspended() if upstream else contextlib.nullcontext():
-        yield
-
-
 def gather() -> dict[str, Any]:
     """The runner's fact, then each method's on the runner that fact gives a server (in a
     process where SGLang loaded the plugin; call with the output of SGLang quietened)."""
@@ -224,7 +191,8 @@ def gather() -> dict[str, Any]:
     if not module_exists(RUNNER_MODULE):
         return {RUNNER: {"state": NOT_APPLICABLE, "detail": f"no {RUNNER_MODULE}"}}
     facts = {RUNNER: _runner_fact()}
-    with _runner_as_recorded(facts[RUNNER]["state"] == UPSTREAM):
+    upstream = facts[RUNNER]["state"] == UPSTREAM  # the runner as a server with this row has it
+    with runner_prescale_suspended() if upstream else contextlib.nullcontext():
         for part in _layers():
             facts[part] = method_fact(part)
     return facts

@@ -1,5 +1,4 @@
-"""What ``explain`` says on a Llama 4 row about ``llama4-router-weight`` (what happens to the
-row's MoE layer is run, not told: :mod:`sglang_nvfp4_patches.explain.layer`)."""
+"""What ``explain`` says on a Llama 4 row about ``llama4-router-weight``."""
 
 from __future__ import annotations
 

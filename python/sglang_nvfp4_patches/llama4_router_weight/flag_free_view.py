@@ -1,14 +1,8 @@
 """A runner config that reads ``apply_router_weight_on_input`` as ``False`` (pure: no SGLang,
-no torch).
-
-The NVFP4 MoE methods assert the flag away for the CUTLASS runner; the runner (patched, or upstream
-where SGLang pre-scales itself) honours it. So the method gets this view for its own check while its
-``MoeRunner`` keeps the real config. The view shares the config's attribute dict, so every later
-write to the config is seen at once and nothing is copied or cached.
-
-Anything that makes a new config out of the view (``copy``, ``deepcopy``, ``pickle``,
-``dataclasses.replace``) gets the real flag back: a config that silently lost the flag would
-apply the router weight zero times, while one with the flag makes SGLang's own check fire.
+no torch), sharing the config's attribute dict, for the method's own check while its
+``MoeRunner`` keeps the real config. A new config made of the view (``copy``, ``pickle``,
+``dataclasses.replace``...) gets the real flag back: one that silently lost the flag would
+apply the router weight zero times.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """What a method does with a flag it reads, on one runner: the question the Llama 4 rejection
-reading asks the walker (:mod:`sglang_nvfp4_patches.source_reader.walker`) (pure: ``ast`` and
-``inspect`` on the objects it is given). Tests that name a runner backend are decided for the
-chosen runner; calls handed ``self``, the holder or the flag, or run on ``self``, are followed;
-truth is three-valued (``None``: cannot say), with the flag read as set or unset. Each read of
-the flag is a **rejection** (an ``assert`` that fails, or an ``if`` whose flag branch always
-raises, when the flag is set, read through ``self.<holder>``: what the view hides), a **use**,
-or **unknown** (what this question cannot follow). docs/llama4-rejection-reader.md has the
-table.
+reading asks the walker (pure: ``ast`` and ``inspect`` on the objects it is given).
+
+Runner-backend tests are decided for the chosen runner; calls handed ``self``, the holder or
+the flag are followed; truth is three-valued (``None``: cannot say). Each read of the flag is
+a **rejection** (through ``self.<holder>``, what the view hides), a **use**, or **unknown**;
+docs/llama4-rejection-reader.md has the table.
 """
 
 from __future__ import annotations
@@ -38,10 +36,9 @@ _READS = ast.Name | ast.Attribute | ast.Call | ast.NamedExpr  # what can stand f
 
 @dataclass
 class FlagQuestion(Question):
-    """The question: the flag ``self.<holder>.<flag>``, with the branches that name one of
-    ``backends`` decided for ``runner``; a test that also compares ``condition`` makes a
-    rejection ``condition_note`` only; ``hidden``: reads through ``self.<holder>`` are what the
-    view hides. ``rejections``, ``uses``, ``unknown``: what the walk met, each once, in order."""
+    """The flag ``self.<holder>.<flag>``, branches naming one of ``backends`` decided for
+    ``runner``; a test also comparing ``condition`` makes a rejection ``condition_note`` only;
+    ``hidden``: reads through ``self.<holder>`` are what the view hides."""
 
     holder: str
     flag: str
@@ -59,11 +56,8 @@ class FlagQuestion(Question):
     walker: Walker = field(init=False)  # set by the walker that asks it
 
     def found_unknown(self) -> list[str]:
-        """What cannot be followed, the flag's name as a string last (unless it is a
-        ``getattr`` read, which is followed)."""
+        """What cannot be followed, the flag's name as a string (not a ``getattr`` read) last."""
         return [*self.unknown, *(why for why in self.spelled.values() if why)]
-
-    # roles --------------------------------------------------------------------------------
 
     def start(self, parameter: ast.arg, role: str) -> Value:
         """What a parameter standing for ``role`` (self, or the config) is to the walker."""
@@ -71,8 +65,8 @@ class FlagQuestion(Question):
         return frozenset({Origin(kind, parameter, note=role)})
 
     def role(self, node: ast.AST) -> str | None:
-        """What ``node`` stands for: self, the config, the flag (or none of them); where its
-        value joins a read the lift hides and one it does not, the one it does not."""
+        """What ``node`` stands for: self, the config, the flag, or ``None`` (where a read the
+        lift hides joins one it does not, the one it does not)."""
         if not isinstance(node, _READS):
             return None
         origins = flatten(self.walker.values.get(node, frozenset()))
@@ -91,8 +85,7 @@ class FlagQuestion(Question):
             yield from self.flag_reads(child)
 
     def truth(self, node: ast.expr, defs: dict[str, Definition], flag: bool | None) -> bool | None:
-        """``node``'s truth on the chosen runner with the flag read as ``flag`` (``None``:
-        cannot say)."""
+        """``node``'s truth on the chosen runner with the flag read as ``flag``."""
         if isinstance(node, ast.Name) and node.id in defs:
             written, earlier = defs[node.id]
             return self.truth(written, earlier, flag)
@@ -152,11 +145,9 @@ class FlagQuestion(Question):
                 return backend == self.runner
         return None
 
-    # what the walker asks -----------------------------------------------------------------
-
     def read(self, name: str, at: ast.AST, base: Callable[[], Value]) -> Value | None:
-        """``self.<holder>`` is the holder, and ``<holder>.<flag>`` the flag the lift hides,
-        only where what they are read from can be nothing else."""
+        """``self.<holder>`` is the holder, ``<holder>.<flag>`` the flag the lift hides (where
+        what they are read from can be nothing else)."""
         if name == self.holder:
             if _only(base(), Kind.SELF, SELF):
                 note = CONFIG if self.hidden else REAL_CONFIG
@@ -179,8 +170,7 @@ class FlagQuestion(Question):
                 self.assertion(node, reads, env)
             return None, None
         if not reads:
-            decided = self.truth(node.test, env.defs, None)
-            return _off(decided)
+            return _off(self.truth(node.test, env.defs, None))
         lifted = self.truth(node.test, env.defs, False)
         flagged = self.truth(node.test, env.defs, True)
         if lifted is None or lifted == flagged:
@@ -200,13 +190,9 @@ class FlagQuestion(Question):
         flagged = self.truth(node.test, env.defs, True)
         if lifted is True and flagged is not True:
             self.rejection(reads, env, node, "assert")
-        elif lifted is True:
-            self.note(
-                self.unknown, env, node, "an assert on the flag that passes whatever it reads"
-            )
-        else:
-            why = "an assert on the flag that the flag read as False fails"
-            self.note(self.unknown, env, node, why)
+            return
+        why = "passes whatever it reads" if lifted is True else "the flag read as False fails"
+        self.note(self.unknown, env, node, f"an assert on the flag that {why}")
 
     def raises(self, body: list[ast.stmt], env: Env) -> bool:
         """Whether ``body`` always ends in a raise on the chosen runner with the flag set."""
@@ -246,8 +232,8 @@ class FlagQuestion(Question):
         return bool(self._handed_values(call)) or self._on_self(call)
 
     def unfollowed(self, call: Arguments, env: Env, callee: Callee | None) -> None:
-        """A call handed self, the config or the flag that is not followed: the flag handed on
-        is a use, and self or the config handed to code this reader cannot read is unknown."""
+        """A call handed self, the config or the flag, not followed: the flag handed on is a
+        use; self or the config handed to code this reader cannot read is unknown."""
         handed = self._handed_values(call)
         if not (handed or self._on_self(call)) or (callee is not None and callee.harmless):
             return
@@ -281,8 +267,7 @@ class FlagQuestion(Question):
         self.note(self.uses, env, node, f"reads it{through}")
 
     def _unset(self, node: ast.Name, value: Value, env: Env) -> bool:
-        """A local of the function read where no path walked has set it (Python raises); not
-        in a loop, where the walk's first pass has not yet set what a later one reads."""
+        """A local read where no path walked has set it (Python raises); not in a loop."""
         context = env.context
         if not isinstance(context, LiveContext) or value != {Origin(Kind.OPAQUE, node)}:
             return False
@@ -294,8 +279,7 @@ class FlagQuestion(Question):
         return node.id in stored and node not in looped
 
     def gated_calls(self, node: ast.BoolOp | ast.IfExp, env: Env) -> None:
-        """``flag and check()``, ``check() if flag else x``: the flag decides whether
-        SGLang code runs, which may be a rejection this reader cannot see as one."""
+        """``flag and check()``, ``check() if flag else x``: may be an unseen rejection."""
         if isinstance(node, ast.IfExp):
             decided = [node.body, node.orelse] if list(self.flag_reads(node.test)) else []
         else:
@@ -316,8 +300,6 @@ class FlagQuestion(Question):
         kinds = (Kind.SELF, Kind.HOLDER, Kind.SOURCE)
         return frozenset((o.kind, o.note) for o in flatten(value) if o.kind in kinds)
 
-    # findings -----------------------------------------------------------------------------
-
     def _handed_values(self, call: Arguments) -> list[ast.expr]:
         node = call.node
         if not isinstance(node, ast.Call):
@@ -332,8 +314,8 @@ class FlagQuestion(Question):
         )
 
     def _handed(self, node: ast.expr, objects_only: bool = False) -> bool:
-        """Whether ``node`` hands a callee self, the config or the flag (``objects_only``:
-        self or the config, not only the flag's value)."""
+        """Whether ``node`` hands a callee self, the config or the flag (``objects_only``: not
+        the flag's value)."""
         role = self.role(node)
         if role is not None:
             return not objects_only or role in (SELF, CONFIG, REAL_CONFIG)
@@ -406,12 +388,9 @@ def _raised(body: list[ast.stmt]) -> str:
 
 
 def _compares(test: ast.expr, name: str) -> bool:
-    """Whether ``test`` compares a ``name`` (``flag and cfg.top_k > 1``): a rejection is then
-    of the flag with that condition, not of the flag."""
-    for node in ast.walk(test):
-        if isinstance(node, ast.Compare):
-            for side in (node.left, *node.comparators):
-                found = side.attr if isinstance(side, ast.Attribute) else getattr(side, "id", "")
-                if name and found == name:
-                    return True
-    return False
+    """Whether ``test`` compares a ``name`` (``flag and cfg.top_k > 1``)."""
+    compares = (n for n in ast.walk(test) if isinstance(n, ast.Compare))
+    sides = (side for node in compares for side in (node.left, *node.comparators))
+    return bool(name) and any(
+        getattr(side, "attr", getattr(side, "id", "")) == name for side in sides
+    )

@@ -1,13 +1,7 @@
 """Install ``llama4-router-weight`` (the declaration's ``install``): each part is probed and
-patched on its own when SGLang imports the module that holds it
-(:func:`sglang_nvfp4_patches.post_import.when_imported`).
-
-Three places reject the flag on this path: the runner's fused functions
-(:func:`.runner_registry.runner_patcher`; upstream on recent releases), and
-``ModelOptNvFp4FusedMoEMethod`` and ``CompressedTensorsW4A4Nvfp4MoE``
-(:func:`.method_lift.method_patcher`; still rejecting in 0.5.23). Under ``--use-ray`` the
-actors need the Ray job to load plugins (:mod:`.ray_job_check`). Each part's outcome is
-recorded in :mod:`.outcomes`; :func:`summarize` makes one report of them.
+patched when SGLang imports its module (:func:`sglang_nvfp4_patches.post_import.when_imported`):
+the runner's fused functions (:func:`.runner_registry.runner_patcher`) and each rejecting
+method (:func:`.method_lift.method_patcher`); ``--use-ray`` in :mod:`.ray_job_check`.
 """
 
 from __future__ import annotations
@@ -30,9 +24,8 @@ def not_applicable() -> PatchReport:
 
 
 def install(forced: bool, observe: bool) -> PatchReport:
-    """Arrange for every part to be patched when SGLang imports its module (``observe``:
-    only probed there, read-only, and recorded where the rejection is live). ``forced`` is
-    never true: this patch cannot be forced (its declaration says why)."""
+    """Arrange for every part to be patched (``observe``: only probed) when SGLang imports its
+    module. ``forced`` is never true: this patch cannot be forced."""
     from sglang_nvfp4_patches.llama4_router_weight import ray_job_check
     from sglang_nvfp4_patches.post_import import when_imported
 
@@ -47,20 +40,13 @@ def install(forced: bool, observe: bool) -> PatchReport:
 
 
 def summarize(observe: bool) -> PatchReport:
-    """One report from the parts (``pending`` until SGLang imports the first; ``applied`` if
-    any had to be patched; ``not patched`` if any is live where nothing is patched, before
-    ``unknown``, as :func:`.read_back.unpatched_report` ranks them: a process that imported
-    SGLang's modules before loading the plugin (a scheduler) reports what one that imports
-    them after does)."""
+    """One report from the parts, ranked as :func:`.read_back.unpatched_report` ranks them (a
+    process that imported SGLang before the plugin reports what one that imports it after does)."""
     parts = outcomes.recorded()
     if not parts:
         action = "probed" if observe else "patched"
         return PatchReport(NAME, PatchState.PENDING, f"{action} when SGLang loads a MoE layer")
-    failed = [
-        f"{part}: {report.reason}"
-        for part, report in parts.items()
-        if report.state is PatchState.FAILED
-    ]
+    failed = [f"{part}: {r.reason}" for part, r in parts.items() if r.state is PatchState.FAILED]
     if failed:
         return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
     states = {report.state for report in parts.values()}

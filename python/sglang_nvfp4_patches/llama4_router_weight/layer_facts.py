@@ -1,9 +1,6 @@
-"""What SGLang has fixed about a MoE layer by the time it builds the layer's runner.
-
-Read from SGLang's own decisions, each probed by feature: the method that holds the layer,
-the model's experts per token (Llama 4 builds ``FusedMoE`` without ``top_k``), and whether
-the FP4 all-gather or the all-to-all's NVFP4 dispatch will quantize the activations before
-the runner sees them. Both are decided at load and only acted on in the forward pass.
+"""What SGLang has fixed about a MoE layer by the time it builds the layer's runner, each
+probed by feature: the method's holder, the experts per token, and whether the FP4 all-gather
+or the all-to-all's NVFP4 dispatch quantizes activations before the runner.
 """
 
 from __future__ import annotations
@@ -29,8 +26,7 @@ COMPRESSED_TENSORS_CONFIG_MODULE = (
 
 @functools.lru_cache(maxsize=4)
 def _model_config_for(model_path: str, revision: str | None) -> Any:
-    """Without ``process_model_config``: the scheduler's model config, built once per model
-    (the arguments are only the cache key; the config is built from the published server args)."""
+    """The scheduler's model config, built once per model (the arguments are the cache key)."""
     from sglang.srt.configs.model_config import ModelConfig
     from sglang.srt.server_args import get_global_server_args
 
@@ -49,8 +45,8 @@ def _process_model_config() -> Any:
 
 
 def experts_per_token(runner_config: Any) -> int | None:
-    """The layer's top-k: its own, else the model's ``num_experts_per_tok`` (``None`` where
-    SGLang cannot say; the runner's forward-time check still stands then)."""
+    """The layer's top-k: its own, else the model's ``num_experts_per_tok`` (``None``: unknown;
+    the runner's forward-time check still stands)."""
     top_k = getattr(runner_config, "top_k", None)
     if top_k is not None:
         return int(top_k)
@@ -71,9 +67,8 @@ def fp4_allgather() -> bool:
 
 
 def nvfp4_dispatch(method: Any) -> bool:
-    """Whether the FlashInfer all-to-all hands this method NVFP4 activations, as the
-    method's own module decides it (ModelOpt: ``_use_nvfp4_dispatch`` or, on older
-    releases, ``MOE_NVFP4_DISPATCH``; a method whose module has neither dispatches unquantized)."""
+    """Whether the FlashInfer all-to-all hands this method NVFP4 activations, as its module
+    decides it (``_use_nvfp4_dispatch``, or ``MOE_NVFP4_DISPATCH`` on older releases)."""
     a2a_backend = getattr(importlib.import_module(MOE_UTILS_MODULE), "get_moe_a2a_backend", None)
     if not callable(a2a_backend) or not a2a_backend().is_flashinfer():
         return False
@@ -86,19 +81,14 @@ def nvfp4_dispatch(method: Any) -> bool:
     return bool(getattr(module, "MOE_NVFP4_DISPATCH", False))
 
 
-def _compressed_tensors_method_cls() -> type | None:
-    module = sys.modules.get(COMPRESSED_TENSORS_CONFIG_MODULE)
-    return getattr(module, "CompressedTensorsFusedMoEMethod", None)
-
-
 def wrapper_of(layer: Any, method: Any) -> str | None:
-    """The class name of whatever stands between ``layer`` and ``method``, or ``None`` when
-    the method is the layer's own quant method (ModelOpt) or the scheme of the layer's own
-    compressed-tensors method, which hands the scheme every call unchanged."""
+    """The class name of whatever stands between ``layer`` and ``method`` (``None``: the
+    layer's own quant method, or the scheme of its own compressed-tensors method)."""
     holder = getattr(layer, "quant_method", None)
     if holder is method:
         return None
-    ct_method = _compressed_tensors_method_cls()
+    module = sys.modules.get(COMPRESSED_TENSORS_CONFIG_MODULE)
+    ct_method = getattr(module, "CompressedTensorsFusedMoEMethod", None)
     if (
         ct_method is not None
         and type(holder) is ct_method

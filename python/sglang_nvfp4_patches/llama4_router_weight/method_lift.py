@@ -1,16 +1,10 @@
 """Seam 2: the NVFP4 MoE methods that reject the flag on their CUTLASS branch.
 
-``ModelOptNvFp4FusedMoEMethod.apply`` (ModelOpt checkpoints) and
-``CompressedTensorsW4A4Nvfp4MoE.apply_weights`` (llm-compressor checkpoints) still assert
-``not apply_router_weight_on_input`` in 0.5.23. Whether a release still rejects it is read
-from what the method's code does, in any spelling (:mod:`.rejection_question`): lifted where it
-rejects, upstream only where the code shows it no longer does, ``unknown`` (left as SGLang
-ships it) where the reader cannot tell. An AROUND hook on each method's
-``create_moe_runner`` lets SGLang build the runner with the real config, then decides for
-this layer (:mod:`.rule`): refuse it now, naming the switch, or hand the method a flag-free
-view for its own check while the ``MoeRunner`` keeps the real config, which the runner's
-pre-scale honours. Where the record shows the lifted layer computing something other than
-``expert(x*w)`` on this release, every such layer is refused instead (:func:`decide`).
+An AROUND hook on each method's ``create_moe_runner`` lets SGLang build the runner with the
+real config, then decides for the layer (:mod:`.rule`): refuse it, naming the switch, or hand
+the method a flag-free view for its own check while the ``MoeRunner`` keeps the real config.
+Whether a release still rejects is :func:`decide`d from the release facts, else read from
+the method's code (:mod:`.rejection_question`).
 """
 
 from __future__ import annotations
@@ -77,8 +71,8 @@ NOT_HONOURED = (
 def create_moe_runner_hook(
     original: Callable[..., Any], method: Any, *args: Any, **kwargs: Any
 ) -> Any:
-    """After SGLang builds the runner: refuse this layer, or lift the method's own check
-    (only where the runner honours the flag: otherwise SGLang's check stays)."""
+    """After SGLang builds the runner: refuse this layer, or lift the method's own check where
+    the runner honours the flag."""
     result = original(method, *args, **kwargs)
     if is_method_lift_suspended():
         return result
@@ -100,8 +94,7 @@ def create_moe_runner_hook(
 
 @functools.cache
 def reading_of(rejecting: RejectingMethod, method_cls: type) -> Reading:
-    """What ``rejecting``'s method does with the flag on the CUTLASS runner, read from its code
-    (the reader is imported only where the release facts do not settle it)."""
+    """What ``rejecting``'s method does with the flag on the CUTLASS runner, read from its code."""
     from sglang_nvfp4_patches.llama4_router_weight.rejection_question import read_method
 
     return read_method(method_cls, rejecting.checked_in, runner_backends())
@@ -109,32 +102,13 @@ def reading_of(rejecting: RejectingMethod, method_cls: type) -> Reading:
 
 @dataclasses.dataclass(frozen=True)
 class MethodDecision:
-    """What this SGLang's ``rejecting`` method gets: its state and reason (the outcome and
-    ``doctor``), doctor's short note, and whether its ``create_moe_runner`` is hooked."""
+    """What this SGLang's method gets: state and reason, doctor's note, whether it is hooked."""
 
     state: PatchState
     reason: str
     note: str
     lift: bool
     refusal: str | None = None  # why each layer is refused when it is built, if it is
-
-
-def what_it_reads(reading: Reading) -> str:
-    from sglang_nvfp4_patches.llama4_router_weight.rejection_question import Verdict
-
-    if reading.verdict is Verdict.UNKNOWN:
-        return f"it {reading.summary()}"
-    if reading.verdict is Verdict.USES:
-        return f"the reader finds no rejection (it uses the flag: {reading.summary()})"
-    return "the reader finds nothing that reads the flag"
-
-
-def cannot_tell(rejecting: RejectingMethod, reading: Reading) -> str:
-    return (
-        f"cannot tell whether {rejecting.cls}.{rejecting.checked_in} still rejects "
-        f"apply_router_weight_on_input: {what_it_reads(reading)}, which proves nothing, and no "
-        "record shows SGLang's own layer serving top-1 with the flag"
-    )
 
 
 def still_rejects(rejecting: RejectingMethod, reading: Reading | None = None) -> str:
@@ -145,7 +119,6 @@ def still_rejects(rejecting: RejectingMethod, reading: Reading | None = None) ->
 
 
 def _fact(row: Row | None, part: str) -> dict[str, Any] | None:
-    """What ``row`` shows of ``part``, if anything."""
     from sglang_nvfp4_patches.llama4_router_weight.evidence import facts_of
 
     return None if row is None else (facts_of(row) or {}).get(part)
@@ -157,13 +130,10 @@ def decide(
     record: Row | None,
     serving: tuple[str, ...] = (),
 ) -> MethodDecision:
-    """Lift where the code is read to reject the flag, or a record shows only the lifted layer
-    serving; refuse every layer where it shows the lifted one computing wrong (naming the
-    ``serving`` releases, where the shipped records show it serving, and the other methods
-    the record shows serving here); stand down only where a record shows SGLang's own layer
-    serving (or running on another runner); otherwise lift, and say it cannot tell. The code
-    is ``read`` only where the row does not settle it."""
-    # the record's vocabulary (imported here: plugin load never reads a record)
+    """Stand down where the row shows SGLang's own layer serving (or on another runner); refuse
+    every layer where it shows the lifted one wrong (naming what serves: ``serving`` releases
+    and other methods here); else lift, saying so where the code ``read`` shows no rejection."""
+    # imported here: plugin load never reads a record
     from sglang_nvfp4_patches.llama4_router_weight.evidence import (
         FAILS,
         LIFT_SERVES,
@@ -173,27 +143,24 @@ def decide(
         UPSTREAM,
         shown_by,
     )
+    from sglang_nvfp4_patches.llama4_router_weight.rejection_question import Verdict
 
-    fact = _fact(record, rejecting.part)
-    state = None if fact is None else fact.get("state")
-    shown = shown_by(record)
+    fact = _fact(record, rejecting.part) or {}
+    state = fact.get("state")
+    evidence = f"{fact.get('detail')}; {shown_by(record)}"
+    lifted = f"{rejecting.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner"
     if state in (UPSTREAM, OTHER_RUNNER):
         how = "serves" if state == UPSTREAM else "does not run on the FlashInfer CUTLASS runner"
         reason = (
             f"{rejecting.cls}'s own layer {how} with top-1 and apply_router_weight_on_input "
-            f"({fact['detail']}; {shown})"
+            f"({evidence})"
         )
         return MethodDecision(
             PatchState.ALREADY_UPSTREAM, reason, f"{NO_REJECTION} ({reason})", False
         )
     if state == LIFT_SERVES:
-        reason = (
-            f"{rejecting.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner "
-            f"({fact['detail']}; {shown})"
-        )
-        return MethodDecision(PatchState.APPLIED, reason, "lifted", True)
+        return MethodDecision(PatchState.APPLIED, f"{lifted} ({evidence})", "lifted", True)
     if record is not None and state == LIFTED_WRONG:
-        evidence = f"{fact['detail']}; {shown}"
         here = [
             other.label
             for other in REJECTING_METHODS
@@ -211,27 +178,32 @@ def decide(
     if state == FAILS:
         reason = (
             f"the {rejecting.label} layer fails with top-1 and apply_router_weight_on_input, "
-            f"lifted or not ({fact['detail']}; {shown}); left as SGLang ships it"
+            f"lifted or not ({evidence}); left as SGLang ships it"
         )
         return MethodDecision(PatchState.FAILED, reason, "not lifted", False)
     reading = read()
     if reading.rejects:
-        reason = (
-            f"{rejecting.cls} no longer rejects apply_router_weight_on_input on the CUTLASS runner "
-            f"(it rejected it: {reading.summary()})"
-        )
+        reason = f"{lifted} (it rejected it: {reading.summary()})"
         return MethodDecision(PatchState.APPLIED, reason, "lifted", True)
-    reason = f"{cannot_tell(rejecting, reading)}; run `{VERIFY_COMMAND}`"
+    what = "the reader finds nothing that reads the flag"
+    if reading.verdict is Verdict.UNKNOWN:
+        what = f"it {reading.summary()}"
+    elif reading.verdict is Verdict.USES:
+        what = f"the reader finds no rejection (it uses the flag: {reading.summary()})"
+    reason = (
+        f"cannot tell whether {rejecting.cls}.{rejecting.checked_in} still rejects "
+        f"apply_router_weight_on_input: {what}, which proves nothing, and no "
+        f"record shows SGLang's own layer serving top-1 with the flag; run `{VERIFY_COMMAND}`"
+    )
     return MethodDecision(PatchState.UNKNOWN, reason, "cannot tell", True)
 
 
 def decision_for(rejecting: RejectingMethod, method_cls: type) -> MethodDecision:
-    """:func:`decide` for the installed SGLang (its record read now)."""
+    """:func:`decide` for the installed SGLang."""
     from sglang_nvfp4_patches.llama4_router_weight.evidence import current_row, releases_serving
 
-    row = current_row()
     read = functools.partial(reading_of, rejecting, method_cls)
-    return decide(rejecting, read, row, releases_serving(rejecting.part))
+    return decide(rejecting, read, current_row(), releases_serving(rejecting.part))
 
 
 def decision_here(rejecting: RejectingMethod) -> MethodDecision:
@@ -241,8 +213,7 @@ def decision_here(rejecting: RejectingMethod) -> MethodDecision:
 
 
 def lifted_wrong_here(method: Any) -> LiftedLayerWrongError | None:
-    """The refusal of a layer of ``method`` where the record shows it, lifted, computing
-    something other than ``expert(x*w)`` (:func:`decide`, the record read now)."""
+    """The refusal of ``method``'s layers where the row shows them, lifted, computing wrong."""
     rejecting = rejecting_method_of(method)
     refusal = None if rejecting is None else decision_for(rejecting, type(method)).refusal
     return None if refusal is None else LiftedLayerWrongError(refusal)
@@ -253,8 +224,7 @@ def is_lifted(rejecting: RejectingMethod) -> bool:
 
 
 def method_patcher(rejecting: RejectingMethod, apply: bool = True) -> Callable[[ModuleType], None]:
-    """Import callback for ``rejecting``'s module: hook it where its rejection is still live;
-    with ``apply=False`` only record whether it is."""
+    """Import callback: hook ``rejecting``'s method (``apply=False``: only record it)."""
 
     def patch_module(module: ModuleType) -> None:
         method_cls = getattr(module, rejecting.cls, None)
@@ -271,10 +241,8 @@ def method_patcher(rejecting: RejectingMethod, apply: bool = True) -> Callable[[
             outcomes.record(rejecting.part, decision.state, decision.reason)
             return
         if not apply:
-            reading = reading_of(rejecting, method_cls)
-            outcomes.record(
-                rejecting.part, PatchState.NOT_PATCHED, still_rejects(rejecting, reading)
-            )
+            live = still_rejects(rejecting, reading_of(rejecting, method_cls))
+            outcomes.record(rejecting.part, PatchState.NOT_PATCHED, live)
             return
         install_hook(rejecting.target, create_moe_runner_hook)
         outcomes.record(rejecting.part, decision.state, decision.reason)

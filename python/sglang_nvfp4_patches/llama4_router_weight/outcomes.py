@@ -1,7 +1,5 @@
-"""What each part of ``llama4-router-weight`` did in this process (for ``doctor`` and logs).
-
-The parts are patched from import callbacks, one per SGLang module; each records its outcome
-here, and a failure is one ERROR line that names the part and the release.
+"""What each part of ``llama4-router-weight`` did in this process (for ``doctor`` and logs);
+a failure is one ERROR line that names the part and the release.
 """
 
 from __future__ import annotations
@@ -25,39 +23,22 @@ ModulePatcher = Callable[[ModuleType], None]
 
 
 def record(part: str, state: PatchState, reason: str) -> None:
-    """Record ``part``'s outcome; a new failure, or a part its probe cannot tell, is one
-    ERROR, a new live-but-unpatched finding one WARNING (the same outcome again, from the
-    next layer, logs nothing)."""
+    """Record ``part``'s outcome; a new failure or unknown logs one ERROR, a new live-but-
+    unpatched finding one WARNING, a repeated outcome nothing."""
     report = PatchReport(NAME, state, reason)
     with _lock:
         if _outcomes.get(part) == report:
             return
         _outcomes[part] = report
     if state is PatchState.NOT_PATCHED:
-        logger.warning(
-            "[%s] live here: %s (%s); %s.",
-            NAME,
-            reason,
-            part,
-            decision().gate.not_patched_because(),
-        )
+        because = decision().gate.not_patched_because()
+        logger.warning("[%s] live here: %s (%s); %s.", NAME, reason, part, because)
     if state is PatchState.UNKNOWN:
-        logger.error(
-            "[%s] %s (%s, SGLang %s). Run `%s` before serving Llama 4 on the CUTLASS runner.",
-            NAME,
-            reason,
-            part,
-            sglang_version(),
-            VERIFY_COMMAND,
-        )
+        run = f"Run `{VERIFY_COMMAND}` before serving Llama 4 on the CUTLASS runner."
+        logger.error("[%s] %s (%s, SGLang %s). %s", NAME, reason, part, sglang_version(), run)
     if state is PatchState.FAILED:
-        logger.error(
-            "[%s] could not patch %s on SGLang %s: %s. SGLang is left unchanged there.",
-            NAME,
-            part,
-            sglang_version(),
-            reason,
-        )
+        why = f"{reason}. SGLang is left unchanged there."
+        logger.error("[%s] could not patch %s on SGLang %s: %s", NAME, part, sglang_version(), why)
 
 
 def recorded() -> dict[str, PatchReport]:
@@ -66,8 +47,7 @@ def recorded() -> dict[str, PatchReport]:
 
 
 def reported_as(part: str) -> Callable[[ModulePatcher], ModulePatcher]:
-    """Any unexpected error while patching ``part`` becomes its one ERROR line and a
-    ``failed`` state; the module stays as SGLang made it."""
+    """Any unexpected error while patching ``part`` is recorded as its failure."""
 
     def decorate(patch_module: ModulePatcher) -> ModulePatcher:
         def guarded(module: ModuleType) -> None:

@@ -1,13 +1,10 @@
 """The tensor transform behind ``llama4-router-weight``: top-1 router weight folded into the
 expert input (torch, no SGLang import).
 
-Llama 4 routes with ``apply_router_weight_on_input=True``: the router weight multiplies the
-*input* of the expert. FlashInfer's CUTLASS fused MoE only scales expert *outputs*
-(``token_final_scales``). For top-1 routing the two agree exactly when each token's hidden
-states are multiplied by its router weight before the kernel quantizes the activations, and
-the kernel is handed unit final scales. Top-k > 1 would need one differently scaled copy of
-the input per expert, and activations that were quantized before dispatch can no longer be
-scaled, so both are refused with a specific error (:mod:`.refusals`).
+The CUTLASS kernel only scales expert *outputs*; for top-1 routing, multiplying each token's
+hidden states by its router weight before quantization and handing the kernel unit final
+scales is exact. Top-k > 1 and activations quantized before dispatch are refused
+(:mod:`.refusals`).
 """
 
 from __future__ import annotations
@@ -22,18 +19,9 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     top_k_message,
 )
 
-__all__ = [
-    "as_float32_final_scales",
-    "prescale_router_weight_on_input",
-    "unit_final_scales",
-]
-
-# One float32 ones buffer per device, grown by doubling and handed out as a prefix view, so
-# a steady-state call allocates nothing for the unit scales.
+# One float32 ones buffer per device, grown by doubling, handed out as a prefix view.
 _unit_scale_buffers: dict[torch.device, torch.Tensor] = {}
-# Outgrown buffers stay alive: CUDA graphs captured while they were current keep reading their
-# address on every replay, and a freed block would be handed to other tensors. Doubling keeps
-# all of them together under twice the largest buffer.
+# Outgrown buffers stay alive: CUDA graphs captured while they were current still read them.
 _outgrown_unit_scale_buffers: list[torch.Tensor] = []
 
 
@@ -60,14 +48,9 @@ def prescale_router_weight_on_input(
     hidden_states_scale: torch.Tensor | None = None,
     prequantized_remedy: str = GENERIC_PREQUANTIZED_REMEDY,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fold top-1 router weights into the expert input.
-
-    Returns ``(hidden_states * w, ones)``: the scaled activations in the activations' dtype
-    (a new row-major contiguous tensor; the inputs are never modified) and float32 unit final
-    scales ``[tokens, 1]`` for the kernel. Expert ids are untouched by construction.
-    ``prequantized_remedy`` ends the error for activations quantized before dispatch: the
-    caller knows which path quantized them and which switch turns it off.
-    """
+    """Fold top-1 router weights into the expert input: ``(hidden_states * w, ones)``, a new
+    row-major tensor in the activations' dtype and float32 unit final scales ``[tokens, 1]``;
+    ``prequantized_remedy`` ends the error for activations quantized before dispatch."""
     if hidden_states_scale is not None:
         raise PreQuantizedActivationsError(
             "apply_router_weight_on_input=True needs unquantized activations, but this "

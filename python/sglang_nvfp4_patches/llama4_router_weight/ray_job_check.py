@@ -1,16 +1,11 @@
 """``--use-ray``: the plugin reaches SGLang's Ray scheduler actors only through the Ray job.
 
-``SchedulerActor.__init__`` (``sglang/srt/ray/scheduler_actor.py``) builds the ``Scheduler``
-in a Ray worker process without calling ``load_plugins()``, and SGLang creates those actors
-with no ``runtime_env`` of their own, so they run in the job's. A job-level
-``worker_process_setup_hook`` of ``sglang.srt.plugins.load_plugins`` runs in every worker of
-the job before any actor, which loads the plugin where the model is built (README, "Ray").
-
-No ``ServerArgs`` hook is needed to warn when that hook is missing: SGLang imports
-``sglang.srt.ray.engine`` only on its Ray path, so a post-import callback on that module runs
-the check in every process about to create scheduler actors, and costs nothing elsewhere.
-The check reads the job's runtime env from the Ray already running in the process, else from
-the job config ``ray job submit`` hands its entrypoint; it never imports Ray itself.
+``SchedulerActor`` builds the ``Scheduler`` in a Ray worker without ``load_plugins()``, in
+the job's runtime env; a job-level ``worker_process_setup_hook`` of
+``sglang.srt.plugins.load_plugins`` loads the plugin there (README, "Ray"). A post-import
+callback on ``sglang.srt.ray.engine`` (imported only on SGLang's Ray path) warns when the hook
+is missing, reading the job's runtime env from a running Ray or ``ray job submit``'s job
+config; it never imports Ray.
 """
 
 from __future__ import annotations
@@ -32,11 +27,8 @@ from sglang_nvfp4_patches.status import sglang_version
 ACTOR_FILE = Path("srt", "ray", "scheduler_actor.py")
 RAY_ENGINE_MODULE = "sglang.srt.ray.engine"
 SETUP_HOOK = "sglang.srt.plugins.load_plugins"
-# Ray keeps only the function's name in the runtime env when the hook is given as a callable.
-SETUP_HOOK_CALLABLE_NAME = "load_plugins"
-# Where Ray's workers actually read the hook from (Ray fills it in from the field above).
-SETUP_HOOK_ENV = "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"
-# What ``ray job submit`` sets in its entrypoint's environment (Ray's RAY_JOB_CONFIG_JSON_ENV_VAR).
+SETUP_HOOK_CALLABLE_NAME = "load_plugins"  # what Ray keeps of a hook given as a callable
+SETUP_HOOK_ENV = "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"  # where Ray's workers read it
 JOB_CONFIG_ENV = "RAY_JOB_CONFIG_JSON_ENV_VAR"
 RECIPE = (
     "run the job with runtime_env={'worker_process_setup_hook': "
@@ -62,12 +54,8 @@ class RayJob(enum.Enum):
     )
 
 
-# ---------------------------------------------------------------- pure core
-
-
 def classify(runtime_env: Mapping[str, Any] | None) -> RayJob:
-    """The case for a job whose runtime env is ``runtime_env`` (``None``: no Ray job yet, so
-    SGLang will start Ray at its placement group with an empty job runtime env)."""
+    """The case for a job whose runtime env is ``runtime_env`` (``None``: no Ray job yet)."""
     if runtime_env is None:
         return RayJob.NO_JOB
     hook = setup_hook(runtime_env)
@@ -119,12 +107,9 @@ def note_text(case: RayJob) -> str:
     return f"--use-ray: not applied in Ray scheduler actors ({case.value}; the driver warns)"
 
 
-# ---------------------------------------------------------------- shell
-
-
 def actors_skip_plugins() -> bool:
-    """Whether this SGLang has Ray scheduler actors that do not load plugins (read from the
-    actor's source file: importing it needs Ray, which most installs lack)."""
+    """Whether this SGLang's Ray scheduler actors skip plugins (read from the source file:
+    importing it needs Ray)."""
     import sglang
 
     for root in sglang.__path__:
@@ -135,9 +120,8 @@ def actors_skip_plugins() -> bool:
 
 
 def job_runtime_env() -> dict[str, Any] | None:
-    """The runtime env of the Ray job this process runs in (or will start), if one is known:
-    the running Ray's (``ray.init(runtime_env=...)``, or a worker of the job), else the one
-    ``ray job submit`` put in this process's environment. Never imports Ray."""
+    """The runtime env of this process's Ray job, if known: the running Ray's, else the one
+    ``ray job submit`` put in the environment. Never imports Ray."""
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         return dict(ray.get_runtime_context().runtime_env)
@@ -162,8 +146,7 @@ def _on_ray_engine(_module: Any) -> None:
 
 
 def install() -> None:
-    """Check the Ray job when SGLang imports its Ray engine, on releases whose actors skip
-    plugins. No SGLang object is hooked."""
+    """Check the Ray job when SGLang imports its Ray engine, where the actors skip plugins."""
     from sglang_nvfp4_patches.post_import import when_imported
 
     if actors_skip_plugins():

@@ -1,5 +1,5 @@
-"""What ``doctor`` reads back of ``llama4-router-weight``: what SGLang holds now (each part
-read off SGLang's objects), and the probes read-only where nothing is patched."""
+"""What ``doctor`` reads back of ``llama4-router-weight``: what SGLang holds now, or the
+probes read-only where nothing is patched."""
 
 from __future__ import annotations
 
@@ -39,8 +39,7 @@ RUNNER_PATCHED = (
 
 @dataclasses.dataclass(frozen=True)
 class MethodNote:
-    """Doctor's note on one rejecting method, and what is wrong there, if anything: ``problem``
-    with its ``state`` (``failed``: a live rejection not lifted; ``unknown``: cannot tell)."""
+    """Doctor's note on one rejecting method, and ``problem`` with its ``state``, if any."""
 
     note: str
     problem: str | None = None
@@ -48,9 +47,8 @@ class MethodNote:
 
 
 def _method_note(rejecting: RejectingMethod, runner_honours: bool) -> MethodNote:
-    """Doctor's note on one method, as the server decides it (:func:`.method_lift.decide`:
-    the code read for a rejection, the record for what SGLang's own layer does); a hook
-    lifts nothing where the runner does not honour the flag."""
+    """Doctor's note on one method, as the server decides it (:func:`.method_lift.decide`); a
+    hook lifts nothing where the runner does not honour the flag."""
     method_cls = getattr(importlib.import_module(rejecting.module), rejecting.cls)
     decision = decision_for(rejecting, method_cls)
     label = f"{rejecting.label} rejection"
@@ -74,26 +72,17 @@ def _problems(notes: list[MethodNote], state: PatchState) -> list[str]:
     return [note.problem for note in notes if note.state is state and note.problem]
 
 
-# why the runner has no working pre-scale of its own (None: it has), why it does not honour
-# the flag, each method's note
-Parts = tuple[str | None, str | None, list[MethodNote]]
-
-
-def _read_parts() -> Parts:
+def _inspected() -> tuple[str | None, str | None, list[MethodNote]] | PatchReport:
     """Why the runner has no working pre-scale of its own (``None``: it has), why it does not
-    honour the flag (``None``: it does), and each method's note."""
-    importlib.import_module(RUNNER_MODULE)
-    problem = runner_problem()
-    notes = [_method_note(rejecting, problem is None) for rejecting in REJECTING_METHODS]
-    return upstream_prescale_problem(), problem, notes
-
-
-def _inspected() -> Parts | PatchReport:
-    """:func:`_read_parts`, or the report that says why there is nothing to read."""
+    honour the flag (``None``: it does), and each method's note; or the report that says why
+    there is nothing to read."""
     if not module_exists(RUNNER_MODULE):
         return not_applicable()
     try:
-        return _read_parts()
+        importlib.import_module(RUNNER_MODULE)
+        problem = runner_problem()
+        notes = [_method_note(rejecting, problem is None) for rejecting in REJECTING_METHODS]
+        return upstream_prescale_problem(), problem, notes
     except (ImportError, AttributeError, PatchUnavailable) as error:
         return PatchReport(NAME, PatchState.FAILED, f"cannot inspect: {error}")
 
@@ -112,14 +101,12 @@ def current_state() -> PatchReport:
     if failed:
         return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
     runner_note = "upstream" if no_prescale is None else f"{RUNNER_PATCHED}: {no_prescale}"
-    notes = [f"runner pre-scale: {runner_note}"]
-    notes += [m.note for m in method_notes]
+    notes = [f"runner pre-scale: {runner_note}", *(m.note for m in method_notes)]
     unknown = _problems(method_notes, PatchState.UNKNOWN)
     if unknown:
         return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown + notes))
     nothing_to_patch = no_prescale is None and all(NO_REJECTION in m.note for m in method_notes)
-    ray_note = ray_job_check.doctor_note()
-    if ray_note:
+    if ray_note := ray_job_check.doctor_note():
         notes.append(ray_note)
     state = PatchState.ALREADY_UPSTREAM if nothing_to_patch else PatchState.APPLIED
     return PatchReport(NAME, state, "; ".join(notes))

@@ -1,20 +1,16 @@
 """Every refusal of ``llama4-router-weight``, its exception class and the switch that lifts it
 (pure: no SGLang, no torch).
 
-The CUTLASS kernel scales expert outputs only; the plugin makes Llama 4's input-side router
-weight exact by pre-scaling the activations, which needs top-1 routing, unquantized
-activations, and a method that hands its experts exactly what the runner pre-scaled. Each
-configuration that breaks one of those is refused when the MoE layer is built, with the
-one switch that turns the breaking part off; so is a method whose lifted layer is shown
-computing wrong on this release, naming what serves instead.
+The pre-scale is exact only with top-1 routing, unquantized activations and a method that
+hands its experts what the runner pre-scaled; a layer that breaks one is refused when built,
+naming the switch; so is a method whose lifted layer is shown computing wrong here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-# What to do about activations quantized before dispatch when the caller cannot name the
-# switch of the path that quantized them (the shell names it per release).
+# Where the caller cannot name the switch of the path that quantized the activations.
 GENERIC_PREQUANTIZED_REMEDY = (
     "Turn off quantize-before-dispatch for this model, or use a MoE runner backend that "
     "applies router weights on the input."
@@ -65,18 +61,13 @@ FP4_ALLGATHER_REMEDY = (
 )
 
 
-def nvfp4_dispatch_switch(has_dispatch_type_flag: bool) -> str:
-    """The switch that makes the FlashInfer all-to-all dispatch unquantized activations."""
-    if has_dispatch_type_flag:
-        return "--" + A2A_DISPATCH_TYPE_FIELD.replace("_", "-") + " bf16"
-    return f"{NVFP4_DISPATCH_ENV}=0"
-
-
 def nvfp4_dispatch_remedy(has_dispatch_type_flag: bool) -> str:
+    switch = f"{NVFP4_DISPATCH_ENV}=0"
+    if has_dispatch_type_flag:
+        switch = "--" + A2A_DISPATCH_TYPE_FIELD.replace("_", "-") + " bf16"
     return (
         "They were quantized by the FlashInfer all-to-all's NVFP4 dispatch, which SGLang "
-        "uses for NVFP4 MoE with --moe-a2a-backend flashinfer; turn it off with "
-        f"{nvfp4_dispatch_switch(has_dispatch_type_flag)}."
+        f"uses for NVFP4 MoE with --moe-a2a-backend flashinfer; turn it off with {switch}."
     )
 
 
@@ -116,33 +107,25 @@ def wrapper_refusal(wrapper: str, method: str) -> UnverifiedWrapperError:
 
 
 class LiftedLayerWrongError(RouterWeightOnInputError):
-    """The method, its rejection lifted, is shown computing something other than
-    ``expert(x*w)`` on this release: a fault of its layer there, which no switch fixes."""
-
-
-def _one_of(releases: Sequence[str]) -> str:
-    *others, last = releases
-    return f"{', '.join(others)} or {last}" if others else last
+    """The lifted method is shown computing something other than ``expert(x*w)`` here."""
 
 
 def served_instead(label: str, release: str, releases: Sequence[str], here: Sequence[str]) -> str:
-    """What serves a Llama 4 model whose ``label`` layer computes wrong on ``release``: that
-    checkpoint on the ``releases`` shown serving it, or a checkpoint in another format
-    (``here``) shown serving on ``release``."""
+    """What serves where the ``label`` layer computes wrong on ``release``: that checkpoint on
+    ``releases``, or one in another format (``here``) on ``release``."""
     ways = [
         f"serve a {other} checkpoint of the model (shown serving on SGLang {release})"
         for other in here
     ]
     if releases:
-        ways.insert(
-            0, f"serve this {label} checkpoint on SGLang {_one_of(releases)} (shown serving there)"
-        )
+        *others, last = releases
+        one_of = f"{', '.join(others)} or {last}" if others else last
+        ways.insert(0, f"serve this {label} checkpoint on SGLang {one_of} (shown serving there)")
     return ", or ".join(ways) or f"no tested SGLang release is shown serving a {label} layer"
 
 
 def lifted_wrong_message(method: str, release: str, evidence: str, served: str) -> str:
-    """Why a layer of ``method`` is refused on ``release`` (``evidence``: what the lifted layer
-    computed, and who showed it), and ``served``: :func:`served_instead`."""
+    """Why a layer of ``method`` is refused on ``release``; ``served``: :func:`served_instead`."""
     return (
         f"apply_router_weight_on_input=True (Llama 4): on SGLang {release} this MoE layer's "
         f"{method}, with its rejection of the flag lifted, computes something other than "

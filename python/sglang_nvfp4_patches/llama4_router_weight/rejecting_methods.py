@@ -1,7 +1,5 @@
-"""The NVFP4 MoE quantization methods that assert ``llama4-router-weight``'s flag away on
-their CUTLASS branch, as data (pure: a leaf, so the hook (:mod:`.method_lift`), ``doctor``
-and the evidence ``verify`` gathers (:mod:`.evidence`) all name them without importing
-each other)."""
+"""The NVFP4 MoE methods that assert ``llama4-router-weight``'s flag away on their CUTLASS
+branch, as data (pure: a leaf every module names them from)."""
 
 from __future__ import annotations
 

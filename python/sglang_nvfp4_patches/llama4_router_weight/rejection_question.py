@@ -1,9 +1,7 @@
 """Does an NVFP4 MoE method still reject ``apply_router_weight_on_input`` on the FlashInfer
 CUTLASS runner? (pure: ``ast`` and ``inspect`` on the objects it is given). The walker, asked
-:mod:`.flag_question`, reads the method the layer runs, for the flag as it reads it through
-``self.moe_runner_config`` (what the lift's flag-free view hides), and ``create_moe_runner``,
-run before the lift (any read there is unknown). This module says what is read and gives the
-verdict; reading proves a rejection present, never absent (docs/llama4-rejection-reader.md).
+:mod:`.flag_question`, reads the method and ``create_moe_runner`` (run before the lift: any
+read there is unknown); reading proves a rejection present, never absent.
 """
 
 from __future__ import annotations
@@ -32,9 +30,8 @@ BEYOND = (RecursionError, ValueError, TypeError, AttributeError)
 
 
 class Verdict(str, enum.Enum):
-    """What the code shows. Only ``REJECTS`` is a conclusion: ``USES`` and ``DOES_NOT_READ``
-    say what this reader found, never that the flag is handled (a spelling it cannot see reads
-    the same); a half stands down only on behaviour (:mod:`.evidence`)."""
+    """What the code shows; only ``REJECTS`` is a conclusion (a half stands down only on
+    behaviour, :mod:`.evidence`)."""
 
     REJECTS = "rejects"  # every read is a rejection the flag-free view lifts
     USES = "uses"  # the reader sees the flag read and used, no rejection
@@ -61,9 +58,8 @@ class Reading:
 def read_runner_function(
     function: Any, backends: Iterable[str], *, config_at: int = 2, package: str = "sglang"
 ) -> Reading:
-    """What a runner's fused function (``(dispatch_output, quant_info, runner_config)``) does
-    with the flag of the config it is handed, read as the plugin's wrapper hands it a view
-    that reads the flag as ``False``."""
+    """What a runner's fused function does with the flag of the config it is handed, read as
+    our wrapper hands it a flag-free view."""
     question = _question(backends, hidden=True)
     try:
         problem = _read(LiveCode(object, package), question, function, config_at, CONFIG)
@@ -81,11 +77,21 @@ def read_method(
     package: str = "sglang",
 ) -> Reading:
     """What ``owner.method`` does with the flag on the CUTLASS runner, and whether
-    ``owner.before_lift`` (run before the lift, with the real config) reads it at all;
-    ``backends`` are this release's MoE runner backend values. Code this reader trips over
-    (names that stand for each other in a circle, say) is ``unknown``, never an error."""
+    ``owner.before_lift`` (run before the lift, with the real config) reads it at all; code
+    this reader trips over is ``unknown``, never an error."""
+    backends = frozenset(backends)  # asked twice
     try:
-        return _verdict(owner, method, frozenset(backends), before_lift, package)
+        question = _question(backends, hidden=True)
+        problem = _method(owner, method, question, package)
+        if problem is not None:
+            return Reading(Verdict.UNKNOWN, (problem,))
+        if inspect.getattr_static(owner, before_lift, None) is not None:
+            early = _question(backends, hidden=False)
+            problem = _method(owner, before_lift, early, package)
+            late = [problem] if problem else []
+            late += early.rejections + early.uses + early.found_unknown()
+            question.unknown += [f"{before_lift}, run before the lift: {where}" for where in late]
+        return _conclude(question)
     except BEYOND as error:
         why = f"{owner.__name__}.{method} is beyond this reader ({type(error).__name__}: {error})"
         return Reading(Verdict.UNKNOWN, (why,))
@@ -99,8 +105,7 @@ def _question(backends: Iterable[str], hidden: bool) -> FlagQuestion:
 def _read(
     code: LiveCode, question: FlagQuestion, function: Any, at: int, role: str, name: str = ""
 ) -> str | None:
-    """Walk ``function`` with its ``at``-th parameter standing for ``role``; why it cannot be
-    read, or ``None``."""
+    """Walk ``function``, its ``at``-th parameter standing for ``role``; why it cannot be read."""
     name = name or getattr(function, "__qualname__", repr(function))
     callee = code.callee(function, name=name)
     if callee.node is None:
@@ -115,30 +120,13 @@ def _read(
 
 
 def _method(owner: type, name: str, question: FlagQuestion, package: str) -> str | None:
-    """Walk ``owner.name`` with ``self`` standing for itself; why it cannot be read, or
-    ``None``."""
+    """Walk ``owner.name``, ``self`` standing for itself; why it cannot be read."""
     function = inspect.getattr_static(owner, name, None)
     function = getattr(function, "__func__", function)
     if function is None:
         return f"{owner.__name__}.{name} not found"
     where = f"{owner.__name__}.{name}"
     return _read(LiveCode(owner, package), question, function, 0, SELF, where)
-
-
-def _verdict(
-    owner: type, method: str, backends: frozenset[str], before_lift: str, package: str
-) -> Reading:
-    question = _question(backends, hidden=True)
-    problem = _method(owner, method, question, package)
-    if problem is not None:
-        return Reading(Verdict.UNKNOWN, (problem,))
-    if inspect.getattr_static(owner, before_lift, None) is not None:
-        early = _question(backends, hidden=False)
-        problem = _method(owner, before_lift, early, package)
-        late = [problem] if problem else []
-        late += early.rejections + early.uses + early.found_unknown()
-        question.unknown += [f"{before_lift}, run before the lift: {where}" for where in late]
-    return _conclude(question)
 
 
 def _conclude(found: FlagQuestion, problem: str | None = None) -> Reading:

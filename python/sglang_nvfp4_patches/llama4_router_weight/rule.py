@@ -1,11 +1,8 @@
 """When may Llama 4's router weight go through the CUTLASS runner's pre-scale? (pure: no
 SGLang, no torch)
 
-Decided once per MoE layer, when it is built, from what SGLang has already fixed by then:
-who holds the method, how many experts each token is routed to, and whether the
-activations will be quantized before dispatch. Anything that the pre-scale cannot make
-exact is refused there, before weights load and before CUDA-graph capture, instead of at
-the first forward.
+Decided once per MoE layer when it is built, before weights load and CUDA-graph capture,
+from what SGLang has fixed by then; what the pre-scale cannot make exact is refused.
 """
 
 from __future__ import annotations

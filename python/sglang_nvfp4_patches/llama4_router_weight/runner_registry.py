@@ -1,15 +1,9 @@
-"""Seam 1: the runner's fused functions in SGLang's fused-function registry.
+"""Seam 1: the runner's fused functions in SGLang's fused-function registry (``FusedOpPool``).
 
-``sglang/srt/layers/moe/moe_runner/flashinfer_cutlass.py`` registers one fused function per dispatch
-path in ``FusedOpPool``; until SGLang pre-scales itself both assert the flag away. Each registry
-entry is wrapped with the top-1 pre-scale (:mod:`.prescale`), so the runner is the one place the
-router weight is applied. The registry is left alone only where the release facts show, by
-behaviour, that SGLang's own registered fused function, called by ``MoeRunner`` with the flag,
-hands the kernel ``x * w`` and unit scales (:mod:`.evidence`; where: docs/releases.md).
-A helper of SGLang's that works when called alone shows nothing about the function the
-registry holds. Without such a row ours wraps the registry; it hands SGLang's fused function a
-config without the flag, so a pre-scale of SGLang's own under any name does not apply the weight
-again.
+Each CUTLASS entry is wrapped with the top-1 pre-scale (:mod:`.prescale`) and handed a config
+without the flag, so the weight is applied once. The registry is left alone only where the
+release facts show SGLang's own registered fused function, called by ``MoeRunner`` with the
+flag, serving it (:mod:`.evidence`); a helper that works alone shows nothing.
 """
 
 from __future__ import annotations
@@ -55,8 +49,7 @@ FusedFunc = Callable[[Any, Any, Any], Any]
 
 
 def prequantized_remedies() -> dict[tuple[str, str], str]:
-    """Per dispatch path, the switch that stops activations arriving quantized, where this
-    release has it (the field / variable is looked up, not assumed)."""
+    """Per dispatch path, the switch that stops activations arriving quantized (looked up)."""
     from sglang.srt.server_args import ServerArgs
 
     remedies = dict.fromkeys(CUTLASS_FUSED_FUNC_KEYS, GENERIC_PREQUANTIZED_REMEDY)
@@ -124,8 +117,8 @@ def fused_func_registry() -> dict[tuple[str, str], FusedFunc]:
 
 
 def require_flag_free_views() -> None:
-    """Probe, before patching, that this release's ``MoeRunnerConfig`` can be viewed so (a
-    slotted or frozen config could not): a failure here leaves SGLang untouched."""
+    """Probe, before patching, that ``MoeRunnerConfig`` can be viewed flag-free (not slotted
+    or frozen)."""
     config_cls = getattr(importlib.import_module(REGISTRY_MODULE), "MoeRunnerConfig", None)
     try:
         config = config_cls(apply_router_weight_on_input=True)  # type: ignore[misc]
@@ -138,7 +131,6 @@ def require_flag_free_views() -> None:
         raise PatchUnavailable(f"{REGISTRY_MODULE}.MoeRunnerConfig views do not share state")
 
 
-STILL_REJECTS = "CUTLASS fused functions still reject apply_router_weight_on_input"
 DOUBLE_WEIGHTING = "vllm#43694's double weighting"
 
 
@@ -149,40 +141,25 @@ def runner_backends() -> tuple[str, ...]:
 
 
 def upstream_prescale_problem() -> str | None:
-    """Why SGLang's own runner is not shown to pre-scale top-1 (``None``: the release facts
-    show its registered fused function serving the flag): what the row shows, else a fused
-    function of SGLang's read to reject the flag, or that nothing shows it."""
+    """Why SGLang's own runner is not shown to pre-scale top-1 (``None``: its row shows it)."""
     from sglang_nvfp4_patches.llama4_router_weight.evidence import RUNNER, UPSTREAM, current_facts
 
     fact = (current_facts() or {}).get(RUNNER)
-    if isinstance(fact, dict) and fact.get("state") == UPSTREAM:
-        return None
     if isinstance(fact, dict):
+        if fact.get("state") == UPSTREAM:
+            return None
         return f"its registered fused function does not serve the flag ({fact.get('detail')})"
-    rejection = _fused_rejection()
-    if rejection is not None:
-        return rejection
-    return (
+    return _fused_rejection() or (
         "no record shows its registered fused function pre-scaling top-1 on this SGLang "
         f"(`{VERIFY_COMMAND}` records it)"
     )
 
 
 def runner_not_recorded() -> bool:
-    """Whether nothing shows what SGLang's own runner does: no record for this SGLang, and no
-    fused function read to reject the flag."""
+    """Whether no row and no fused function read to reject the flag shows what the runner does."""
     from sglang_nvfp4_patches.llama4_router_weight.evidence import current_row
 
     return current_row() is None and _fused_rejection() is None
-
-
-def upstream_reason() -> str:
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import current_row, shown_by
-
-    return (
-        f"{RUNNER_MODULE}'s registered fused function pre-scales top-1 itself "
-        f"({shown_by(current_row())})"
-    )
 
 
 @functools.cache
@@ -193,8 +170,8 @@ def _fused_reading(function: FusedFunc) -> Reading:
 
 
 def _fused_rejection() -> str | None:
-    """Where one of SGLang's CUTLASS fused functions (the originals, under any wrapper of
-    ours) is read to reject the flag (a reading proves a rejection, never its absence)."""
+    """Where one of SGLang's CUTLASS fused functions (under any wrapper of ours) is read to
+    reject the flag."""
     try:
         registry = fused_func_registry()
     except PatchUnavailable as error:
@@ -211,8 +188,7 @@ def _fused_rejection() -> str | None:
 
 
 def runner_problem() -> str | None:
-    """Why this process's CUTLASS runner does not honour the flag (it neither pre-scales by
-    itself nor carries our pre-scale), or ``None`` where it does."""
+    """Why this process's CUTLASS runner does not honour the flag, or ``None`` where it does."""
     if upstream_prescale_problem() is None:
         return None
     try:
@@ -221,18 +197,22 @@ def runner_problem() -> str | None:
         return str(error)
     if all(is_patched(registry.get(key)) for key in CUTLASS_FUSED_FUNC_KEYS):
         return None
-    return f"its {STILL_REJECTS}"
+    return "its CUTLASS fused functions still reject apply_router_weight_on_input"
 
 
 def runner_patcher(apply: bool = True) -> Callable[[ModuleType], None]:
-    """Import callback for the runner module: wrap its registry entries unless upstream
-    pre-scales already; with ``apply=False`` only record whether the rejection is live."""
+    """Import callback: wrap the registry's entries unless upstream pre-scales (``apply=False``:
+    only record whether the rejection is live)."""
 
     @outcomes.reported_as("runner")
     def patch_runner_module(_module: ModuleType) -> None:
         problem = upstream_prescale_problem()
         if problem is None:
-            outcomes.record("runner", PatchState.ALREADY_UPSTREAM, upstream_reason())
+            from sglang_nvfp4_patches.llama4_router_weight.evidence import current_row, shown_by
+
+            shown = shown_by(current_row())
+            why = f"{RUNNER_MODULE}'s registered fused function pre-scales top-1 itself ({shown})"
+            outcomes.record("runner", PatchState.ALREADY_UPSTREAM, why)
         elif apply:
             _wrap_registry(problem)
         elif runner_not_recorded():
@@ -244,12 +224,10 @@ def runner_patcher(apply: bool = True) -> Callable[[ModuleType], None]:
 
 
 def runner_cannot_tell(problem: str) -> str:
-    """Where nothing shows what SGLang's own runner does with the flag."""
     return f"cannot tell whether the CUTLASS runner applies the router weight by itself ({problem})"
 
 
 def no_prescale_of_its_own(problem: str) -> str:
-    """What is live where the runner has no working pre-scale of its own."""
     return f"the CUTLASS runner has no working top-1 pre-scale of its own ({problem})"
 
 

@@ -1,10 +1,6 @@
 """``llama4-router-weight``'s suspension (:mod:`sglang_nvfp4_patches.suspension`): inside
-:func:`suspended` the methods' hook and the runner's pre-scale pass every call through.
-
-The evidence (:mod:`.evidence`) suspends one half at a time: inside
-:func:`method_lift_suspended` only the methods' hook passes calls through (SGLang's own
-method, on the runner as this process has it), inside :func:`runner_prescale_suspended` only
-the runner's pre-scale (SGLang's own registered fused function).
+:func:`suspended` every hook passes calls through; the evidence suspends one half at a time
+(:func:`method_lift_suspended`, :func:`runner_prescale_suspended`).
 """
 
 from __future__ import annotations
