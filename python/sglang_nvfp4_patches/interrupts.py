@@ -6,8 +6,10 @@ Ctrl-C's clean-up and one line saying what was kept (exit 130). A stop request i
 with SIGINT ignored (a script's background job); SIGHUP ignored at start (``nohup``) stays
 ignored; inside :func:`stop_requests_held` nothing interrupts.
 
-A KeyboardInterrupt raised in a weakref callback or ``__del__`` (an import lock's clean-up) is
-swallowed by Python ("Exception ignored in"); inside the block such a lost stop is sent again.
+A KeyboardInterrupt can be swallowed and printed: by Python in a weakref callback or ``__del__``
+(an import lock's clean-up: ``sys.unraisablehook``), or by an extension module whose import
+calls ``PyErr_Print`` (``sys.excepthook``). Inside the block such a lost stop is not printed
+but sent again.
 """
 
 from __future__ import annotations
@@ -64,13 +66,25 @@ def _send_stop_soon() -> None:
     _thread.interrupt_main(signal.SIGTERM)  # handled in the main thread, as a signal is
 
 
-def _send_lost_stop_again(previous: Callable[[object], object], unraisable: object) -> None:
-    """``sys.unraisablehook`` inside the block: a stop Python swallowed is sent again."""
-    if isinstance(getattr(unraisable, "exc_value", None), KeyboardInterrupt) and _requested:
+def _sent_again(error: object) -> bool:
+    """Whether ``error`` is a stop that some code swallowed, now sent again."""
+    if isinstance(error, KeyboardInterrupt) and _requested:
         # From another thread, a moment later: sent from here, Python would swallow it again.
         _thread.start_new_thread(_send_stop_soon, ())
-        return
-    previous(unraisable)
+        return True
+    return False
+
+
+def _lost_unraisable(previous: Callable[[object], object], unraisable: object) -> None:
+    """``sys.unraisablehook`` inside the block."""
+    if not _sent_again(getattr(unraisable, "exc_value", None)):
+        previous(unraisable)
+
+
+def _lost_printed(previous: Callable[..., object], kind: type, error: object, tb: object) -> None:
+    """``sys.excepthook`` inside the block (what ``PyErr_Print`` calls)."""
+    if not _sent_again(error):
+        previous(kind, error, tb)
 
 
 @contextlib.contextmanager
@@ -89,12 +103,13 @@ def stop_requests_as_interrupt() -> Iterator[None]:
     previous = {stop: signal.signal(stop, _stop) for stop in stops}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, _interrupt)
-    previous_hook = sys.unraisablehook
-    sys.unraisablehook = functools.partial(_send_lost_stop_again, previous_hook)
+    hooks = sys.unraisablehook, sys.excepthook
+    sys.unraisablehook = functools.partial(_lost_unraisable, hooks[0])
+    sys.excepthook = functools.partial(_lost_printed, hooks[1])
     try:
         yield
     finally:
-        sys.unraisablehook = previous_hook
+        sys.unraisablehook, sys.excepthook = hooks
         for stop, handler in previous.items():
             signal.signal(stop, handler)
 

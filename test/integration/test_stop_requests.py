@@ -240,6 +240,32 @@ def test_a_stop_python_swallows_in_a_weakref_callback_is_sent_again(
     assert capfd.readouterr().err == ""
 
 
+def test_a_stop_an_extension_prints_with_pyerr_print_is_sent_again(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """Once a ``doctor`` stopped 0.15-0.3 s in printed a KeyboardInterrupt traceback from
+    ``_lock_unlock_module`` before its "interrupted": an extension's import ran Python code
+    from C, the stop landed there, and the extension printed it with ``PyErr_Print`` (which
+    calls ``sys.excepthook``). Here C code runs Python that the stop lands in; the block must
+    end with the KeyboardInterrupt after it, and print nothing."""
+    import ctypes
+
+    from sglang_nvfp4_patches.interrupts import stop_requests_as_interrupt
+
+    hook = sys.excepthook
+    code = b"import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n"
+    reached = []
+    try:
+        with stop_requests_as_interrupt():
+            failed = ctypes.pythonapi.PyRun_SimpleString(code)  # PyErr_Print on failure
+            reached.append(failed)
+            time.sleep(5)
+    except KeyboardInterrupt:
+        reached.append("stopped")
+    assert reached == [-1, "stopped"] and sys.excepthook is hook
+    assert capfd.readouterr().err == ""
+
+
 def test_a_stop_noted_in_an_outer_block_counts_in_a_nested_one_not_in_the_next() -> None:
     """The console script's block holds the command line's own: a Ctrl-C that an import lost
     before the inner block began is still the stop there; a later command starts afresh."""
