@@ -143,7 +143,6 @@ def decide(
         UPSTREAM,
         shown_by,
     )
-    from sglang_nvfp4_patches.llama4_router_weight.rejection_question import Verdict
 
     fact = _fact(record, rejecting.part) or {}
     state = fact.get("state")
@@ -181,6 +180,9 @@ def decide(
             f"lifted or not ({evidence}); left as SGLang ships it"
         )
         return MethodDecision(PatchState.FAILED, reason, "not lifted", False)
+    # the reader runs only where no row tells (a server with a row imports none of it)
+    from sglang_nvfp4_patches.llama4_router_weight.rejection_question import Verdict
+
     reading = read()
     if reading.rejects:
         reason = f"{lifted} (it rejected it: {reading.summary()})"
