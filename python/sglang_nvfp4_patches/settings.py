@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -96,14 +97,24 @@ def check_environment(environ: Mapping[str, str] | None = None) -> None:
         return
     path = Path(given).absolute()
     try:
-        with contextlib.suppress(FileNotFoundError):
-            os.stat(path)  # too long, a file on the way, a directory that cannot be searched
-        existing = next(p for p in (path, *path.parents) if os.path.lexists(p))
+        is_dir = stat.S_ISDIR(os.stat(path).st_mode)  # too long, a file on the way, unsearchable
+    except FileNotFoundError:
+        is_dir = True  # made when first needed
+    except OSError as error:
+        raise _records_refused(given, error.strerror, path) from None
+    if not is_dir:
+        raise _records_refused(given, os.strerror(errno.ENOTDIR), path)
+    existing = next(p for p in (path, *path.parents) if os.path.lexists(p))
+    try:
         handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=existing)  # then removed
         os.close(handle)
         os.unlink(probe)
     except OSError as error:
-        raise UsageError(
-            f"{RECORDS_ENV}={given!r}: {error.strerror} ({error.filename or path}); point it at "
-            "a directory this user can write (a missing one is made), or unset it"
-        ) from None
+        raise _records_refused(given, error.strerror, existing) from None
+
+
+def _records_refused(given: str, what: str | None, where: Path) -> UsageError:
+    return UsageError(
+        f"{RECORDS_ENV}={given!r}: {what} ({where}); point it at a directory this user can "
+        "write (a missing one is made), or unset it"
+    )

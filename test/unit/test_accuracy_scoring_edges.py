@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sglang_nvfp4_patches.accuracy.dataset import EvalItem, Question
+from sglang_nvfp4_patches.accuracy.limits import MAX_OUTPUT_CHARS
 from sglang_nvfp4_patches.accuracy.scoring import is_collapsed, make_record
 
 
@@ -21,6 +22,16 @@ def test_the_stored_record_keeps_the_question_the_answer_and_the_raw_output() ->
         "correct": True,
         "output": " C) the femur",
     }
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1])
+def test_an_answer_is_cut_only_past_the_bound(extra: int) -> None:
+    """Exactly the bound is kept whole and unmarked; one character more is cut and marked."""
+    question = Question("anatomy", 7, "Which bone?", ("a", "b", "c", "d"), "C")
+    output = " C" + "y" * (MAX_OUTPUT_CHARS - 2 + extra)
+    record = make_record(EvalItem(question, "prompt"), output)
+    assert record["output"] == output[:MAX_OUTPUT_CHARS]
+    assert record.get("output_cut") == (len(output) if extra > 0 else None)
 
 
 @pytest.mark.parametrize(

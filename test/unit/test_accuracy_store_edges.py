@@ -19,6 +19,7 @@ from sglang_nvfp4_patches.accuracy.store import (
     RUN_VERSION,
     PartialWriter,
     Stored,
+    answers_on_disk,
     ensure_output_dir,
     ensure_output_file,
     is_valid_record,
@@ -274,3 +275,115 @@ def test_a_partial_header_without_a_version_is_read_as_version_1(tmp_path: Path)
     lines = [json.dumps(head, ensure_ascii=False), json.dumps(RECORD, ensure_ascii=False)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert load_partial(path, SETTINGS) == Stored(head, [RECORD])
+
+
+DAMAGED = "lacks a valid id/subject/answer/correct/prediction"
+START_OVER = "(or write to another --out, --out-dir for ab) to start over"
+
+
+def test_a_blank_line_in_a_partial_file_is_skipped_and_reading_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "RUN.json.partial.jsonl"
+    second = {**RECORD, "id": "économie/1", "index": 1}
+    PartialWriter(path, SETTINGS, [RECORD]).close()
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("\n" + json.dumps(second) + "\n")
+    assert load_partial(path, SETTINGS).records == [RECORD, second]
+
+
+def test_a_damaged_record_is_refused_naming_where_it_is_and_how_to_start_over(
+    tmp_path: Path,
+) -> None:
+    partial = tmp_path / "RUN.json.partial.jsonl"
+    PartialWriter(partial, SETTINGS, [RECORD, {**RECORD, "correct": "yes"}]).close()
+    with pytest.raises(ResumeError) as refused:
+        load_partial(partial, SETTINGS)
+    assert str(refused.value) == (
+        f"{partial}:3: {DAMAGED}: restore it, or delete {partial} {START_OVER}"
+    )
+    out = tmp_path / "RUN.json"
+    head = {"format": RUN_FORMAT, "version": RUN_VERSION, **SETTINGS}
+    write_json_atomic(out, {**head, "records": [{"id": 1}]})
+    with pytest.raises(ResumeError) as refused:
+        load_finished_run(out, SETTINGS)
+    assert str(refused.value) == (
+        f"{out}: records[0] {DAMAGED}: restore it, or delete {out} {START_OVER}"
+    )
+
+
+def test_a_run_with_other_settings_and_no_answer_starts_afresh_with_a_note(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "RUN.json"
+    head = {"format": RUN_FORMAT, "version": RUN_VERSION, **SETTINGS}
+    write_json_atomic(out, {**head, "records": []})
+    stored = load_finished_run(out, {**SETTINGS, "shots": 0, "max_new_tokens": 3})
+    assert (stored.meta, stored.records) == ({}, [])
+    assert stored.notes == (
+        f"NOTE: {out} holds no answer (its run, with other settings: shots: stored 5, now 0; "
+        "max_new_tokens: stored 2, now 3, stored none): nothing to keep, so this run starts "
+        "afresh",
+    )
+
+
+@pytest.mark.parametrize(
+    ("partial", "finished", "expected"),
+    [
+        (None, None, "0 in partial"),
+        ("directory", None, "0 in partial"),
+        (None, "directory", "0 in partial"),
+        (None, b"{not json", "0 in partial"),
+        (None, b"{}", "0 in partial"),
+        (None, b"[]", "0 in partial"),
+        (None, b'{"records": [{}, {}]}', "2 in out"),
+        (b"header\n1\n2\n3\n", b'{"records": []}', "3 in partial"),
+        (b"header\n1\n2\n3", None, "2 in partial"),  # the last line torn
+    ],
+)
+def test_the_answers_on_disk_are_counted_whatever_the_files_hold(
+    tmp_path: Path, partial: bytes | str | None, finished: bytes | str | None, expected: str
+) -> None:
+    """What an interrupt line reports: never an error, whatever an earlier run left there."""
+    out = tmp_path / "RUN.json"
+    for path, content in ((partial_path(out), partial), (out, finished)):
+        if content == "directory":
+            path.mkdir()
+        elif isinstance(content, bytes):
+            path.write_bytes(content)
+    count, where = expected.split(" in ")
+    assert answers_on_disk(out) == (int(count), partial_path(out) if where == "partial" else out)
+
+
+class _FullDisk:
+    """A write handle whose flush fails as a full disk does: an OSError naming no file."""
+
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+    def flush(self) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    close = flush
+
+
+def test_a_write_that_fails_without_a_name_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "RUN.json.partial.jsonl"
+    writer = PartialWriter(path, SETTINGS, [])
+    real, writer._handle = writer._handle, _FullDisk()  # type: ignore[assignment]
+    with pytest.raises(OSError) as appended:
+        writer.append(RECORD)
+    with pytest.raises(OSError) as closed:
+        writer.close()
+    real.close()  # type: ignore[union-attr]
+
+    def no_room(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", no_room)
+    out = tmp_path / "RUN.json"
+    with pytest.raises(OSError) as replaced:
+        write_json_atomic(out, {"records": []})
+    for error, named in ((appended, path), (closed, path), (replaced, out)):
+        assert (error.value.errno, error.value.filename) == (errno.ENOSPC, str(named))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # no temporary left

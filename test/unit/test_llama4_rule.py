@@ -10,6 +10,7 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     PreQuantizedActivationsError,
     TopKNotOneError,
     UnverifiedWrapperError,
+    another_runner_may_serve,
     prequantized_refusal,
 )
 from sglang_nvfp4_patches.llama4_router_weight.rule import LayerFacts, refusal_for
@@ -53,6 +54,8 @@ def test_each_refusal_names_its_switch(change: dict, error: type, names: str) ->
     refusal = refusal_for(dataclasses.replace(LIFTABLE, **change))
     assert type(refusal) is error and names in str(refusal)
     assert isinstance(refusal, ValueError)  # what SGLang's model loader reports as a bad config
+    # explain searches another runner for the top-k refusal alone (the patch's runner_may_lift)
+    assert another_runner_may_serve(str(refusal)) is (error is TopKNotOneError)
 
 
 def test_the_wrapper_is_named_before_anything_it_might_change() -> None:

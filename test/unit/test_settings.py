@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import pytest
 
 from sglang_nvfp4_patches.cli import main
+from sglang_nvfp4_patches.errors import UsageError
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.settings import (
     DISABLE_ENV,
     FORCE_ENV,
+    UNTESTED_ENV,
     InvalidForceError,
     UnknownPatchNameError,
     check_environment,
@@ -158,3 +162,46 @@ def test_a_records_location_that_does_not_exist_yet_is_fine(tmp_path: Path) -> N
     check_environment({"SGLANG_NVFP4_PATCHES_RECORDS": str(tmp_path)})
     check_environment({})
     assert not (tmp_path / "a").exists()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        (DISABLE_ENV, "gemma-attention", "names unknown patch(es) gemma-attention"),
+        (FORCE_ENV, "nvfp4-moe-runner", "cannot be forced"),
+        (UNTESTED_ENV, "yes", "is not understood"),
+    ],
+)
+def test_the_mapping_given_is_the_one_checked(variable: str, value: str, says: str) -> None:
+    """What a caller hands in is checked, whatever this process's own environment holds."""
+    with pytest.raises(UsageError) as refused:
+        check_environment({variable: value})
+    assert str(refused.value).startswith(f"{variable}={value!r}") and says in str(refused.value)
+
+
+@pytest.mark.parametrize("where", ["FILE", "FILE/records"])
+def test_a_records_location_that_is_no_directory_names_itself(tmp_path: Path, where: str) -> None:
+    """Once the message named the write probe's random file inside a regular file."""
+    (tmp_path / "FILE").write_text("not a directory")
+    given = str(tmp_path / where)
+    with pytest.raises(UsageError) as refused:
+        check_environment({"SGLANG_NVFP4_PATCHES_RECORDS": given})
+    assert str(refused.value) == (
+        f"SGLANG_NVFP4_PATCHES_RECORDS={given!r}: Not a directory ({given}); point it at a "
+        "directory this user can write (a missing one is made), or unset it"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE"]
+
+
+def test_a_records_location_that_cannot_be_written_names_the_directory_tried() -> None:
+    """Procfs refuses a new file even to root, whose permission checks pass."""
+    with pytest.raises(UsageError) as refused:
+        check_environment({"SGLANG_NVFP4_PATCHES_RECORDS": "/proc/records"})
+    said = {
+        str(refused.value).replace(os.strerror(code), "<why>")
+        for code in (errno.ENOENT, errno.EACCES, errno.EROFS)
+    }
+    assert (
+        "SGLANG_NVFP4_PATCHES_RECORDS='/proc/records': <why> (/proc); point it at a directory "
+        "this user can write (a missing one is made), or unset it"
+    ) in said

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from sglang_nvfp4_patches.check_result import (
     CheckFailed,
     CheckResult,
@@ -44,7 +46,14 @@ def test_an_unexpected_error_is_a_failure_naming_where_it_arose() -> None:
 
 def test_a_result_survives_json_and_reads_as_one_line() -> None:
     result = CheckResult("gemma4-attention", "verdict", Outcome.FAILED, "why")
-    assert CheckResult.from_dict(result.as_dict()) == result
+    written = json.loads(json.dumps(result.as_dict()))
+    assert written == {
+        "patch": "gemma4-attention",
+        "check": "verdict",
+        "outcome": "FAILED",
+        "reason": "why",
+    }
+    assert CheckResult.from_dict(written) == result
     assert result.line() == "FAILED  gemma4-attention: verdict: why"
 
 

@@ -376,7 +376,7 @@ def answers_on_disk(out: Path) -> tuple[int, Path]:
     """How many answers are stored for ``out`` and in which file (partial file first)."""
     with contextlib.suppress(OSError, UsageError):
         return max(read_bounded(partial_path(out)).count(b"\n") - 1, 0), partial_path(out)
-    with contextlib.suppress(OSError, UsageError, ValueError, KeyError, TypeError):
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # UsageError too
         return len(loads_json(read_bounded(out))["records"]), out
     return 0, partial_path(out)
 
