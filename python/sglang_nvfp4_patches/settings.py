@@ -5,12 +5,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from sglang_nvfp4_patches.errors import UsageError
 from sglang_nvfp4_patches.patch_names import NOT_FORCEABLE_BECAUSE, PATCH_NAMES
+from sglang_nvfp4_patches.write_probe import probe_write
 
 DISABLE_ENV = "SGLANG_NVFP4_PATCHES_DISABLE"
 FORCE_ENV = "SGLANG_NVFP4_PATCHES_FORCE"
@@ -106,9 +106,7 @@ def check_environment(environ: Mapping[str, str] | None = None) -> None:
         raise _records_refused(given, os.strerror(errno.ENOTDIR), path)
     existing = next(p for p in (path, *path.parents) if os.path.lexists(p))
     try:
-        handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=existing)  # then removed
-        os.close(handle)
-        os.unlink(probe)
+        probe_write(existing)
     except OSError as error:
         raise _records_refused(given, error.strerror, existing) from None
 

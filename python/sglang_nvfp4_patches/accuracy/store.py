@@ -12,7 +12,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, BinaryIO, cast
 from sglang_nvfp4_patches.accuracy.errors import BusyError, ConfigError, ResumeError, RunFileError
 from sglang_nvfp4_patches.accuracy.files import kind_of, read_bounded, require_writable_target
 from sglang_nvfp4_patches.errors import UsageError, loads_json
+from sglang_nvfp4_patches.write_probe import probe_write
 
 PARTIAL_SUFFIX = ".partial.jsonl"
 RUN_FORMAT = "sglang-nvfp4-patches/accuracy-run"
@@ -106,9 +106,7 @@ def _writable_dir(directory: Path, option: str, target: Path) -> Path:
             "pick another path"
         )
     try:
-        handle, probe = tempfile.mkstemp(prefix=".write-probe-", dir=existing)
-        os.close(handle)
-        os.unlink(probe)
+        probe_write(existing)
     except OSError as exc:
         raise ConfigError(
             f"{where}: cannot write there ({exc.strerror or exc}); pick a directory you can "
