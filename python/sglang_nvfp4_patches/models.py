@@ -42,7 +42,11 @@ def _field(config: object, name: str) -> object:
 
 
 def text_part(config: object) -> object:
-    """The text model's config: ``text_config`` where the checkpoint nests one."""
+    """The text model's config: ``text_config`` where the checkpoint nests one; a null one in
+    a config.json stands for the model's defaults (an empty mapping: no top-level field)."""
+    if isinstance(config, Mapping) and "text_config" in config:
+        inner = config["text_config"]
+        return inner if isinstance(inner, Mapping) else {}
     inner = _field(config, "text_config")
     return inner if inner is not None and not isinstance(inner, (str, int, float)) else config
 

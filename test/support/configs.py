@@ -11,6 +11,7 @@ from sglang_nvfp4_patches.simulation.bundled import (
     GEMMA4_NVFP4_MOE,
     LLAMA4_NVFP4,
     LLAMA4_NVFP4_CT,
+    QWEN3_MOE_NVFP4,
 )
 
 __all__ = ["GEMMA4_NVFP4_MOE", "LLAMA4_NVFP4", "LLAMA4_NVFP4_CT"]
@@ -51,3 +52,34 @@ def hf_quant_copy(source: Path, target: Path) -> Path:
     exported = {"producer": {"name": "modelopt"}, "quantization": quantization}
     (target / "hf_quant_config.json").write_text(json.dumps(exported))
     return target
+
+
+def merged(source: Path, edit: dict[str, Any]) -> dict[str, Any]:
+    """``source``'s config.json with ``edit``: an object merges into the object it names."""
+    config = json.loads((source / "config.json").read_text())
+    for key, value in edit.items():
+        if isinstance(value, dict) and isinstance(config.get(key), dict):
+            config[key].update(value)
+        else:
+            config[key] = value
+    return config
+
+
+# Fields SGLang reads past (transformers' to_dict() writes several of them as null) or reads
+# without failing, each as an edit of a bundled config: never refused.
+UNREAD_FIELDS: list[tuple[Path, dict[str, Any]]] = [
+    (LLAMA4_NVFP4, {"text_config": {"architectures": None}}),
+    (LLAMA4_NVFP4, {"text_config": {"architectures": "Llama4ForCausalLM"}}),
+    (LLAMA4_NVFP4, {"text_config": {"text_config": "nested"}}),
+    (LLAMA4_NVFP4, {"vision_config": {"architectures": None, "dtype": None}}),
+    (LLAMA4_NVFP4, {"hidden_size": None, "num_hidden_layers": 0}),  # the text model's are read
+    (LLAMA4_NVFP4, {"num_experts_per_tok": "8", "num_local_experts": [16]}),
+    (LLAMA4_NVFP4, {"text_config": {"top_k_experts": "8"}}),  # Gemma 4's field, not Llama 4's
+    (QWEN3_MOE_NVFP4, {"top_k_experts": "8"}),
+    (
+        LLAMA4_NVFP4,
+        {"_name_or_path": None, "transformers_version": 5, "torch_dtype": None, "problem_type": 0},
+    ),
+    (LLAMA4_NVFP4, {"text_config": {"hidden_size": 0}}),  # read: bounds are SGLang's own
+    (QWEN3_MOE_NVFP4, {"hidden_size": -1, "num_hidden_layers": 0}),
+]

@@ -23,6 +23,7 @@ from sglang_nvfp4_patches.explain.input import (
 from sglang_nvfp4_patches.explain.run import patch_outcome
 from sglang_nvfp4_patches.simulation.bundled import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
 from sglang_nvfp4_patches.status import PatchReport, PatchState
+from support.configs import UNREAD_FIELDS, merged
 
 
 def _frame(path: str, line: str) -> traceback.FrameSummary:
@@ -242,12 +243,13 @@ MOE_FIELD_CASES = [
         1.5,
         "is the value 1.5; SGLang reads it as a whole number",
     ),
-    (LLAMA4_NVFP4, "num_local_experts", 0, "is 0: a Llama 4 MoE layer has from 1 to 4096"),
+    (LLAMA4_NVFP4, "num_local_experts", 0, "is 0: a Llama 4 MoE layer has from 1 to 2147483647"),
     (LLAMA4_NVFP4, "num_local_experts", -16, "is -16: a Llama 4 MoE layer has from 1 to"),
     (LLAMA4_NVFP4, "num_local_experts", 10**12, "is 1000000000000: a Llama 4 MoE layer"),
+    (LLAMA4_NVFP4, "num_local_experts", 2**31, "(SGLang routes by int32 expert ids)"),
     (GEMMA4_NVFP4_MOE, "top_k_experts", 0, "is 0: each token goes to at least 1 expert"),
     (GEMMA4_NVFP4_MOE, "top_k_experts", 129, "is 129, more than the 128 experts"),
-    (GEMMA4_NVFP4_MOE, "num_experts", 0, "is 0: a Gemma 4 MoE layer has from 1 to 4096"),
+    (GEMMA4_NVFP4_MOE, "num_experts", 0, "is 0: a Gemma 4 MoE layer has from 1 to 2147483647"),
     (GEMMA4_NVFP4_MOE, "num_experts", [8], "is a list [8]; SGLang reads it as a whole number"),
 ]
 
@@ -275,6 +277,7 @@ def test_a_moe_field_the_layer_cannot_be_built_from_is_one_line_naming_it(
     ("source", "edits"),
     [
         (LLAMA4_NVFP4, {"num_experts_per_tok": 16}),  # every expert: allowed
+        (LLAMA4_NVFP4, {"num_local_experts": 2**31 - 1}),  # the most SGLang's int32 ids name
         (LLAMA4_NVFP4, {"num_experts_per_tok": 2}),  # refused by the plugin, not here
         (LLAMA4_NVFP4, {"num_local_experts": None, "num_experts_per_tok": None}),  # defaults
         (GEMMA4_NVFP4_MOE, {"top_k_experts": 128}),
@@ -288,7 +291,9 @@ def test_moe_fields_a_layer_can_be_built_from_pass(
     assert read_model_config(model)["text_config"]["model_type"]
 
 
-def test_the_fields_are_read_from_the_top_level_when_text_config_is_null(tmp_path: Path) -> None:
+def test_the_top_level_fields_are_not_read_when_text_config_is_null(tmp_path: Path) -> None:
+    """A null text_config is the model's defaults to transformers (SGLang 0.5.23 reads Llama 4
+    top-1 here): the top level's text fields are not read, so never refused."""
     model = tmp_path / "model"
     model.mkdir()
     config = {
@@ -296,9 +301,18 @@ def test_the_fields_are_read_from_the_top_level_when_text_config_is_null(tmp_pat
         "architectures": ["Llama4ForConditionalGeneration"],
         "text_config": None,
         "num_experts_per_tok": 0,
+        "hidden_size": None,
     }
     (model / CONFIG_NAME).write_text(json.dumps(config))
-    with pytest.raises(UsageError, match='field "num_experts_per_tok" is 0: each token'):
+    assert read_model_config(model)["text_config"] is None
+
+
+def test_the_top_level_fields_are_read_where_there_is_no_text_config(tmp_path: Path) -> None:
+    model = tmp_path / "model"
+    model.mkdir()
+    config = {"model_type": "qwen3_moe", "num_experts": 8, "hidden_size": "2048"}
+    (model / CONFIG_NAME).write_text(json.dumps(config))
+    with pytest.raises(UsageError, match='field "hidden_size" is the string'):
         read_model_config(model)
 
 
@@ -316,6 +330,15 @@ def test_a_field_of_a_file_beside_the_config_names_that_file() -> None:
     assert text.endswith("(compare the checkpoint's published hf_quant_config.json)")
 
 
+def _scout_with(tmp_path: Path, edit: dict) -> tuple[Path, dict]:
+    """The Llama 4 Scout stand-in with ``edit`` (:func:`support.configs.merged`)."""
+    config = merged(LLAMA4_NVFP4, edit)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / CONFIG_NAME).write_text(json.dumps(config))
+    return model, config
+
+
 @pytest.mark.parametrize(
     ("edit", "field", "holds"),
     [
@@ -330,10 +353,20 @@ def test_a_field_of_a_file_beside_the_config_names_that_file() -> None:
         ({"quantization_config": {"quant_method": 4}}, "quantization_config.quant_method", "4"),
         ({"quantization_config": ["modelopt"]}, "quantization_config", "a list"),
         ({"text_config": "llama4_text"}, "text_config", "the string"),
-        ({"hidden_size": None}, "hidden_size", "null"),
-        ({"num_experts_per_tok": "8"}, "num_experts_per_tok", "the string '8'"),
-        ({"num_experts": 1.5}, "num_experts", "1.5"),
-        ({"num_hidden_layers": 0}, "num_hidden_layers", "0"),
+        ({"text_config": {"hidden_size": None}}, "text_config.hidden_size", "null"),
+        ({"text_config": {"hidden_size": True}}, "text_config.hidden_size", "True"),
+        (
+            {"text_config": {"num_experts_per_tok": "8"}},
+            "text_config.num_experts_per_tok",
+            "the string '8'",
+        ),
+        ({"text_config": {"num_local_experts": 1.5}}, "text_config.num_local_experts", "1.5"),
+        ({"text_config": {"num_hidden_layers": None}}, "text_config.num_hidden_layers", "null"),
+        (
+            {"text_config": {"quantization_config": "modelopt"}},
+            "text_config.quantization_config",
+            "the string",
+        ),
     ],
 )
 def test_a_field_of_the_wrong_type_or_null_is_named(
@@ -341,12 +374,17 @@ def test_a_field_of_the_wrong_type_or_null_is_named(
 ) -> None:
     """Once a null quant_method got a message blaming "architectures", and a string
     "architectures" made explain exit 0 saying nothing about the model."""
-    config = json.loads((LLAMA4_NVFP4 / CONFIG_NAME).read_text())
-    config.update(edit)
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / CONFIG_NAME).write_text(json.dumps(config))
+    model, _ = _scout_with(tmp_path, edit)
     assert main(["explain", "--model", str(model)]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith(f'error: {model / CONFIG_NAME}: field "{field}" is '), err
     assert holds in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(("source", "edit"), UNREAD_FIELDS)
+def test_a_field_sglang_reads_past_is_never_refused(
+    tmp_path: Path, source: Path, edit: dict
+) -> None:
+    config = merged(source, edit)
+    (tmp_path / CONFIG_NAME).write_text(json.dumps(config))
+    assert read_model_config(tmp_path) == config

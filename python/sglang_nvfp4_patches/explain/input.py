@@ -14,7 +14,12 @@ from typing import Any
 
 from sglang_nvfp4_patches.accuracy.files import FileRole, read_bounded
 from sglang_nvfp4_patches.errors import UsageError, loads_json
-from sglang_nvfp4_patches.simulation.moe_models import moe_field_problem
+from sglang_nvfp4_patches.models import moe_family
+from sglang_nvfp4_patches.simulation.moe_models import (
+    EXPERTS_FIELD,
+    TOP_K_FIELD,
+    moe_field_problem,
+)
 
 
 class ModelDirError(UsageError):
@@ -116,38 +121,60 @@ def read_checkpoint(model_dir: Path) -> dict[Path, dict[str, Any]]:
     return files
 
 
-# Fields SGLang reads by their type: the test a value passes, and what SGLang reads it as.
-_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+# The fields SGLang fails on (through transformers' config classes, its ModelConfig or its
+# model loader) when they hold another type, by path: the test a value passes, and what SGLang
+# reads it as. "text." is the text model's config: ``text_config`` where the checkpoint nests
+# one, the top level where it has none (a null ``text_config``: the model's defaults). A field
+# SGLang does not read (a nested "architectures", "_name_or_path", ...) is never refused;
+# test_config_refusals.py shows SGLang failing on each rule.
+TEXT = "text."
+Rule = tuple[Callable[[Any], bool], str]
+_WHOLE: Rule = (lambda v: type(v) is int, "a whole number")
+FIELD_RULES: dict[str, Rule] = {
     "architectures": (
         lambda v: isinstance(v, list) and bool(v) and all(isinstance(a, str) and a for a in v),
         'a list of model class names, e.g. ["Llama4ForConditionalGeneration"]',
     ),
     "text_config": (lambda v: isinstance(v, dict | None), "an object (the text model's)"),
-    "quantization_config": (lambda v: isinstance(v, dict | None), "an object"),
-    "quantization_config.quant_method": (lambda v: isinstance(v, str) and v, 'a name ("modelopt")'),
     **dict.fromkeys(
-        ("hidden_size", "num_hidden_layers"),
-        (lambda v: type(v) is int and v > 0, "a positive whole number"),
+        ("quantization_config", "text_config.quantization_config"),
+        (lambda v: isinstance(v, dict | None), "an object"),
     ),
-    **dict.fromkeys(  # null: the model's default; their bounds: moe_field_problem
-        ("num_experts_per_tok", "top_k_experts", "num_experts", "num_local_experts"),
-        (lambda v: v is None or type(v) is int, "a whole number"),
-    ),
+    "quantization_config.quant_method": (lambda v: isinstance(v, str) and v, 'a name ("modelopt")'),
+    **dict.fromkeys((f"{TEXT}hidden_size", f"{TEXT}num_hidden_layers"), _WHOLE),
 }
+# The MoE counts a family's config class types (null: its default; bounds: moe_field_problem);
+# another family's class reads past a field of that name.
+MOE_COUNT_RULES: dict[str, dict[str, Rule]] = {
+    family: dict.fromkeys(
+        (f"{TEXT}{TOP_K_FIELD[family]}", f"{TEXT}{EXPERTS_FIELD[family]}"),
+        (lambda v: v is None or _WHOLE[0](v), _WHOLE[1]),
+    )
+    for family in TOP_K_FIELD
+}
+
+
+def _at(config: Mapping[str, Any], path: str) -> tuple[bool, Any]:
+    """Whether the dotted ``path`` is in ``config``, and its value there."""
+    value: Any = config
+    for key in path.split("."):
+        if not isinstance(value, Mapping) or key not in value:
+            return False, None
+        value = value[key]
+    return True, value
 
 
 def field_type_problem(config: Mapping[str, Any]) -> str | None:
     """A field SGLang reads by its type, of another type here, named (SGLang would blame
     another field)."""
-    fields = dict(config)
-    for key in ("text_config", "quantization_config"):
-        inner = config.get(key)
-        fields.update(
-            {f"{key}.{n}": v for n, v in inner.items()} if isinstance(inner, dict) else {}
-        )
-    for field, value in fields.items():
-        fine, what = _FIELDS.get(field.removeprefix("text_config."), (None, ""))
-        if fine is not None and not fine(value):
+    nested = "text_config" in config
+    family = moe_family(architecture(config), enable_moe_block=True)
+    for rule, (fine, what) in (FIELD_RULES | MOE_COUNT_RULES.get(family or "", {})).items():
+        if rule.startswith(TEXT) and nested and not isinstance(config["text_config"], dict):
+            continue  # a null text_config: SGLang reads the model's defaults, not these
+        field = rule.replace(TEXT, "text_config." if nested else "", 1)
+        present, value = _at(config, field)
+        if present and not fine(value):
             return (
                 f'field "{field}" is {_value_text(value)}; SGLang reads it as {what}: set it as '
                 "the checkpoint's published config.json does"

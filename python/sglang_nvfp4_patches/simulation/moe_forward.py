@@ -28,6 +28,8 @@ HIDDEN, INTERMEDIATE, TOKENS = 128, 128, 5
 BLACKWELL_MAJOR = 10
 # The layer is simulated on one GPU: a launch across several is not run.
 PARALLEL_SIZES = ("tp_size", "dp_size", "ep_size", "pp_size")
+# Each simulated layer has 2*top-k experts of HIDDEN x INTERMEDIATE: kept to a few MB.
+MAX_SIMULATED_TOP_K = 256
 TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
 FUSED_MOE_MODULE = "sglang.srt.layers.moe.fused_moe_triton"
 
@@ -318,6 +320,10 @@ def run_first_moe_layer(
         quant_config = quant_config_of(_model_config(server_args))
         if quant_config is None:
             return None
+        if model.top_k > MAX_SIMULATED_TOP_K:
+            cap = MAX_SIMULATED_TOP_K
+            detail = f"top-{model.top_k}: the CPU simulation builds layers up to top-{cap}"
+            return LayerRun(model.family, None, LayerVerdict.NOT_SIMULATED, detail)
         stage, layer = _Stage.BUILD, None
         try:
             layer = build_layer(model, quant_config, experts)

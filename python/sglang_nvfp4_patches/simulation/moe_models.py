@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sglang_nvfp4_patches.models import GEMMA4, LLAMA4, moe_family, moe_settings
+from sglang_nvfp4_patches.models import GEMMA4, LLAMA4, moe_family, moe_settings, text_part
 
 # The prefix SGLang gives the first MoE layer's experts (quantization configs match it).
 LLAMA4_EXPERTS = "language_model.model.layers.0.feed_forward.experts"
@@ -35,12 +35,14 @@ class MoeModel:
 # The text config's experts-per-token and experts fields (absent: the model's default).
 TOP_K_FIELD = {LLAMA4: "num_experts_per_tok", GEMMA4: "top_k_experts"}
 EXPERTS_FIELD = {LLAMA4: "num_local_experts", GEMMA4: "num_experts"}
-MAX_EXPERTS = 4096  # published MoE checkpoints: a few hundred per layer at most
+# SGLang routes each token by int32 expert ids (its top-k routing's ``topk_ids``): no layer
+# it serves has more experts.
+MAX_EXPERTS = 2**31 - 1
 
 
 def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    inner = config.get("text_config")
-    return inner if isinstance(inner, Mapping) else config
+    text = text_part(config)
+    return text if isinstance(text, Mapping) else config
 
 
 def _family(config: Mapping[str, Any]) -> str | None:
@@ -57,14 +59,14 @@ def moe_field_problem(config: Mapping[str, Any]) -> str | None:
     if family is None:
         return None
     text = text_config(config)
-    where = "text_config." if text is not config else ""
+    where = "text_config." if "text_config" in config else ""
     top_k_name, experts_name = TOP_K_FIELD[family], EXPERTS_FIELD[family]
     top_k, experts = text.get(top_k_name), text.get(experts_name)
     fix = f"set it as the published {family} checkpoint does"
     if experts is not None and not 1 <= experts <= MAX_EXPERTS:
         return (
             f'field "{where}{experts_name}" is {experts}: a {family} MoE layer has from 1 to '
-            f"{MAX_EXPERTS} experts (published checkpoints: a few hundred at most); {fix}"
+            f"{MAX_EXPERTS} experts (SGLang routes by int32 expert ids); {fix}"
         )
     if top_k is not None and top_k < 1:
         return (
