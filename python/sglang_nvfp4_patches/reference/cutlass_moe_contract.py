@@ -3,7 +3,11 @@ per token, ``out[t] = sum_k token_final_scales[t, k] * expert_{ids[t, k]}(input[
 expert ``w2 @ (act(gate) * up)`` with ``fc1`` stacking ``[up; gate]`` (FlashInfer's ``w31``)
 and ``act`` SiLU (``Swiglu``, the default; Llama 4) or exact GELU (``Geglu``; Gemma 4). Router
 weights only scale expert *outputs*: why ``llama4-router-weight`` exists. Computed in float32,
-cast to ``output_dtype``; ``activation_quantizer`` stands in for the kernel's own.
+cast to ``output_dtype``; ``activation_quantizer`` stands in for the kernel's own. Under expert
+parallelism the ids stay global: rank ``ep_rank`` holds experts ``[ep_rank*E, (ep_rank+1)*E)``
+of its ``E`` weights and adds nothing for the others (the ranks' outputs are summed after it);
+under tensor parallelism each rank holds a slice of every expert's intermediate size, and its
+output is likewise a partial sum.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ def cutlass_fused_moe_reference(
     output_dtype: torch.dtype,
     activation_quantizer: ActivationQuantizer | None = None,
     activation: str = "Swiglu",
+    ep_size: int = 1,
+    ep_rank: int = 0,
 ) -> torch.Tensor:
     """Reference output ``[tokens, hidden]`` of the kernel for unquantized expert weights."""
     if activation not in GATE_ACTIVATIONS:
@@ -55,6 +61,10 @@ def cutlass_fused_moe_reference(
             f"expert ids {tuple(token_selected_experts.shape)} and final scales "
             f"{tuple(token_final_scales.shape)} must have the same [tokens, top_k] shape"
         )
+    if not 0 <= ep_rank < ep_size:
+        raise ValueError(f"ep_rank {ep_rank} is outside an expert-parallel group of {ep_size}")
+    local = fc1_expert_weights.shape[0]
+    first = ep_rank * local
     x = input.float()
     if activation_quantizer is not None:
         x = activation_quantizer(x)
@@ -62,8 +72,11 @@ def cutlass_fused_moe_reference(
     for slot in range(token_selected_experts.shape[1]):
         ids = token_selected_experts[:, slot]
         for expert in torch.unique(ids).tolist():
+            if not first <= expert < first + local:
+                continue  # another rank's expert
             rows = (ids == expert).nonzero(as_tuple=True)[0]
-            fc1, fc2 = fc1_expert_weights[expert], fc2_expert_weights[expert]
+            fc1 = fc1_expert_weights[expert - first]
+            fc2 = fc2_expert_weights[expert - first]
             y = gated_expert(x[rows], fc1, fc2, activation)
             out[rows] += token_final_scales[rows, slot, None] * y
     return out.to(output_dtype)

@@ -100,6 +100,8 @@ class RecordingCutlassKernel:
             fc2,
             kwargs["output_dtype"],
             activation=activation_name(kwargs.get("activation_type")),
+            ep_size=int(kwargs.get("ep_size") or 1),
+            ep_rank=int(kwargs.get("ep_rank") or 0),
         )
         return self._returned(result, output)
 
