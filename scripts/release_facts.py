@@ -42,6 +42,7 @@ def derive_here() -> None:
     with quiet_sglang():
         cells.update(llama4.cells(llama4.gather(), llama4.PARTS))
         cells.update(moe.cells(moe.gather()))
+        cells.update(moe.gather_layouts()[0])
     row = {"release": sglang_version(), "fingerprint": fingerprint(), "cells": cells}
     print("ROW " + json.dumps(row))
 

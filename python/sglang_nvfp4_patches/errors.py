@@ -26,6 +26,11 @@ EXIT_INTERRUPTED = 130  # Ctrl-C, SIGTERM or SIGHUP before the status is fixed: 
 EXIT_BROKEN_PIPE = 141  # the reader of stdout (``| head``) left early: 128 + SIGPIPE
 
 
+class LaunchRefused(ValueError):
+    """A patch refuses a launch whose MoE layer would fail, before the weights load, naming
+    what works (SGLang reports a ValueError from resolution as bad arguments)."""
+
+
 class UsageError(ValueError):
     """Bad input the user can fix; the message says what was wrong and what to do."""
 

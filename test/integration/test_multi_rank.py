@@ -1,11 +1,10 @@
 """A checkpoint's first MoE layer across 2 and 4 real processes, one rank each, with SGLang's
-own parallel state on ``gloo`` (``simulation/ranks.py``): every rank's output, reduced as the
-model's MoE block reduces it, is what the layer means, and SGLang handed FlashInfer's kernel
-each rank's expert- and tensor-parallel placement. A plugin planted beside ours that hands
-every rank expert-parallel rank 0 is caught as a wrong output; a layout SGLang refuses is its
-refusal. Each rank is a fresh interpreter importing SGLang (about 10 s of CPU): the primary
-release only (not in the release matrix), and as few layouts as cover TP and EP at 2 and 4
-ranks.
+own parallel state on ``gloo`` (``simulation/ranks.py``): ``verify`` shows every rank's output,
+reduced as the model's MoE block reduces it, is what the layer means, and that SGLang handed
+FlashInfer's kernel each rank's expert- and tensor-parallel placement (read here). A plugin
+planted beside ours that hands every rank expert-parallel rank 0 is caught as a wrong output;
+a layout SGLang refuses is its refusal. Each rank is a fresh interpreter importing SGLang
+(about 10 s of CPU): the primary release only (not in the release matrix).
 """
 
 from __future__ import annotations
@@ -16,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4, QWEN3_MOE_NVFP4
+from sglang_nvfp4_patches.simulation.bundled import QWEN3_MOE_NVFP4
 from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict
 from sglang_nvfp4_patches.simulation.ranks import run_across_ranks
+from support.forkserver import run_cli_once
 
 CUTLASS = "flashinfer_cutlass"
 RANK_NAME = "nvfp4-moe-rank-"  # the ranks' process names
 # What SGLang passes FlashInfer's kernel on each rank: (ep_size, ep_rank, tp_size, tp_rank).
 KERNEL_RANKS = {
     "tp2": ((1, 0, 2, 0), (1, 0, 2, 1)),
-    "ep2": ((2, 0, 1, 0), (2, 1, 1, 0)),
     "ep4": ((4, 0, 1, 0), (4, 1, 1, 0), (4, 2, 1, 0), (4, 3, 1, 0)),
 }
 PLANTED = "nvfp4_test_planted"
@@ -59,24 +58,25 @@ def planted_plugin(root: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("layout", ["tp2", "ep4"])
-def test_qwen3_moe_serves_across_ranks_and_the_kernel_gets_each_ranks_placement(
-    layout: str,
-) -> None:
-    run = run_across_ranks(QWEN3_MOE_NVFP4, "sm120", layout, {"moe_runner_backend": CUTLASS})
-    assert (run.verdict, run.runner) == (LayerVerdict.SERVES, CUTLASS), run.detail
-    assert run.detail.startswith("output = sum_k w_k*expert_k(x) on every rank"), run.detail
-    assert run.world == len(KERNEL_RANKS[layout])
-    assert run.kernel_ranks == KERNEL_RANKS[layout]
-
-
-def test_llama4_under_expert_parallelism_serves_its_router_weight_on_the_input() -> None:
-    """No runner flag on SM100: the plugin, loaded by SGLang in every rank, lifts SGLang's
-    refusal of the router weight on the input (top-1: the output is ``expert(x*w)``)."""
-    run = run_across_ranks(LLAMA4_NVFP4, "sm100", "ep2")
-    assert (run.verdict, run.runner) == (LayerVerdict.SERVES, CUTLASS), run.detail
-    assert run.detail.startswith("output = expert(x*w) on every rank"), run.detail
-    assert run.kernel_ranks == KERNEL_RANKS["ep2"]
+def test_verify_shows_tp_ep_and_pp_serving_across_2_and_4_ranks() -> None:
+    """The runs behind the release facts' ``layouts`` cell, read from ``verify`` (run once per
+    session): TP at 2 ranks and PP at 2 on Qwen3-MoE (top-8), EP at 4 on Llama 4 (top-1, the
+    router weight on the input: ``expert(x*w)``), launched with no runner flag."""
+    done = run_cli_once("verify")
+    line = next(
+        found for found in done.stdout.splitlines() if "layouts across 2 and 4 CPU ranks" in found
+    )
+    assert line.startswith("held "), line
+    per_rank = "the kernel's ep_size,ep_rank,tp_size,tp_rank per rank:"
+    qwen3, llama4 = "nvidia/Qwen3-30B-A3B-FP4", "nvidia/Llama-4-Scout-17B-16E-Instruct-FP4"
+    tp2 = f"{qwen3} tp2 on sm120: serves (output = sum_k w_k*expert_k(x) on every rank"
+    ep4 = f"{llama4} ep4 on sm100: serves (output = expert(x*w) on every rank"
+    pp2 = f"{qwen3} pp2 on sm120: serves (output = sum_k w_k*expert_k(x) on every rank"
+    for run, ranks in ((tp2, KERNEL_RANKS["tp2"]), (ep4, KERNEL_RANKS["ep4"]), (pp2, None)):
+        assert run in line, line
+        if ranks is not None:
+            placement = " ".join(",".join(map(str, rank)) for rank in ranks)
+            assert f"{per_rank} {placement})" in line.split(run, 1)[1].split(";")[1], line
 
 
 def test_a_planted_plugin_that_hands_every_rank_ep_rank_0_is_a_wrong_output(

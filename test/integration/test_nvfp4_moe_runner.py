@@ -39,7 +39,7 @@ from support.release import MOE_RUNNER_MISMATCH, ships
 pytestmark = pytest.mark.release_matrix
 AFFECTED = ships(MOE_RUNNER_MISMATCH)
 CUTLASS = "flashinfer_cutlass"
-MOE_CONFIGS = Path(__file__).parents[1] / "support" / "moe_configs"
+MOE_CONFIGS = Path(__file__).parents[2] / "examples"
 MODELS = {
     "Llama 4": LLAMA4_NVFP4,
     "Gemma 4": GEMMA4_NVFP4_MOE,

@@ -84,5 +84,5 @@ def test_verify_runs_every_patch_in_its_own_process(commands: dict[str, dict]) -
     assert f" on SGLang {sglang.__version__} (" in summary  # the SGLang it imported
     assert {outcome for outcome, _ in outcomes} <= {"held", "n/a"}, lines
     third = [rest.split(": ", 2)[1] for _, rest in outcomes if rest.startswith(THIRD)]
-    assert third[0] == "evidence (SGLang as it ships)" and len(third) == 7
+    assert third[0] == "evidence (SGLang as it ships)" and len(third) == 8
     assert verify["exit"] == 0

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from sglang_nvfp4_patches.explain.runner_search import RunnerSearch, search_runners
+from sglang_nvfp4_patches.moe_layout import Layout, fate
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile
+from sglang_nvfp4_patches.simulation.server_args import LAYOUT_FIELDS
+
+# What a row's layout does to its one-GPU fate (LayerOutcome.layout_fate values).
+AS_ONE_GPU, NOT_SHOWN, NO_FUSED_FUNCTION = "as on one GPU", "not shown", "no fused function"
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,10 @@ class LayerOutcome:
     # What one forward showed (simulation.moe_forward.LayerVerdict values), patched and not
     verdict: str | None = None
     unpatched_verdict: str | None = None
+    # A launch across GPUs or with an all-to-all backend: its flags, and what that does to the
+    # one-GPU fate (AS_ONE_GPU, or NOT_SHOWN and why)
+    layout: str | None = None
+    layout_fate: str | None = None
 
 
 def _failure(run: Any) -> str | None:
@@ -45,6 +54,7 @@ def layer_outcome(
     ``as_it_ships`` suspends every patch; ``patched``: this process's hooks are live."""
     from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
 
+    flags = one_gpu(flags)
     with as_it_ships():
         unpatched = run_first_moe_layer(model_dir, gpu, flags)
     if unpatched is None:
@@ -64,4 +74,43 @@ def layer_outcome(
         search,
         run.verdict.value,
         unpatched.verdict.value,
+    )
+
+
+def one_gpu(flags: Mapping[str, Any]) -> dict[str, Any]:
+    """``flags`` without those that place the layer across GPUs: the one-GPU launch."""
+    return {name: value for name, value in flags.items() if name not in LAYOUT_FIELDS}
+
+
+def across(outcome: LayerOutcome, layout: Layout) -> LayerOutcome:
+    """``outcome`` (one GPU) for ``layout``: where a side's runner has no fused function for
+    the all-to-all backend, that side fails when the layer is built; where the release facts
+    do not show the layout, its fate is unknown."""
+    from sglang_nvfp4_patches import fused_functions
+    from sglang_nvfp4_patches.moe_layout import shown_layouts
+
+    if not layout.dimensions:
+        return outcome
+    shown = shown_layouts()
+
+    def side(runner: str | None, verdict: str | None, fails: str | None) -> tuple[Any, ...]:
+        found = fate(layout, runner, fused_functions.registered, fused_functions.runners_for, shown)
+        if found.failure is not None:
+            return "fails", f"when it is built: {found.failure}", NO_FUSED_FUNCTION
+        if found.not_shown is not None and verdict is not None:
+            return "not simulated", None, f"{NOT_SHOWN}: {found.not_shown}"
+        return verdict, fails, AS_ONE_GPU
+
+    verdict, fails, layout_fate = side(outcome.runner, outcome.verdict, outcome.fails)
+    before, fails_before, _ = side(
+        outcome.unpatched_runner, outcome.unpatched_verdict, outcome.fails_unpatched
+    )
+    return replace(
+        outcome,
+        verdict=verdict,
+        fails=fails,
+        unpatched_verdict=before,
+        fails_unpatched=fails_before,
+        layout=layout.flags,
+        layout_fate=layout_fate,
     )

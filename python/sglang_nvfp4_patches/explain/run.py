@@ -11,25 +11,31 @@ import sys
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, NoReturn
 
-from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, UsageError
+from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, LaunchRefused, UsageError
 from sglang_nvfp4_patches.explain.input import (
     CONFIG_NAME,
     architecture,
     config_problem,
     read_checkpoint,
 )
-from sglang_nvfp4_patches.explain.layer import layer_outcome
+from sglang_nvfp4_patches.explain.layer import across, layer_outcome
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
 from sglang_nvfp4_patches.models import moe_settings
+from sglang_nvfp4_patches.moe_layout import Layout
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.process_record import decision, not_loaded_reason, read_back
 from sglang_nvfp4_patches.process_record import reports as plugin_reports
 from sglang_nvfp4_patches.progress import tracked
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS, EXAMPLES_DIR
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
-from sglang_nvfp4_patches.simulation.server_args import resolve
+from sglang_nvfp4_patches.simulation.server_args import (
+    ResolvedBackends,
+    ServerArgsRejected,
+    resolve,
+)
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
 
@@ -57,11 +63,15 @@ def explain_one(
     config = files[model_dir / CONFIG_NAME]
     arch = architecture(config)
     concerned = [patch for patch in PATCHES if patch.concerns(arch)]
+    refused = None
     with sglang_reading(files):
         with patches_suspended():
             unpatched = resolve(model_dir, gpu, **flags)
-        patched = resolve(model_dir, gpu, **flags) if with_patches else None
+        patched, refused = _patched(model_dir, gpu, flags) if with_patches else (None, None)
         layer = layer_outcome(model_dir, gpu, flags, patches_suspended, with_patches)
+    layout = Layout.of(SimpleNamespace(**dict(unpatched.layout_fields)))
+    if layer is not None:
+        layer = across(layer, layout)
     notes = tuple(
         (name, f"{name} is {_off_word(report)} ({report.reason})")
         for name, report in (disabled or {}).items()
@@ -79,7 +89,21 @@ def explain_one(
         layer,
         patches_asked,
         unpatched.checkpoint_quantization if is_moe else None,
+        refused,
     )
+
+
+def _patched(
+    model_dir: Path, gpu: GpuProfile, flags: Mapping[str, Any]
+) -> tuple[ResolvedBackends | None, str | None]:
+    """The resolution with this process's hooks, or a patch's refusal of the
+    launch (SGLang's own refusals stay errors)."""
+    try:
+        return resolve(model_dir, gpu, **flags), None
+    except ServerArgsRejected as error:
+        if isinstance(error.__cause__, LaunchRefused):
+            return None, str(error.__cause__)
+        raise
 
 
 def _off_word(report: PatchReport) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sglang_nvfp4_patches.explain.layer import LayerOutcome
+from sglang_nvfp4_patches.explain.layer import AS_ONE_GPU, LayerOutcome
 from sglang_nvfp4_patches.explain.runner_search import RUNNER_FLAG, RunnerSearch
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile
@@ -28,6 +28,8 @@ class ExplainRow:
     patches_asked: bool = True
     # The quantization SGLang detects for the MoE checkpoint (None: not MoE, or not quantized)
     moe_quantization: str | None = None
+    # The launch is refused before the weights load, where the patches are live: the message
+    launch_refused: str | None = None
 
     @property
     def moe_layer_runner(self) -> str | None:
@@ -50,6 +52,9 @@ class ExplainRow:
     @property
     def decided_by(self) -> str:
         """The patches whose declared fields changed SGLang's answer, else user or sglang."""
+        if self.launch_refused is not None:
+            refusing = [p.name for p in PATCHES if self.launch_refused.startswith(f"[{p.name}]")]
+            return ", ".join(refusing) or "sglang-nvfp4-patches"
         if self.patched is not None and self.patched != self.unpatched:
             changed = {
                 name
@@ -77,6 +82,9 @@ class ExplainRow:
             for patch in PATCHES
             if patch.concerns(self.architecture)
         ]
+        if self.launch_refused:
+            refusal = self.launch_refused.rstrip(".")
+            notes.append(f"{self.model}: the launch is refused: {refusal}")
         if self.refused:
             search = self.layer.search if self.layer is not None else None
             refused = self.refused.rstrip(".") if search is not None else self.refused
@@ -86,10 +94,23 @@ class ExplainRow:
             layer.unpatched_runner,
             layer.fails_unpatched,
         )
-        if layer is not None and layer.fails and self.patches_asked and not as_shipped:
+        refused_launch = self.launch_refused is not None
+        if (
+            layer is not None
+            and layer.fails
+            and self.patches_asked
+            and not as_shipped
+            and (not refused_launch)
+        ):
             on = f"on the {layer.runner} MoE runner it" if layer.runner else "the MoE layer"
             notes.append(f"{self.model}: {on} fails {layer.fails}")
-        if layer is not None and layer.fails and self.patches_asked and as_shipped:
+        if (
+            layer is not None
+            and layer.fails
+            and self.patches_asked
+            and as_shipped
+            and (not refused_launch)
+        ):
             notes.append(
                 f"{self.model}: with the patches as without, {_built(layer.runner)} fails "
                 f"{layer.fails}"
@@ -98,6 +119,15 @@ class ExplainRow:
             who = "without the patches, SGLang" if self.patches_asked else "SGLang as it ships"
             built = _built(layer.unpatched_runner)
             notes.append(f"{self.model}: {who} builds {built} and fails {layer.fails_unpatched}")
+        if layer is not None and layer.layout_fate is not None:
+            fate = (
+                "the MoE layer's fate is as on one GPU (each of its dimensions shown across 2 "
+                "and 4 CPU ranks)"
+                if layer.layout_fate == AS_ONE_GPU
+                else f"the MoE layer's fate is unknown ({layer.layout_fate.partition(': ')[2]})"
+            )
+            if layer.layout_fate == AS_ONE_GPU or layer.layout_fate.startswith("not shown"):
+                notes.append(f"{self.model} launched with {layer.layout}: {fate}")
         return one_line("; ".join(note for note in notes if note))
 
     def as_json(self) -> dict[str, object]:
@@ -110,12 +140,15 @@ class ExplainRow:
             "decided_by": self.decided_by,
             "unpatched_attention_backend": self.unpatched.attention_backend,
             "unpatched_moe_runner_backend": self.unpatched.moe_runner_backend,
-            "patched": self.patched is not None,
+            "patched": self.patched is not None or self.launch_refused is not None,
             "moe_layer_runner": self.moe_layer_runner,
             "moe_layer_refused": self.refused,
             "moe_layer_fails": layer.fails if layer is not None else None,
             "unpatched_moe_layer_runner": layer.unpatched_runner if layer is not None else None,
             "unpatched_fails_at_warmup": layer.fails_unpatched if layer is not None else None,
+            "layout": layer.layout if layer is not None else None,
+            "layout_fate": layer.layout_fate if layer is not None else None,
+            "launch_refused": self.launch_refused,
             "note": self.note,
         }
 
@@ -176,6 +209,8 @@ def _runner_cell(row: ExplainRow, with_patches: bool) -> str:
         patched = "refused" if layer.refused else patched
         before += _fate(before, layer.unpatched_runner, unpatched)
         after += _fate(after, row.moe_layer_runner, patched)
+    if row.launch_refused is not None:
+        after = "refused"
     return _format_pair(before, after, with_patches)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sglang_nvfp4_patches.check_result import CheckFailed, CheckResult, NotApplicable, run_check
+from sglang_nvfp4_patches.errors import LaunchRefused
 from sglang_nvfp4_patches.evidence_check import agrees_or_kept
 from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
 from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import (
@@ -27,7 +28,6 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     NO_QUANTIZATION,
     NVFP4,
     EvidenceState,
-    LaunchRefused,
     evidence_key,
     launch_name,
 )
@@ -148,6 +148,14 @@ def _given_flags_honoured() -> str:
     )
 
 
+def _layouts() -> str:
+    """The release facts' ``layouts`` cell, derived again across CPU ranks."""
+    from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import gather_layouts
+
+    cells, lines = gather_layouts()
+    return agrees_or_kept(cells, "; ".join(lines))
+
+
 def run_checks() -> list[CheckResult]:
     """Every check (call in a process where SGLang loaded the plugin)."""
     from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
@@ -170,4 +178,5 @@ def run_checks() -> list[CheckResult]:
             )
         results.append(run_check(NAME, "launch lines no runner serves", _refusals))
         results.append(run_check(NAME, "given --moe-runner-backend", _given_flags_honoured))
+        results.append(run_check(NAME, "layouts across 2 and 4 CPU ranks", _layouts))
     return results

@@ -30,6 +30,13 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
 from sglang_nvfp4_patches.release_facts import Row, current_row
 
 QUANTIZATION_FLAG = "--quantization"
+# The launches across CPU ranks that show each layout dimension: (stand-in, GPU, layout of
+# simulation.ranks.LAYOUTS), launched with no runner flag as operators launch them.
+LAYOUT_RUNS: tuple[tuple[str, str, str], ...] = (
+    ("nvidia/Qwen3-30B-A3B-FP4", "sm120", "tp2"),
+    ("nvidia/Llama-4-Scout-17B-16E-Instruct-FP4", "sm100", "ep4"),
+    ("nvidia/Qwen3-30B-A3B-FP4", "sm120", "pp2"),
+)
 NVFP4_SPELLINGS = (NVFP4, "modelopt")
 COLUMN = "moe:"  # + the settings, no spaces: moe:silu,top-k
 # A cell: per GPU (EVIDENCE_GPUS' order, "/" between), one letter per launch line
@@ -182,3 +189,29 @@ def gather() -> dict[str, Any]:
                 key = evidence_key(settings, gpu, launch)
                 found[key] = merged(stand_in, fact, found.get(key), general[gpu, launch])
     return dict(sorted(found.items()))
+
+
+def gather_layouts() -> tuple[dict[str, str], list[str]]:
+    """The ``layouts`` cell (each dimension whose every run across CPU ranks serves, as on one
+    GPU) and one line per run."""
+    from types import SimpleNamespace
+
+    from sglang_nvfp4_patches.moe_layout import COLUMN as LAYOUTS_COLUMN
+    from sglang_nvfp4_patches.moe_layout import Layout, shown_cell
+    from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict
+    from sglang_nvfp4_patches.simulation.ranks import LAYOUTS, run_across_ranks
+
+    models = stand_ins()
+    shown: set[str] = set()
+    failed: set[str] = set()
+    lines = []
+    for stand_in, gpu, layout in LAYOUT_RUNS:
+        run = run_across_ranks(models[stand_in], gpu, layout)
+        dimensions = Layout.of(SimpleNamespace(**LAYOUTS[layout])).dimensions
+        (shown if run.verdict is LayerVerdict.SERVES else failed).update(dimensions)
+        placement = " ".join(",".join(map(str, ranks)) for ranks in run.kernel_ranks)
+        lines.append(
+            f"{stand_in} {layout} on {gpu}: {run.verdict.value} ({run.detail}; the kernel's "
+            f"ep_size,ep_rank,tp_size,tp_rank per rank: {placement or 'none'})"
+        )
+    return {LAYOUTS_COLUMN: shown_cell(shown - failed)}, lines

@@ -8,7 +8,10 @@ from __future__ import annotations
 import logging
 import threading
 
+from sglang_nvfp4_patches import fused_functions
+from sglang_nvfp4_patches.errors import LaunchRefused
 from sglang_nvfp4_patches.models import moe_settings
+from sglang_nvfp4_patches.moe_layout import Layout
 from sglang_nvfp4_patches.nvfp4_moe_runner import NAME, suspension
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     AUTO,
@@ -16,7 +19,6 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     Decision,
     EvidenceState,
     LaunchFacts,
-    LaunchRefused,
     decide,
     refusal,
 )
@@ -28,12 +30,14 @@ from sglang_nvfp4_patches.status import sglang_version
 
 FIELD = "moe_runner_backend"
 logger = logging.getLogger("sglang_nvfp4_patches.nvfp4_moe_runner")
-_logged: set[tuple[str, str, str]] = set()  # the decisions logged, per model
+_logged: set[tuple[str, ...]] = set()  # the decisions logged, per model
 _lock = threading.Lock()
 
 
 def answer(launch: Launch) -> str | None:
     """The runner to declare where the decision publishes one (``None``: SGLang's stands)."""
+    from sglang_nvfp4_patches.moe_layout import shown_layouts
+
     settings = moe_settings(launch.hf_config)
     declared = launch.declared
     facts = LaunchFacts(
@@ -42,12 +46,27 @@ def answer(launch: Launch) -> str | None:
         runner=declared.get(FIELD, launch.view.moe_runner_backend),
         capability=launch.capability,
         checkpoint_quantization=lambda: launch.model_config.quantization,
+        layout=Layout.of(launch.view),
+        own_runner=lambda: _own_runner(launch),
+        registered=fused_functions.registered,
+        runners_for=fused_functions.runners_for,
+        shown=shown_layouts,
     )
     return decide_and_log(facts, launch).runner
 
 
+def _own_runner(launch: Launch) -> str | None:
+    """The runner SGLang publishes itself for this launch (``None``: auto)."""
+    if launch.seam.kind is SeamKind.ADJUSTMENTS_METHOD:
+        own = launch.view.moe_runner_backend
+    else:
+        own = launch.sglang_alone(FIELD)
+    own = getattr(own, "value", own)
+    return None if own in (None, AUTO) else str(own)
+
+
 def _once(model_path: str, decision: Decision) -> bool:
-    key = (model_path, decision.reason, str(decision.runner))
+    key = (model_path, decision.key, decision.reason, str(decision.runner), str(decision.not_shown))
     with _lock:
         if key in _logged:
             return False
@@ -68,10 +87,22 @@ def decide_and_log(facts: LaunchFacts, launch: Launch) -> Decision:
         own = launch.sglang_alone(FIELD)
         if own not in (None, AUTO):
             return Decision(None, f"SGLang publishes {own} itself")
-    if decision.instead is not None:
-        raise LaunchRefused(f"[{NAME}] {refusal(decision, model_path, sglang_version())}")
+    if decision.instead is not None or decision.layout_refusal is not None:
+        message = refusal(decision, model_path, sglang_version(), facts.layout)
+        raise LaunchRefused(f"[{NAME}] {message}")
     if decision.state is None or not _once(model_path, decision):
         return decision
+    if decision.not_shown is not None:
+        logger.warning(
+            "[%s] %s: the MoE runner decision (%s) was shown on CPU for one GPU, not for this "
+            "layout (%s); it is kept, as its runner has a fused function for the all-to-all "
+            "backend. Run `%s` to check this layout's facts.",
+            NAME,
+            model_path,
+            decision.runner or "SGLang's own runner",
+            decision.not_shown,
+            VERIFY_COMMAND,
+        )
     if decision.runner is not None:
         logger.info(
             "[%s] %s: with the MoE runner left at auto (%s), %s; publishing %s, SGLang's own "

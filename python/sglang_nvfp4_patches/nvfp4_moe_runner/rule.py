@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from sglang_nvfp4_patches.moe_layout import Layout, Registered, fate
 
 CUTLASS = "flashinfer_cutlass"
 NVFP4 = "modelopt_fp4"
@@ -106,6 +108,14 @@ class LaunchFacts:
     capability: tuple[int, int] | None  # the GPU's, None off CUDA
     # What SGLang detects from the checkpoint (it builds the model config: asked last)
     checkpoint_quantization: Callable[[], str | None]
+    layout: Layout = field(default_factory=Layout)
+    # Asked only for a launch across GPUs or with an all-to-all backend: the runner SGLang's
+    # whole resolution publishes alone (None: auto), SGLang's fused-function registry
+    # (:mod:`.fused_functions`), and the layout dimensions the release facts show.
+    own_runner: Callable[[], str | None] = lambda: None
+    registered: Registered = lambda _a2a, _runner: None
+    runners_for: Callable[[str], tuple[str, ...] | None] = lambda _a2a: None
+    shown: Callable[[], frozenset[str] | None] = lambda: None
 
 
 @dataclass(frozen=True)
@@ -116,11 +126,10 @@ class Decision:
     key: str = ""  # the evidence key consulted
     # No runner this patch can publish serves the launch, but this launch line does
     instead: str | None = None
-
-
-class LaunchRefused(ValueError):
-    """A launch whose MoE layer fails with every runner this patch can publish, refused
-    before the weights load (SGLang reports a ValueError from resolution as bad arguments)."""
+    # The launch's layout: its layer fails when it is built (why, and what works), or the
+    # decision stands though the layout was not shown on CPU (which part)
+    layout_refusal: str | None = None
+    not_shown: str | None = None
 
 
 # What a launch shows its layer serving with, or SGLang choosing a runner for it.
@@ -141,9 +150,18 @@ def launch_that_works(record: Mapping[str, Any], key: str) -> str | None:
     return found[0] if found else None
 
 
-def refusal(decision: Decision, model_path: str, version: str) -> str:
-    """The message of a :class:`LaunchRefused`: what fails, and the launch line that works."""
+ONE_GPU = Layout()
+
+
+def refusal(decision: Decision, model_path: str, version: str, layout: Layout = ONE_GPU) -> str:
+    """The message of a :class:`LaunchRefused`: what fails, and the launch that works."""
     settings, gpu, launch = split_key(decision.key)
+    if decision.layout_refusal is not None:
+        return (
+            f"{model_path}: launched with {layout.flags} on {gpu.upper()}, SGLang {version}'s "
+            f"ModelOpt NVFP4 MoE layer ({settings}) fails when it is built: "
+            f"{decision.layout_refusal}; refused before the weights load."
+        )
     instead = (
         "without --quantization"
         if decision.instead == NO_QUANTIZATION
@@ -160,9 +178,25 @@ Evidence = Mapping[str, Any]
 
 
 def decide(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Decision:
-    """Publish ``flashinfer_cutlass`` for this launch, or leave SGLang's runner. ``evidence()``
-    (asked only when needed) maps :func:`evidence_key` to ``{"state", "detail"}``, or is
-    ``None`` where this SGLang has no record."""
+    """Publish ``flashinfer_cutlass`` for this launch, or leave SGLang's runner, or refuse the
+    launch. ``evidence()`` (asked only when needed) maps :func:`evidence_key` to ``{"state",
+    "detail"}``, or is ``None`` where this SGLang has no record. The one-GPU decision holds
+    for a layout only where its runner has a fused function for the all-to-all backend
+    (else the launch is refused); where the layout was not shown on CPU it says so."""
+    decision = _one_gpu(facts, evidence)
+    if decision.state is None or decision.instead is not None or not facts.layout.dimensions:
+        return decision
+    own = facts.own_runner()  # where SGLang publishes a runner itself, the plugin leaves it
+    runner = own if own is not None else decision.runner
+    found = fate(facts.layout, runner, facts.registered, facts.runners_for, facts.shown())
+    if found.failure is not None:
+        refused = f"{found.failure}. {found.instead}"
+        return replace(decision, runner=None, layout_refusal=refused)
+    # a WARNING concerns what the plugin publishes; SGLang's own runner is SGLang's call
+    return replace(decision, not_shown=found.not_shown if decision.runner else None)
+
+
+def _one_gpu(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Decision:
     if facts.runner not in (None, AUTO):
         return Decision(None, f"the MoE runner backend is already {facts.runner}")
     if facts.capability is None:

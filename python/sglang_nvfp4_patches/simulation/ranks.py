@@ -49,6 +49,7 @@ LAYOUTS: dict[str, dict[str, int]] = {
     "tp4": {"tp_size": 4},
     "ep2": {"tp_size": 2, "ep_size": 2},
     "ep4": {"tp_size": 4, "ep_size": 4},
+    "pp2": {"pp_size": 2},
 }
 # SGLang loads PyNCCL from this path where it is set; a library that does not exist turns
 # PyNCCL off, as SGLang does in a non-GPU environment.

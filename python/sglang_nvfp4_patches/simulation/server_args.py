@@ -24,6 +24,17 @@ _FIELDS = (
     "moe_runner_backend",
     "quantization",
 )
+# The fields that place MoE layers across GPUs (:class:`..moe_layout.Layout`).
+LAYOUT_FIELDS = (
+    "tp_size",
+    "ep_size",
+    "pp_size",
+    "attn_dp_size",
+    "dp_size",
+    "enable_dp_attention",
+    "moe_a2a_backend",
+    "deepep_mode",
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +47,8 @@ class ResolvedBackends:
     # What SGLang detects from the checkpoint itself (config.json or hf_quant_config.json),
     # whatever --quantization says.
     checkpoint_quantization: str | None = None
+    # The resolved values of LAYOUT_FIELDS this release has
+    layout_fields: tuple[tuple[str, Any], ...] = ()
 
 
 class ServerArgsRejected(UsageError):
@@ -92,6 +105,11 @@ def resolve(
                 resolved = {field: getattr(server_args, field, None) for field in _FIELDS}
             # what SGLang's ModelConfig detects from the checkpoint itself
             checkpoint = Launch.resolved(server_args).model_config.quantization
+            layout = tuple(
+                (name, getattr(server_args, name))
+                for name in LAYOUT_FIELDS
+                if hasattr(server_args, name)
+            )
     # SGLang validates server arguments with ValueError and assert; either is its refusal.
     except (ValueError, AssertionError) as error:
         raise ServerArgsRejected(
@@ -99,7 +117,7 @@ def resolve(
             f"simulated {profile.name}: {_reason(error)}"
         ) from error
     backends = {field: resolved.get(field) for field in _FIELDS}
-    return ResolvedBackends(**backends, checkpoint_quantization=checkpoint)
+    return ResolvedBackends(**backends, checkpoint_quantization=checkpoint, layout_fields=layout)
 
 
 def _reason(error: BaseException) -> str:

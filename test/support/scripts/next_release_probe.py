@@ -2,7 +2,8 @@
 way SGLang does, then print one ``RESULT`` line of JSON.
 
 ``next_release_probe.py COPY verify-PATCH``: ``verify``'s checks of that patch, as its check
-process runs them;
+process runs them (``nvfp4-moe-runner``'s layouts across CPU ranks aside: they cost two minutes
+of CPU, are not what these tests ask, and ``test_multi_rank.py`` reads them from ``verify``);
 ``next_release_probe.py COPY layer``: build a Llama 4 ModelOpt NVFP4 layer (top-1, the flag
 on) on a simulated SM120 and say whether its method still sees the flag, and doctor's state;
 ``next_release_probe.py COPY hooks``: how many of our hooks each NVFP4 method's
@@ -101,9 +102,11 @@ def main(copy: str, action: str) -> None:
     elif action == "doctor":
         result = _doctor()
     else:  # verify-PATCH: that patch's checks, as verify's check process runs them
+        from sglang_nvfp4_patches.nvfp4_moe_runner import evidence
         from sglang_nvfp4_patches.patches import PATCHES
 
         (patch,) = [patch for patch in PATCHES if action == f"verify-{patch.name}"]
+        evidence.gather_layouts = lambda: ({}, ["not run by this probe"])
         result = [check.as_dict() for check in patch.verify_checks()]
     print("RESULT " + json.dumps(result))
 
