@@ -124,7 +124,7 @@ def run_across_ranks(
     fields = {**LAYOUTS[layout], **(flags or {})}
     world = _world_size(fields)
     model = moe_model(json.loads((model_dir / "config.json").read_text()))
-    why_not = _not_simulated(model, profile)
+    why_not = _not_simulated(model, profile) or _no_parallel_state()
     if why_not is not None:
         return RanksRun(layout, world, LayerVerdict.NOT_SIMULATED, why_not)
     outcomes, ended = _ranks_run(model_dir, profile, fields, world, timeout_s)
@@ -140,6 +140,17 @@ def _not_simulated(model: MoeModel | None, profile: GpuProfile) -> str | None:
         return (
             f"top-{model.top_k}: the CPU simulation builds layers up to top-{MAX_SIMULATED_TOP_K}"
         )
+    return None
+
+
+def _no_parallel_state() -> str | None:
+    """Why this SGLang's parallel state cannot be built on CPU here (asked before any rank
+    starts, and by each rank), else ``None``."""
+    try:
+        from sglang.srt.distributed.bootstrap import _init_parallel_groups  # noqa: F401
+        from sglang.srt.runtime_context import SpawnRanks  # noqa: F401
+    except ImportError as error:
+        return f"SGLang's parallel state cannot be built on CPU in this release ({error})"
     return None
 
 
@@ -333,12 +344,12 @@ def _rank_outcome(
     )
 
     load_plugins()  # as SGLang's scheduler process does first
-    try:
-        from sglang.srt.distributed.bootstrap import _init_parallel_groups
-        from sglang.srt.runtime_context import SpawnRanks, get_parallel, publish
-    except ImportError as error:
-        why = f"SGLang's parallel state cannot be built on CPU in this release ({error})"
+    why = _no_parallel_state()
+    if why is not None:
         return _RankOutcome(rank, LayerVerdict.NOT_SIMULATED, why, alone=True)
+    from sglang.srt.distributed.bootstrap import _init_parallel_groups
+    from sglang.srt.runtime_context import SpawnRanks, get_parallel, publish
+
     with quiet_sglang(), device_capability(profile), simulated_gpu(profile):
         try:
             server_args = resolved_server_args(model_dir, **fields)
