@@ -3,6 +3,7 @@ can build with which all-to-all backend (``@register_fused_func(a2a, runner)``).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 from typing import Any
@@ -13,9 +14,10 @@ RUNNER_PACKAGE = "sglang.srt.layers.moe.moe_runner"
 logger = logging.getLogger(__name__)
 
 
+@functools.cache
 def _pool() -> Any:
     """SGLang's ``FusedOpPool`` with every runner module's functions registered (``None``:
-    this release has no such registry)."""
+    this release has no such registry); the runner modules are imported once."""
     try:
         from sglang.srt.layers.moe.moe_runner.base import FusedOpPool
         from sglang.srt.layers.moe.utils import MoeRunnerBackend

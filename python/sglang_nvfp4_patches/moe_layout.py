@@ -27,6 +27,19 @@ DIMENSION_WORDS = {
 }
 
 
+# The ServerArgs fields that place MoE layers across GPUs: what :meth:`Layout.of` reads.
+FIELDS = (
+    "tp_size",
+    "ep_size",
+    "pp_size",
+    "attn_dp_size",
+    "dp_size",
+    "enable_dp_attention",
+    "moe_a2a_backend",
+    "deepep_mode",
+)
+
+
 def _size(record: Any, name: str) -> int:
     value = getattr(record, name, None)
     return value if isinstance(value, int) and value > 1 else 1
@@ -89,6 +102,9 @@ class Layout:
         if self.a2a != NO_A2A:
             words.append(f"--moe-a2a-backend {self.a2a}")
         return " ".join(words) or "one GPU"
+
+
+ONE_GPU = Layout()
 
 
 def shown_cell(dimensions: Iterable[str]) -> str:

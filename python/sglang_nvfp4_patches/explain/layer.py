@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from sglang_nvfp4_patches.explain.runner_search import RunnerSearch, search_runners
-from sglang_nvfp4_patches.moe_layout import Layout, fate
+from sglang_nvfp4_patches.moe_layout import FIELDS, Layout, fate
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile
-from sglang_nvfp4_patches.simulation.server_args import LAYOUT_FIELDS
 
 # What a row's layout does to its one-GPU fate (LayerOutcome.layout_fate values).
 AS_ONE_GPU, NOT_SHOWN, NO_FUSED_FUNCTION = "as on one GPU", "not shown", "no fused function"
@@ -79,7 +78,7 @@ def layer_outcome(
 
 def one_gpu(flags: Mapping[str, Any]) -> dict[str, Any]:
     """``flags`` without those that place the layer across GPUs: the one-GPU launch."""
-    return {name: value for name, value in flags.items() if name not in LAYOUT_FIELDS}
+    return {name: value for name, value in flags.items() if name not in FIELDS}
 
 
 def across(outcome: LayerOutcome, layout: Layout) -> LayerOutcome:

@@ -11,7 +11,6 @@ import sys
 import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, NoReturn
 
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, LaunchRefused, UsageError
@@ -24,7 +23,6 @@ from sglang_nvfp4_patches.explain.input import (
 from sglang_nvfp4_patches.explain.layer import across, layer_outcome
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
 from sglang_nvfp4_patches.models import moe_settings
-from sglang_nvfp4_patches.moe_layout import Layout
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.process_record import decision, not_loaded_reason, read_back
 from sglang_nvfp4_patches.process_record import reports as plugin_reports
@@ -69,9 +67,8 @@ def explain_one(
             unpatched = resolve(model_dir, gpu, **flags)
         patched, refused = _patched(model_dir, gpu, flags) if with_patches else (None, None)
         layer = layer_outcome(model_dir, gpu, flags, patches_suspended, with_patches)
-    layout = Layout.of(SimpleNamespace(**dict(unpatched.layout_fields)))
     if layer is not None:
-        layer = across(layer, layout)
+        layer = across(layer, unpatched.layout)
     notes = tuple(
         (name, f"{name} is {_off_word(report)} ({report.reason})")
         for name, report in (disabled or {}).items()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sglang_nvfp4_patches.explain.layer import AS_ONE_GPU, LayerOutcome
+from sglang_nvfp4_patches.explain.layer import AS_ONE_GPU, NOT_SHOWN, LayerOutcome
 from sglang_nvfp4_patches.explain.runner_search import RUNNER_FLAG, RunnerSearch
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile
@@ -94,23 +94,12 @@ class ExplainRow:
             layer.unpatched_runner,
             layer.fails_unpatched,
         )
-        refused_launch = self.launch_refused is not None
-        if (
-            layer is not None
-            and layer.fails
-            and self.patches_asked
-            and not as_shipped
-            and (not refused_launch)
-        ):
+        # a refused launch builds no layer: its note says why instead
+        fails = bool(layer and layer.fails and self.patches_asked and not self.launch_refused)
+        if fails and not as_shipped:
             on = f"on the {layer.runner} MoE runner it" if layer.runner else "the MoE layer"
             notes.append(f"{self.model}: {on} fails {layer.fails}")
-        if (
-            layer is not None
-            and layer.fails
-            and self.patches_asked
-            and as_shipped
-            and (not refused_launch)
-        ):
+        if fails and as_shipped:
             notes.append(
                 f"{self.model}: with the patches as without, {_built(layer.runner)} fails "
                 f"{layer.fails}"
@@ -119,15 +108,17 @@ class ExplainRow:
             who = "without the patches, SGLang" if self.patches_asked else "SGLang as it ships"
             built = _built(layer.unpatched_runner)
             notes.append(f"{self.model}: {who} builds {built} and fails {layer.fails_unpatched}")
-        if layer is not None and layer.layout_fate is not None:
-            fate = (
-                "the MoE layer's fate is as on one GPU (each of its dimensions shown across 2 "
-                "and 4 CPU ranks)"
-                if layer.layout_fate == AS_ONE_GPU
-                else f"the MoE layer's fate is unknown ({layer.layout_fate.partition(': ')[2]})"
+        if layer is not None and layer.layout_fate == AS_ONE_GPU:
+            fate = "as on one GPU (each of its dimensions shown across 2 and 4 CPU ranks)"
+            notes.append(
+                f"{self.model} launched with {layer.layout}: the MoE layer's fate is {fate}"
             )
-            if layer.layout_fate == AS_ONE_GPU or layer.layout_fate.startswith("not shown"):
-                notes.append(f"{self.model} launched with {layer.layout}: {fate}")
+        elif layer is not None and (layer.layout_fate or "").startswith(NOT_SHOWN):
+            why = layer.layout_fate.partition(": ")[2]
+            notes.append(
+                f"{self.model} launched with {layer.layout}: the MoE layer's fate is "
+                f"unknown ({why})"
+            )
         return one_line("; ".join(note for note in notes if note))
 
     def as_json(self) -> dict[str, object]:

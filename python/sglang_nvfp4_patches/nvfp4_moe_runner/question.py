@@ -5,6 +5,7 @@ and the refusal of a launch no runner serves where another launch line does."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 
@@ -47,7 +48,7 @@ def answer(launch: Launch) -> str | None:
         capability=launch.capability,
         checkpoint_quantization=lambda: launch.model_config.quantization,
         layout=Layout.of(launch.view),
-        own_runner=lambda: _own_runner(launch),
+        own_runner=functools.cache(lambda: _own_runner(launch)),  # a whole resolution
         registered=fused_functions.registered,
         runners_for=fused_functions.runners_for,
         shown=shown_layouts,
@@ -84,8 +85,8 @@ def decide_and_log(facts: LaunchFacts, launch: Launch) -> Decision:
     model_path = launch.model_path
     acts = decision.runner is not None or decision.instead is not None
     if acts and launch.seam.kind is not SeamKind.ADJUSTMENTS_METHOD:
-        own = launch.sglang_alone(FIELD)
-        if own not in (None, AUTO):
+        own = facts.own_runner()
+        if own is not None:
             return Decision(None, f"SGLang publishes {own} itself")
     if decision.instead is not None or decision.layout_refusal is not None:
         message = refusal(decision, model_path, sglang_version(), facts.layout)

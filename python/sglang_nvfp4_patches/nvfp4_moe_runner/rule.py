@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from sglang_nvfp4_patches.moe_layout import Layout, Registered, fate
+from sglang_nvfp4_patches.moe_layout import ONE_GPU, Layout, Registered, fate
 
 CUTLASS = "flashinfer_cutlass"
 NVFP4 = "modelopt_fp4"
@@ -108,7 +108,7 @@ class LaunchFacts:
     capability: tuple[int, int] | None  # the GPU's, None off CUDA
     # What SGLang detects from the checkpoint (it builds the model config: asked last)
     checkpoint_quantization: Callable[[], str | None]
-    layout: Layout = field(default_factory=Layout)
+    layout: Layout = ONE_GPU
     # Asked only for a launch across GPUs or with an all-to-all backend: the runner SGLang's
     # whole resolution publishes alone (None: auto), SGLang's fused-function registry
     # (:mod:`.fused_functions`), and the layout dimensions the release facts show.
@@ -148,9 +148,6 @@ def launch_that_works(record: Mapping[str, Any], key: str) -> str | None:
     ]
     found.sort(key=lambda other: other == NO_QUANTIZATION)
     return found[0] if found else None
-
-
-ONE_GPU = Layout()
 
 
 def refusal(decision: Decision, model_path: str, version: str, layout: Layout = ONE_GPU) -> str:

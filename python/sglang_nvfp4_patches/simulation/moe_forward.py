@@ -307,7 +307,6 @@ def run_first_moe_layer(
     """Build, load, process and run the checkpoint's first MoE layer on ``gpu`` with the
     user's ``flags`` (``None``: no MoE layer, not quantized, several GPUs, or pre-Blackwell,
     where SGLang's Marlin fallback needs CUDA itself); ``after_build`` gets the layer built."""
-    from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
     from sglang_nvfp4_patches.server_args_seam.launch import quant_config_of
 
     model = moe_model(json.loads((model_dir / "config.json").read_text()))
@@ -341,9 +340,23 @@ def run_first_moe_layer(
             verdict, detail = _verdict_of(error, stage, gpu)
             runner = layer_runner(layer) if layer is not None else None
             return LayerRun(model.family, runner, verdict, detail)
+    verdict, detail, error = against_meaning(model, out, x, router_weights, ids, weights)
+    if error is not None:
+        detail = f"{detail} (relative error {error:.1e})"
+    return LayerRun(model.family, layer_runner(layer), verdict, detail)
+
+
+def against_meaning(
+    model: MoeModel, out: Any, x: Any, router_weights: Any, ids: Any, weights: ExpertWeights
+) -> tuple[LayerVerdict, str, float | None]:
+    """The layer's output ``out`` against what it means (:mod:`..reference.moe_meaning`):
+    the verdict, what it says, and the relative error (``None``: not computed by the
+    reference)."""
+    from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
+
     if model.gate_activation is None:  # the reference computes SwiGLU and GeGLU only
         detail = f"it computes, with an activation the CPU reference does not ({model.family})"
-        return LayerRun(model.family, layer_runner(layer), LayerVerdict.NOT_SIMULATED, detail)
+        return LayerVerdict.NOT_SIMULATED, detail, None
     expected = moe_meaning(
         x,
         router_weights,
@@ -356,7 +369,4 @@ def run_first_moe_layer(
     error = float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
     meaning = "expert(x*w)" if model.router_weight_on_input else "sum_k w_k*expert_k(x)"
     verdict = LayerVerdict.SERVES if error <= TOLERANCE else LayerVerdict.WRONG
-    detail = f"output {'=' if verdict is LayerVerdict.SERVES else '!='} {meaning}"
-    return LayerRun(
-        model.family, layer_runner(layer), verdict, f"{detail} (relative error {error:.1e})"
-    )
+    return verdict, f"output {'=' if verdict is LayerVerdict.SERVES else '!='} {meaning}", error

@@ -38,7 +38,6 @@ from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
 from sglang_nvfp4_patches.simulation.moe_forward import (
     BLACKWELL_MAJOR,
     MAX_SIMULATED_TOP_K,
-    TOLERANCE,
     LayerVerdict,
 )
 from sglang_nvfp4_patches.simulation.moe_models import MoeModel, moe_model
@@ -408,7 +407,6 @@ def _layer_on_rank(
     from sglang.srt.layers.moe.topk import StandardTopKOutput
     from sglang.srt.layers.moe.utils import initialize_moe_config
 
-    from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
     from sglang_nvfp4_patches.server_args_seam.launch import quant_config_of
     from sglang_nvfp4_patches.simulation.cutlass_kernel import (
         cpu_cutlass_kernel,
@@ -418,6 +416,7 @@ def _layer_on_rank(
         _model_config,
         _Stage,
         _verdict_of,
+        against_meaning,
         batch,
         build_layer,
         expert_weights,
@@ -472,22 +471,7 @@ def _layer_on_rank(
         if not int(went_through):
             return _RankOutcome(rank, None, "another rank failed", None, runner, kernel_ranks)
         out = tensor_model_parallel_all_reduce(out)  # as the model's MoE block does
-    if model.gate_activation is None:  # the reference computes SwiGLU and GeGLU only
-        detail = f"it computes, with an activation the CPU reference does not ({model.family})"
-        return _RankOutcome(rank, LayerVerdict.NOT_SIMULATED, detail, None, runner, kernel_ranks)
-    expected = moe_meaning(
-        x,
-        router_weights,
-        ids,
-        weights.w13,
-        weights.w2,
-        model.router_weight_on_input,
-        model.gate_activation,
-    )
-    error = float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
-    meaning = "expert(x*w)" if model.router_weight_on_input else "sum_k w_k*expert_k(x)"
-    verdict = LayerVerdict.SERVES if error <= TOLERANCE else LayerVerdict.WRONG
-    detail = f"output {'=' if verdict is LayerVerdict.SERVES else '!='} {meaning}"
+    verdict, detail, error = against_meaning(model, out, x, router_weights, ids, weights)
     return _RankOutcome(rank, verdict, detail, error, runner, kernel_ranks)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sglang_nvfp4_patches.errors import UsageError
+from sglang_nvfp4_patches.moe_layout import ONE_GPU, Layout
 from sglang_nvfp4_patches.server_args_seam.launch import Launch, sglang_logs_held_back
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile, simulated_gpu
 from sglang_nvfp4_patches.status import sglang_version
@@ -23,17 +24,6 @@ _FIELDS = (
     "decode_attention_backend",
     "moe_runner_backend",
     "quantization",
-)
-# The fields that place MoE layers across GPUs (:class:`..moe_layout.Layout`).
-LAYOUT_FIELDS = (
-    "tp_size",
-    "ep_size",
-    "pp_size",
-    "attn_dp_size",
-    "dp_size",
-    "enable_dp_attention",
-    "moe_a2a_backend",
-    "deepep_mode",
 )
 
 
@@ -47,8 +37,8 @@ class ResolvedBackends:
     # What SGLang detects from the checkpoint itself (config.json or hf_quant_config.json),
     # whatever --quantization says.
     checkpoint_quantization: str | None = None
-    # The resolved values of LAYOUT_FIELDS this release has
-    layout_fields: tuple[tuple[str, Any], ...] = ()
+    # Where the MoE layers run: the GPUs and the all-to-all backend
+    layout: Layout = ONE_GPU
 
 
 class ServerArgsRejected(UsageError):
@@ -105,11 +95,7 @@ def resolve(
                 resolved = {field: getattr(server_args, field, None) for field in _FIELDS}
             # what SGLang's ModelConfig detects from the checkpoint itself
             checkpoint = Launch.resolved(server_args).model_config.quantization
-            layout = tuple(
-                (name, getattr(server_args, name))
-                for name in LAYOUT_FIELDS
-                if hasattr(server_args, name)
-            )
+            layout = Layout.of(server_args)
     # SGLang validates server arguments with ValueError and assert; either is its refusal.
     except (ValueError, AssertionError) as error:
         raise ServerArgsRejected(
@@ -117,7 +103,7 @@ def resolve(
             f"simulated {profile.name}: {_reason(error)}"
         ) from error
     backends = {field: resolved.get(field) for field in _FIELDS}
-    return ResolvedBackends(**backends, checkpoint_quantization=checkpoint, layout_fields=layout)
+    return ResolvedBackends(**backends, checkpoint_quantization=checkpoint, layout=layout)
 
 
 def _reason(error: BaseException) -> str:
