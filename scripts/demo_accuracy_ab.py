@@ -182,17 +182,24 @@ def run_ab(command: list[str]) -> int:
     """ab's exit status. ab runs in a process group of its own, so a Ctrl-C in the terminal
     reaches it once, from here; each stop request this process gets is handed on, and ab,
     never killed, stops its servers itself."""
-    proc = subprocess.Popen(command, start_new_session=True)
+    started: list[subprocess.Popen[bytes]] = []
+    arrived: list[int] = []  # before ab had a pid
 
     def hand_on(signum: int, frame: object) -> None:
-        proc.send_signal(signum)
+        if started:
+            started[0].send_signal(signum)
+        else:
+            arrived.append(signum)
 
     stops = [signal.SIGTERM, signal.SIGHUP]
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a script's background job
         stops.append(signal.SIGINT)
     previous = {stop: signal.signal(stop, hand_on) for stop in stops}
     try:
-        code = proc.wait()
+        started.append(subprocess.Popen(command, start_new_session=True))
+        for signum in arrived:
+            started[0].send_signal(signum)
+        code = started[0].wait()
     finally:
         for stop, handler in previous.items():
             signal.signal(stop, handler)

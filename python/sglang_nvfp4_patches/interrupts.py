@@ -165,6 +165,29 @@ def stop_requests_held() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
+@contextlib.contextmanager
+def stop_requests_deferred() -> Iterator[None]:
+    """A Ctrl-C or stop request arriving in the block takes effect as it ends (main thread only):
+    for a step that must finish once begun, as starting a process that must then be stopped."""
+    if not _in_main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous: dict[int, Callable[[int, FrameType | None], object]] = {}
+    for stop in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        handler = signal.getsignal(stop)
+        if callable(handler):  # ignored and default dispositions stay as they are
+            previous[stop] = handler
+            signal.signal(stop, lambda signum, _frame: arrived.append(signum))
+    try:
+        yield
+    finally:
+        for stop, handler in previous.items():
+            signal.signal(stop, handler)
+    if arrived:
+        previous[arrived[0]](arrived[0], None)
+
+
 async def until_stop_request(coro: Coroutine[object, object, None]) -> bool:
     """Await ``coro``, a stop request cancelling it as asyncio's runner does on Ctrl-C (not a
     KeyboardInterrupt in some task: "never retrieved"); ``True`` where a stop ended it."""

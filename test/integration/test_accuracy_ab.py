@@ -376,7 +376,7 @@ def test_a_restarted_server_keeps_its_earlier_log(tmp_path: Path) -> None:
     log = tmp_path / "A.server.log"
     for run in ("first", "second"):
         command = [sys.executable, "-c", f"print('{run} start')"]
-        with ServerProcess.start(command, 1, log, grace_s=1) as server:
+        with ServerProcess.running(command, 1, log, grace_s=1) as server:
             server.proc.wait(timeout=30)
     text = log.read_text().splitlines()
     assert text[1::2] == ["first start", "second start"]

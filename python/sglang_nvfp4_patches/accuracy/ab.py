@@ -107,7 +107,7 @@ def _run_side(
         log = config.out_dir / f"{side.name}.server.log"
         note(f"starting {shlex.join(command)}")
         note(f"server log {log}")
-        with ServerProcess.start(command, port, log, config.stop_grace_s) as server:
+        with ServerProcess.running(command, port, log, config.stop_grace_s) as server:
             note(f"waiting for {server.base_url}/health ({config.startup_timeout_s:g} s)")
             try:
                 ready_s = server.wait_healthy(

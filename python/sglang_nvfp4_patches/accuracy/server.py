@@ -17,11 +17,11 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from sglang_nvfp4_patches.accuracy.errors import ConfigError, ServerError
-from sglang_nvfp4_patches.interrupts import stop_requests_held
+from sglang_nvfp4_patches.interrupts import stop_requests_deferred, stop_requests_held
 
 DEFAULT_LAUNCHER: tuple[str, ...] = (sys.executable, "-m", "sglang.launch_server")
 # ab sets these itself; a side's own copy would start a server the tool cannot reach.
@@ -66,8 +66,34 @@ def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
     return tail[starts[-1] + 1 if starts else 0 :][-lines:]
 
 
+def _spawn(command: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
+    log.parent.mkdir(exist_ok=True)
+    sigint_ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    restore_sigint = functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
+    with log.open("ab") as handle:
+        started = time.strftime("%Y-%m-%d %H:%M:%S %z")
+        handle.write(f"===== {started}: accuracy ab starts {shlex.join(command)}\n".encode())
+        handle.flush()
+        try:
+            return subprocess.Popen(
+                list(command),
+                stdin=subprocess.DEVNULL,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                # ab started as a script's background job ignores SIGINT; the server, in a
+                # session of its own, must still take the SIGINT that stops it cleanly.
+                preexec_fn=restore_sigint if sigint_ignored else None,
+            )
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot run the server command {command[0]!r}: {exc.strerror or exc}; "
+                "check --launcher"
+            ) from None
+
+
 class ServerProcess:
-    """``with ServerProcess.start(cmd, log) as server:`` stops the server group on exit."""
+    """``with ServerProcess.running(cmd, port, log, grace_s) as server:``."""
 
     def __init__(self, proc: subprocess.Popen[bytes], port: int, log: Path, grace_s: float):
         self.proc = proc
@@ -76,42 +102,25 @@ class ServerProcess:
         self.grace_s = grace_s
 
     @classmethod
-    def start(cls, command: Sequence[str], port: int, log: Path, grace_s: float) -> ServerProcess:
-        """Spawn ``command`` in a new session, its output appended to ``log`` after a banner."""
-        log.parent.mkdir(exist_ok=True)
-        sigint_ignored = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-        restore_sigint = functools.partial(signal.signal, signal.SIGINT, signal.SIG_DFL)
-        with log.open("ab") as handle:
-            started = time.strftime("%Y-%m-%d %H:%M:%S %z")
-            handle.write(f"===== {started}: accuracy ab starts {shlex.join(command)}\n".encode())
-            handle.flush()
-            try:
-                proc = subprocess.Popen(
-                    list(command),
-                    stdin=subprocess.DEVNULL,
-                    stdout=handle,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    # ab started as a script's background job ignores SIGINT; the server, in
-                    # a session of its own, must still take the SIGINT that stops it cleanly.
-                    preexec_fn=restore_sigint if sigint_ignored else None,
-                )
-            except OSError as exc:
-                raise ConfigError(
-                    f"cannot run the server command {command[0]!r}: {exc.strerror or exc}; "
-                    "check --launcher"
-                ) from None
-        return cls(proc, port, log, grace_s)
+    @contextlib.contextmanager
+    def running(
+        cls, command: Sequence[str], port: int, log: Path, grace_s: float
+    ) -> Iterator[ServerProcess]:
+        """``command`` in a new session, its output appended to ``log`` after a banner, stopped
+        with its group as the block ends. A stop request while it starts waits for its pid:
+        once one interrupted the start and left the server running."""
+        server = None
+        try:
+            with stop_requests_deferred():
+                server = cls(_spawn(command, log), port, log, grace_s)
+            yield server
+        finally:
+            if server is not None:
+                server.stop()
 
     @property
     def base_url(self) -> str:
         return f"http://{HOST}:{self.port}"
-
-    def __enter__(self) -> ServerProcess:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     def wait_healthy(self, timeout_s: float, tick: Callable[[float], None]) -> float:
         """Seconds until ``GET /health`` answered 200 (ServerError on exit or timeout)."""
