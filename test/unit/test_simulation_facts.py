@@ -65,3 +65,44 @@ def test_the_gated_experts_are_silu_and_exact_gelu_of_the_gate_times_up() -> Non
     gelu = 0.5 * gate * (1 + torch.erf(gate / 2**0.5))
     assert torch.allclose(gated_expert(x, fc1, fc2), (silu * up) @ fc2.t(), atol=1e-5)
     assert torch.allclose(gated_expert(x, fc1, fc2, "Geglu"), (gelu * up) @ fc2.t(), atol=1e-5)
+
+
+def _deepseek(**fields: object) -> dict[str, object]:
+    text = {"n_routed_experts": 8, "num_experts_per_tok": 2, "num_hidden_layers": 6, **fields}
+    return {"architectures": ["DeepseekV3ForCausalLM"], **text}
+
+
+@pytest.mark.parametrize(
+    ("fields", "first"),
+    [
+        ({}, 0),
+        ({"first_k_dense_replace": 1}, 1),  # Kimi-K2
+        ({"first_k_dense_replace": 3}, 3),  # DeepSeek-V3, GLM-4.5
+        ({"first_k_dense_replace": 1, "moe_layer_freq": 2}, 2),
+        ({"decoder_sparse_step": 2}, 1),  # every 2nd counted from 1: layers 1, 3, 5
+        ({"mlp_only_layers": [0, 1]}, 2),
+        ({"interleave_moe_layer_step": 2}, 1),  # Llama 4 Maverick
+        ({"hybrid_override_pattern": "M-M*E-"}, 4),  # Nemotron-H
+        ({"hybrid_override_pattern": "M-M*-"}, None),
+        ({"first_k_dense_replace": 6}, None),  # past its 6 layers: dense
+        ({"num_hidden_layers": None, "first_k_dense_replace": 61}, 61),  # the model's default
+    ],
+)
+def test_the_first_moe_layer_is_where_the_models_fields_place_it(
+    fields: dict[str, object], first: int | None
+) -> None:
+    """Once every layer 0 was taken for MoE: Kimi-K2's dense layer 0 (and its ignore list)."""
+    model = moe_model(_deepseek(**fields))
+    if first is None:
+        assert model is None
+        return
+    assert model is not None and model.index == first
+    assert model.prefix == f"model.layers.{first}.mlp.experts"
+
+
+def test_llama4_names_its_first_moe_layer_as_its_model_does() -> None:
+    text = {"num_local_experts": 128, "num_experts_per_tok": 1, "interleave_moe_layer_step": 2}
+    config = {"architectures": ["Llama4ForConditionalGeneration"], "text_config": text}
+    model = moe_model(config)
+    assert model is not None
+    assert model.prefix == "language_model.model.layers.1.feed_forward.experts"

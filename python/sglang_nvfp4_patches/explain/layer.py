@@ -36,10 +36,19 @@ class LayerOutcome:
     # one-GPU fate (AS_ONE_GPU, or NOT_SHOWN and why)
     layout: str | None = None
     layout_fate: str | None = None
+    # Where the CPU cannot tell whether the layer serves: how far it got, patched and not
+    unknown: str | None = None
+    unknown_unpatched: str | None = None
 
 
 def _failure(run: Any) -> str | None:
     return run.detail if run is not None and run.broken else None
+
+
+def _unknown(run: Any) -> str | None:
+    from sglang_nvfp4_patches.simulation.moe_forward import UNKNOWN
+
+    return run.detail if run.verdict in UNKNOWN else None
 
 
 def layer_outcome(
@@ -73,6 +82,8 @@ def layer_outcome(
         search,
         run.verdict.value,
         unpatched.verdict.value,
+        unknown=_unknown(run),
+        unknown_unpatched=_unknown(unpatched),
     )
 
 

@@ -22,13 +22,13 @@ from sglang_nvfp4_patches.explain.input import (
 )
 from sglang_nvfp4_patches.explain.layer import across, layer_outcome
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
-from sglang_nvfp4_patches.models import moe_settings
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.process_record import decision, not_loaded_reason, read_back
 from sglang_nvfp4_patches.process_record import reports as plugin_reports
 from sglang_nvfp4_patches.progress import tracked
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS, EXAMPLES_DIR
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
+from sglang_nvfp4_patches.simulation.moe_models import moe_model
 from sglang_nvfp4_patches.simulation.server_args import (
     ResolvedBackends,
     ServerArgsRejected,
@@ -74,7 +74,7 @@ def explain_one(
         for name, report in (disabled or {}).items()
         if name in {patch.name for patch in concerned}
     )
-    is_moe = moe_settings(config) is not None
+    is_moe = moe_model(config) is not None
     return ExplainRow(
         model,
         gpu,
@@ -87,6 +87,7 @@ def explain_one(
         patches_asked,
         unpatched.checkpoint_quantization if is_moe else None,
         refused,
+        dense=not is_moe,
     )
 
 

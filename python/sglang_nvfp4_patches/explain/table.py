@@ -30,6 +30,8 @@ class ExplainRow:
     moe_quantization: str | None = None
     # The launch is refused before the weights load, where the patches are live: the message
     launch_refused: str | None = None
+    # Its config builds no MoE layer
+    dense: bool = False
 
     @property
     def moe_layer_runner(self) -> str | None:
@@ -82,6 +84,8 @@ class ExplainRow:
             for patch in PATCHES
             if patch.concerns(self.architecture)
         ]
+        if self.dense:
+            notes.append(f"{self.model}: {DENSE}")
         if self.launch_refused:
             refusal = self.launch_refused.rstrip(".")
             notes.append(f"{self.model}: the launch is refused: {refusal}")
@@ -108,6 +112,12 @@ class ExplainRow:
             who = "without the patches, SGLang" if self.patches_asked else "SGLang as it ships"
             built = _built(layer.unpatched_runner)
             notes.append(f"{self.model}: {who} builds {built} and fails {layer.fails_unpatched}")
+        if layer is not None and layer.unknown_unpatched and not self.launch_refused:
+            who = "without the patches" if self.patches_asked else "as SGLang ships it"
+            if layer.unknown != layer.unknown_unpatched:
+                notes.append(f"{self.model}: {who}, {UNKNOWN_FATE}: {layer.unknown_unpatched}")
+        if layer is not None and layer.unknown and not self.launch_refused:
+            notes.append(f"{self.model}: {UNKNOWN_FATE}: {layer.unknown}")
         if layer is not None and layer.layout_fate == AS_ONE_GPU:
             fate = "as on one GPU (each of its dimensions shown across 2 and 4 CPU ranks)"
             notes.append(
@@ -140,6 +150,7 @@ class ExplainRow:
             "layout": layer.layout if layer is not None else None,
             "layout_fate": layer.layout_fate if layer is not None else None,
             "launch_refused": self.launch_refused,
+            "dense": self.dense,
             "note": self.note,
         }
 
@@ -204,6 +215,12 @@ def _runner_cell(row: ExplainRow, with_patches: bool) -> str:
         after = "refused"
     return _format_pair(before, after, with_patches)
 
+
+DENSE = (
+    "dense (its config places no MoE layer): the patches act on NVFP4 MoE layers only, so "
+    "SGLang's choices stand"
+)
+UNKNOWN_FATE = "the MoE layer's fate is unknown"
 
 # The widest a cell other than the model's may be; a longer one is cut, and whole in a note.
 MAX_CELL = 64

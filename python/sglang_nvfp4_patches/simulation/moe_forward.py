@@ -48,6 +48,8 @@ class LayerVerdict(str, enum.Enum):
 
 # Verdicts that mean the server fails, or serves wrong answers, with this layer.
 BROKEN = frozenset({LayerVerdict.WRONG, LayerVerdict.FAILS, LayerVerdict.NO_KERNEL})
+# Verdicts where the CPU cannot tell whether it serves.
+UNKNOWN = frozenset({LayerVerdict.OTHER_KERNEL, LayerVerdict.NOT_SIMULATED})
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,16 @@ class _Stage(str, enum.Enum):
     LOAD = "when its weights load"
     PROCESS = "when its weights are processed"
     FORWARD = "at the first forward"
+
+    def done(self, runner: str | None) -> str:
+        """What the layer got through before this stage (for an unknown fate)."""
+        built = f"built on the {runner} runner" if runner else "built"
+        return {
+            _Stage.BUILD: "not built",
+            _Stage.LOAD: built,
+            _Stage.PROCESS: f"{built}, its weights loaded",
+            _Stage.FORWARD: f"{built}, its weights loaded and processed",
+        }[self]
 
 
 # Before SGLang's runtime context (0.5.15), layers asked these process-group functions.
@@ -129,7 +141,7 @@ def build_layer(model: MoeModel, quant_config: Any, experts: int) -> Any:
         "num_experts": experts,
         "hidden_size": HIDDEN,
         "intermediate_size": INTERMEDIATE,
-        "layer_id": 0,
+        "layer_id": model.index,
         "params_dtype": torch.bfloat16,
         "quant_config": quant_config,
         "prefix": model.prefix,
@@ -201,6 +213,21 @@ def load_weights(layer: Any, model: MoeModel, weights: ExpertWeights) -> None:
                 loader(param, tensor, f"{model.prefix}.{name}", shard_id=shard, expert_id=expert)
 
 
+def nvfp4_weights(layer: Any) -> str | None:
+    """``None`` where the layer's expert weights are NVFP4 (FP4 codes two to a byte), the
+    format the simulation loads; else what they are, as the checkpoint's quantization made
+    them (its FP8, BF16, ... layer cannot take NVFP4 codes)."""
+    import torch
+
+    for name, param in layer.named_parameters():
+        if name in ("w13_weight", "w13_weight_packed"):
+            if param.dtype == torch.uint8 and param.shape[-1] == HIDDEN // 2:
+                return None
+            method = type(getattr(layer, "scheme", None) or layer.quant_method).__name__
+            return f"{str(param.dtype).removeprefix('torch.')} expert weights ({method})"
+    return "no expert weights it can load"
+
+
 def layer_runner(layer: Any) -> str | None:
     """The runner the compressed-tensors scheme, else the quantization method, holds."""
     holder = getattr(layer, "scheme", None) or layer.quant_method
@@ -257,22 +284,31 @@ def _raised_by(error: BaseException) -> str:
     return "other"
 
 
-def _verdict_of(error: Exception, stage: _Stage, gpu: GpuProfile) -> tuple[LayerVerdict, str]:
-    from sglang_nvfp4_patches.simulation.uncomputed_kernels import KernelReached
+def _verdict_of(
+    error: Exception, stage: _Stage, gpu: GpuProfile, runner: str | None
+) -> tuple[LayerVerdict, str]:
+    """What ``error``, raised at ``stage`` by a layer built on ``runner``, says of it: a
+    runner whose kernels the GPU lacks fails wherever the CPU stopped short of them."""
+    from sglang_nvfp4_patches.simulation.uncomputed_kernels import KernelReached, runner_kernels
 
+    kernels = runner_kernels(runner, gpu)
     if isinstance(error, KernelReached):
         if error.has_kernels is False:
             return LayerVerdict.NO_KERNEL, f"{error.kernel} has no kernels for {gpu.label}"
-        return LayerVerdict.OTHER_KERNEL, f"it reaches {error.kernel}, not computed on CPU"
+        reached = f"{stage.done(runner)}; it reaches {error.kernel}, not computed on CPU"
+        return LayerVerdict.OTHER_KERNEL, reached
     message = f"{type(error).__name__}: {error}".strip()
     if type(error).__module__.startswith(__package__.rpartition(".")[0]):
         return LayerVerdict.REFUSED, f"{stage.value}: {error}"  # one of this plugin's refusals
     whose = _raised_by(error)
     if whose == "sglang":
         return LayerVerdict.FAILS, f"{stage.value}: {message}"
-    if whose == "gpu only":
-        return LayerVerdict.NOT_SIMULATED, f"{stage.value}, a GPU-only call: {message}"
-    raise error  # the simulation's own failure: a bug, never a verdict on SGLang
+    if whose != "gpu only":
+        raise error  # the simulation's own failure: a bug, never a verdict on SGLang
+    if kernels is not None and kernels[1] is False:
+        return LayerVerdict.NO_KERNEL, f"{kernels[0]} has no kernels for {gpu.label}"
+    call = f"{stage.done(runner)}; {stage.value} it calls GPU-only code ({message})"
+    return LayerVerdict.NOT_SIMULATED, f"{call}, which the CPU does not run"
 
 
 @contextlib.contextmanager
@@ -328,6 +364,12 @@ def run_first_moe_layer(
             layer = build_layer(model, quant_config, experts)
             if after_build is not None:
                 after_build(layer)
+            other_format = nvfp4_weights(layer)
+            if other_format is not None:
+                detail = f"built with {other_format}: the CPU simulation loads NVFP4 weights only"
+                return LayerRun(
+                    model.family, layer_runner(layer), LayerVerdict.NOT_SIMULATED, detail
+                )
             weights = expert_weights(experts)
             stage = _Stage.LOAD
             load_weights(layer, model, weights)
@@ -337,8 +379,8 @@ def run_first_moe_layer(
             x, router_weights, ids = batch(model, experts)
             out = forward(layer, x, router_weights, ids)
         except Exception as error:  # classified: SGLang's, a kernel's, or re-raised as ours
-            verdict, detail = _verdict_of(error, stage, gpu)
             runner = layer_runner(layer) if layer is not None else None
+            verdict, detail = _verdict_of(error, stage, gpu, runner)
             return LayerRun(model.family, runner, verdict, detail)
     verdict, detail, error = against_meaning(model, out, x, router_weights, ids, weights)
     if error is not None:

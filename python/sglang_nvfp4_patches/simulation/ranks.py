@@ -456,7 +456,8 @@ def _layer_on_rank(
             out = layer.forward(x, topk)
         except Exception as error:  # classified: SGLang's, a kernel's, or re-raised as ours
             try:
-                failure = _verdict_of(error, stage, profile)
+                runner = layer_runner(layer) if layer is not None else None
+                failure = _verdict_of(error, stage, profile, runner)
             except Exception:
                 bug = traceback.format_exc()
         runner = layer_runner(layer) if layer is not None else None

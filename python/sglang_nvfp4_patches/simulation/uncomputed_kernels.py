@@ -55,6 +55,22 @@ def trtllm_gen_moe_kernels(profile: GpuProfile) -> bool | None:
     return has_cubins_for(profile.capability, tuple(archs))
 
 
+TRTLLM_KERNEL = "FlashInfer's trtllm-gen FP4 MoE"
+# The kernel each MoE runner's forward calls, and whether a GPU has it (None: cannot tell).
+RUNNER_KERNEL: dict[str, tuple[str, Callable[[GpuProfile], bool | None]]] = {
+    "flashinfer_trtllm": (TRTLLM_KERNEL, trtllm_gen_moe_kernels),
+}
+
+
+def runner_kernels(runner: str | None, profile: GpuProfile) -> tuple[str, bool | None] | None:
+    """The kernel ``runner``'s forward calls and whether ``profile``'s GPU has it (``None``: a
+    runner this table does not know)."""
+    if runner not in RUNNER_KERNEL:
+        return None
+    kernel, has_kernels = RUNNER_KERNEL[runner]
+    return kernel, has_kernels(profile)
+
+
 def _reached(kernel: str, has_kernels: bool | None) -> Callable[..., Any]:
     def stand_in(*_args: Any, **_kwargs: Any) -> Any:
         raise KernelReached(kernel, has_kernels)
@@ -68,7 +84,7 @@ def uncomputed_kernels(profile: GpuProfile) -> Iterator[None]:
     import flashinfer
     import flashinfer.fused_moe
 
-    trtllm = _reached("FlashInfer's trtllm-gen FP4 MoE", trtllm_gen_moe_kernels(profile))
+    trtllm = _reached(TRTLLM_KERNEL, trtllm_gen_moe_kernels(profile))
     owners: list[Any] = [flashinfer, flashinfer.fused_moe]
     if module_exists(TRTLLM_RUNNER_MODULE):
         owners.append(importlib.import_module(TRTLLM_RUNNER_MODULE))
