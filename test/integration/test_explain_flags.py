@@ -223,3 +223,26 @@ def test_every_flag_of_sglangs_parser_passes_the_fast_unknown_option_check() -> 
     assert len(flags) > 100
     missed = [f for f in flags if not any(known.startswith(f) for known in cli._sglang_flags())]
     assert missed == []
+
+
+def test_explain_exits_1_only_where_a_patch_failed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exit 1 means one thing for explain: a patch failed to apply in this process. A layer
+    that fails with and without the patches (the operator's runner has no kernels for the GPU)
+    is a note, exit 0 (once the docs said explain exits 1 for a live bug; it never did)."""
+    from sglang_nvfp4_patches.explain import run
+    from sglang_nvfp4_patches.simulation.bundled import QWEN3_MOE_NVFP4
+    from sglang_nvfp4_patches.status import PatchReport, PatchState
+
+    argv = ["explain", "--json", "--model", str(QWEN3_MOE_NVFP4), "--gpu", "sm120"]
+    argv += ["--moe-runner-backend", "flashinfer_trtllm"]
+    assert cli.main(argv) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["moe_layer_fails"] and row["unpatched_fails_at_warmup"], row
+    reports = run.plugin_reports()
+    name = next(iter(reports))
+    failed = {**reports, name: PatchReport(name, PatchState.FAILED, "planted")}
+    monkeypatch.setattr(run, "plugin_reports", lambda: failed)
+    assert cli.main(argv) == 1
+    assert f"error: {name} failed: planted" in capsys.readouterr().err

@@ -250,3 +250,11 @@ def test_the_package_and_its_description_count_and_name_every_patch() -> None:
     assert f"fixing {count} " in described["project"]["description"]
     assert f"fixing {count} " in summary
     assert [name for name in PATCH_NAMES if f"``{name}``" not in summary] == []
+
+
+def test_the_readme_lists_what_gpu_takes() -> None:
+    """Once the README named no --gpu spelling (rtx-pro-6000, dgx-spark, gb10, ...)."""
+    from sglang_nvfp4_patches.simulation.gpus import gpu_choices
+
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert f"`--gpu` takes {gpu_choices()}, in any case" in text
