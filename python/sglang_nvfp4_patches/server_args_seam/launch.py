@@ -39,6 +39,21 @@ def sglang_logs_held_back() -> Iterator[None]:
         sglang_logger.setLevel(level)
 
 
+@contextlib.contextmanager
+def environ_kept() -> Iterator[None]:
+    """Each variable the block sets, changes or removes put back as it was, the others left
+    alone: ``os.environ`` is never cleared (another thread of the server reads it meanwhile)."""
+    before = dict(os.environ)
+    try:
+        yield
+    finally:
+        for name in [name for name in os.environ if name not in before]:
+            os.environ.pop(name, None)
+        for name, value in before.items():
+            if os.environ.get(name) != value:
+                os.environ[name] = value
+
+
 def device_capability(device: str | None) -> tuple[int, int] | None:
     """The CUDA GPU's compute capability as SGLang probes it (``None`` off CUDA)."""
     if device not in (None, "cuda") and not str(device).startswith("cuda:"):
@@ -173,15 +188,10 @@ class Launch:
         raw = {
             f.name: getattr(self.record, f.name) for f in reader(cls) if getattr(f, "init", True)
         }
-        environ = dict(os.environ)
-        try:
-            with sglang_alone_suspension.suspended(), sglang_logs_held_back():
-                twin = cls(**raw)
-                if hasattr(twin, "resolve_once"):
-                    twin.resolve_once()
-                if hasattr(twin, "resolved_dict"):
-                    return twin.resolved_dict().get(field)
-                return getattr(twin, field, None)
-        finally:
-            os.environ.clear()
-            os.environ.update(environ)
+        with environ_kept(), sglang_alone_suspension.suspended(), sglang_logs_held_back():
+            twin = cls(**raw)
+            if hasattr(twin, "resolve_once"):
+                twin.resolve_once()
+            if hasattr(twin, "resolved_dict"):
+                return twin.resolved_dict().get(field)
+            return getattr(twin, field, None)
