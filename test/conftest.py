@@ -19,6 +19,9 @@ import pytest
 
 from sglang_nvfp4_patches.status import sglang_version
 
+# The session's own temporary directory, and its check that the tests left nothing there.
+pytest_plugins = ("support.temp_guard",)
+
 RELEASE_ENV = "SGLANG_NVFP4_TEST_RELEASE"
 RECORDS_ENV = "SGLANG_NVFP4_PATCHES_RECORDS"
 _OWN_RECORDS = pytest.StashKey[str]()
@@ -36,7 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Evidence records verify writes go to a directory of this session's, never the user's
     # (a record left there from an earlier run would answer for the SGLang under test).
     if RECORDS_ENV not in os.environ:
-        records = tempfile.mkdtemp(prefix="nvfp4-records-")
+        records = tempfile.mkdtemp(prefix="records-")  # in the session's own (temp_guard)
         os.environ[RECORDS_ENV] = records
         config.stash[_OWN_RECORDS] = records
     config.addinivalue_line(

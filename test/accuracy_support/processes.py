@@ -19,3 +19,12 @@ def processes_naming(*texts: str) -> list[tuple[int, str]]:
         if all(text.encode() in cmdline for text in texts):
             found.append((int(entry.name), " ".join(cmdline.decode().split(chr(0)))))
     return found
+
+
+def is_running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, ended but not reaped, does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return state[state.rfind(")") + 2] != "Z"

@@ -14,6 +14,7 @@ from accuracy_support.dataset_writer import WrittenQuestion, write_dataset
 from accuracy_support.fake_server import FakeServer, Script
 from sglang_nvfp4_patches.accuracy.compare import load_run
 from sglang_nvfp4_patches.accuracy.errors import RunFileError
+from sglang_nvfp4_patches.accuracy.store import PartialWriter
 from sglang_nvfp4_patches.cli import main
 from sglang_nvfp4_patches.errors import EXIT_OK, EXIT_SERVER, EXIT_USAGE
 
@@ -129,16 +130,19 @@ def test_a_damaged_line_is_named_before_its_question_is_asked_again(
 def test_a_run_that_stored_no_answer_does_not_block_the_corrected_rerun(
     server: FakeServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Once: "holds answers from a run with other settings (api ...)" although it held none."""
+    """Once: "holds answers from a run with other settings (api ...)" although it held none.
+    Such a run now leaves no file; the one an earlier version left holds nothing to keep."""
     with FakeServer(Script(replies={})) as down:
         url = down.url  # nothing listens there once it stops
     assert _run(url, tmp_path, "--api", "openai") == EXIT_SERVER
-    out = tmp_path / "run.json"
-    assert json.loads(out.read_text(encoding="utf-8"))["records"] == []
+    out, partial = tmp_path / "run.json", tmp_path / "run.json.partial.jsonl"
+    assert not out.exists() and not partial.exists()
+    openai = {"api": "openai", "model": "default", "shots": 5, "max_new_tokens": 2, "server": None}
+    PartialWriter(partial, openai, []).close()  # what that run left before
     capsys.readouterr()
     assert _run(server.url, tmp_path) == EXIT_OK
     err = capsys.readouterr().err
-    assert f"NOTE: {tmp_path / 'run.json.partial.jsonl'} holds no answer (its run, with " in err
+    assert f"NOTE: {partial} holds no answer (its run, with " in err
     assert "api: stored 'openai', now 'native'" in err and "starts afresh" in err
     run = load_run(out)
     assert run.complete and len(run.records) == 10 and run.settings["api"] == "native"

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import os
 import re
 import resource
 import signal
+import socket
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -290,9 +294,55 @@ def test_unreachable_server_stops_early(
     assert first.startswith("ERROR: ") and "question(s) failed" in first
     assert "ClientConnectorError" in first
     assert "stopped after" in captured.err and "not attempted" in captured.err
-    run = _load(tmp_path / "r.json")
-    assert run["records"] == [] and run["aborted"] is True
-    assert run["n_failed"] + run["n_not_attempted"] == 200
+    said = "no answer was received, so none is kept; rerun to ask the rest"
+    assert captured.err.splitlines()[-1] == said
+    # Once r.json (no record) and r.json.partial.jsonl (a header) stayed as that line was said.
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["big", "mmlu"]
+
+
+@pytest.mark.parametrize("existed", ["partial file", "run file"])
+def test_a_file_there_before_a_run_without_answers_stays(
+    existed: str, dataset: tuple[Path, dict[str, WrittenQuestion]], tmp_path: Path
+) -> None:
+    """What the run did not make stays, though it holds no answer (written by hand here, as
+    an earlier run with other settings would leave it)."""
+    out = tmp_path / "r.json"
+    head = {"format": "sglang-nvfp4-patches/accuracy-run", "version": 1, "shots": 0}
+    if existed == "partial file":
+        there = partial_path_of(out)
+        there.write_text(json.dumps({**head, "format": head["format"] + "/partial"}) + "\n")
+    else:
+        there = out
+        there.write_text(json.dumps({**head, "records": []}))
+    with FakeServer(Script(replies={})) as srv:
+        url = srv.url  # the port is closed once the server stops
+    argv = ["accuracy", "run", "--base-url", url, "--data", str(dataset[0]), "--out", str(out)]
+    assert main([*argv, "--max-retries", "0", "--no-progress"]) == EXIT_SERVER
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(["mmlu", there.name])
+
+
+def test_a_stop_before_any_answer_leaves_no_file(
+    dataset: tuple[Path, dict[str, WrittenQuestion]],
+    tmp_path: Path,
+    started: list[subprocess.Popen[bytes]],
+) -> None:
+    """Once the partial file (its header only) stayed after "none is kept"."""
+    out = tmp_path / "r.json"
+    with socket.socket() as silent:  # accepts, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(64)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        argv = ["accuracy", "run", "--base-url", url, "--data", str(dataset[0]), "--out", str(out)]
+        argv += ["--timeout", "1", "--no-progress"]  # its model is asked for as long
+        proc = _start_run(argv, partial_path_of(out), 0, started)
+        assert partial_path_of(out).exists()  # the questions are being asked
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert stderr.decode().splitlines() == [
+        "interrupted; no answer was received, so none is kept; rerun the same command to resume"
+    ]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["mmlu"]
 
 
 def test_resume_refuses_answers_from_other_settings(
@@ -816,3 +866,27 @@ def test_an_interrupt_anywhere_says_what_is_on_disk(
     said = capsys.readouterr().err.splitlines()
     kept = f"the {answers} answer(s) so far are kept in {partial}" if answers else "none is kept"
     assert len(said) == 1 and said[0].startswith("interrupted; ") and kept in said[0], said
+
+
+def test_a_stop_before_the_questions_run_is_not_a_warning(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once "RuntimeWarning: coroutine '_evaluate' was never awaited" and its source line
+    followed "interrupted; ...": the Ctrl-C came before the event loop ran the questions."""
+    from sglang_nvfp4_patches.accuracy import run as run_module
+
+    @contextlib.contextmanager
+    def stopped_at_once() -> Iterator[None]:
+        raise KeyboardInterrupt
+        yield
+
+    async def questions() -> None:
+        raise AssertionError("never asked")
+
+    monkeypatch.setattr(run_module, "python_ctrl_c", stopped_at_once)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(KeyboardInterrupt):
+            run_module._run_coroutine(questions())
+        gc.collect()
+    assert [str(warning.message) for warning in seen] == []

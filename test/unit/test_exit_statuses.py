@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -131,5 +132,6 @@ def test_the_table_lists_exactly_the_statuses_driven_here() -> None:
 def test_each_documented_status_comes_from_its_input(
     status: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TMPDIR", str(tmp_path))  # 70's traceback file lands here
+    # 70's traceback file lands here (tempfile reads $TMPDIR once, so its cached answer is set)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     assert DRIVERS[status](tmp_path) == status

@@ -10,15 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from accuracy_support.processes import is_running
 from sglang_nvfp4_patches.accuracy import server as server_module
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return state[state.rfind(")") + 2] != "Z"
 
 
 def test_ctrl_c_while_the_server_starts_stops_it(
@@ -44,7 +37,7 @@ def test_ctrl_c_while_the_server_starts_stops_it(
         ):
             body_ran = True
     finally:
-        leftover = [pid for pid in started if _alive(pid)]
+        leftover = [pid for pid in started if is_running(pid)]
         for pid in leftover:
             os.kill(pid, signal.SIGKILL)
     assert started and leftover == [] and not body_ran

@@ -53,3 +53,43 @@ def test_a_long_answer_is_cut_marked_and_reported_by_compare(
     assert json.loads(capsys.readouterr().out)["cut_outputs"] == {"A": 4, "B": 0}
     assert main(["accuracy", "compare", *files]) == 0
     assert f"cut at {MAX_OUTPUT_CHARS} characters (4 in A, 0 in B)" in capsys.readouterr().out
+
+
+def test_the_run_summary_says_how_many_stored_answers_were_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once only compare said so; run's own summary line was silent. Every other answer is one
+    character over the limit, the rest exactly at it (kept whole)."""
+    questions = write_dataset(tmp_path / "mmlu", {"anatomy": 5, "virology": 4})
+    replies = {}
+    for qid, q in questions.items():
+        head = f" {q.answer}. "
+        replies[qid] = head + "y" * (MAX_OUTPUT_CHARS - len(head) + (q.index % 2 == 0))
+    over = sum(len(reply) > MAX_OUTPUT_CHARS for reply in replies.values())
+    assert over == 5 and sum(len(reply) == MAX_OUTPUT_CHARS for reply in replies.values()) == 4
+    out = tmp_path / "run.json"
+    with FakeServer(Script(replies=replies)) as server:
+        argv = ["accuracy", "run", "--base-url", server.url, "--data", str(tmp_path / "mmlu")]
+        argv += ["--out", str(out), "--no-progress"]
+        assert main([*argv, "--subjects", "anatomy"]) == 0
+        assert main(argv) == 0  # virology's questions asked, anatomy's resumed
+        assert main(argv) == 0  # every answer stored: nothing asked
+    said = [line for line in capsys.readouterr().out.splitlines() if line.startswith("accuracy ")]
+    assert [line.split("questions/s ")[1] for line in said] == [
+        f"(5 asked now, 0 resumed); 3 answer(s) stored cut at {MAX_OUTPUT_CHARS} characters",
+        f"(4 asked now, 5 resumed); {over} answer(s) stored cut at {MAX_OUTPUT_CHARS} characters",
+        f"(0 asked now, 9 resumed); {over} answer(s) stored cut at {MAX_OUTPUT_CHARS} characters",
+    ]
+    assert sum("output_cut" in record for record in json.loads(out.read_text())["records"]) == over
+
+
+def test_a_run_with_no_answer_cut_says_nothing_of_cuts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    questions = write_dataset(tmp_path / "mmlu", {"anatomy": 3})
+    replies = {qid: f" {q.answer}. ".ljust(MAX_OUTPUT_CHARS, "y") for qid, q in questions.items()}
+    with FakeServer(Script(replies=replies)) as server:
+        argv = ["accuracy", "run", "--base-url", server.url, "--data", str(tmp_path / "mmlu")]
+        assert main([*argv, "--out", str(tmp_path / "run.json"), "--no-progress"]) == 0
+    (summary,) = [line for line in capsys.readouterr().out.splitlines() if "questions/s" in line]
+    assert summary.endswith("questions/s (3 asked now, 0 resumed)"), summary

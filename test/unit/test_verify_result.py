@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
 
+import pytest
+
+from accuracy_support.processes import is_running
 from sglang_nvfp4_patches.check_result import (
     CheckFailed,
     CheckResult,
@@ -12,7 +23,10 @@ from sglang_nvfp4_patches.check_result import (
     run_check,
 )
 from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK
+from sglang_nvfp4_patches.verify import run as verify_run
 from sglang_nvfp4_patches.verify.run import child_environment, exit_status, sglang_line, summary
+
+_T = TypeVar("_T")
 
 
 def _raises(error: Exception) -> str:
@@ -99,3 +113,43 @@ def test_a_check_that_could_not_run_is_no_verdict_and_has_its_own_status() -> No
     text = summary([not_run, not_run], "0.5.23", 1)
     assert text.startswith("verify: 0 held, 0 failed, 0 not applicable, 2 could not run on ")
     assert not_run.line() == "NOT RUN  p: checks: SGLang cannot be imported here"
+
+
+@pytest.mark.parametrize("where", ["making its directory", "starting a check process"])
+def test_a_stop_while_verify_starts_leaves_no_process_and_no_directory(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a stop landing inside Popen left that check process running on (its $TMPDIR under
+    the nvfp4-verify-* just removed) after verify exited 130; a stop inside the making of the
+    temporary directory would leave the directory. Here the stop lands right after each."""
+    real_popen, real_mkdtemp = subprocess.Popen, tempfile.mkdtemp
+    started: list[int] = []
+
+    def stopped_after(call: Callable[..., _T]) -> Callable[..., _T]:
+        def wrapper(*args: object, **kwargs: object) -> _T:
+            made = call(*args, **kwargs)
+            os.kill(os.getpid(), signal.SIGINT)  # handled before the caller gets ``made``
+            return made
+
+        return wrapper
+
+    def stand_in(command: list[str], **kwargs: object) -> subprocess.Popen[str]:
+        process = real_popen([sys.executable, "-c", "import time; time.sleep(120)"], **kwargs)  # type: ignore[call-overload]
+        started.append(process.pid)
+        return process
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    if where == "making its directory":
+        monkeypatch.setattr(tempfile, "mkdtemp", stopped_after(real_mkdtemp))
+        monkeypatch.setattr(subprocess, "Popen", stand_in)
+    else:
+        monkeypatch.setattr(subprocess, "Popen", stopped_after(stand_in))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            verify_run.run_all()
+    finally:
+        running = [pid for pid in started if is_running(pid)]
+        for pid in running:
+            os.kill(pid, signal.SIGKILL)
+    assert running == [] and list(tmp_path.iterdir()) == []
+    assert started or where == "making its directory"

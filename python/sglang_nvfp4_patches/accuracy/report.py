@@ -47,13 +47,15 @@ def format_run_report(outcome: RunOutcome) -> str:
 
 
 def run_summary(run: Mapping[str, Any]) -> str:
-    """One line: accuracy, questions, wall time, speed, asked vs resumed."""
+    """One line: accuracy, questions, wall time, speed, asked vs resumed, answers stored cut."""
     speed = run["questions_per_s"]
+    cut = sum("output_cut" in record for record in run["records"])
     return (
         f"accuracy {_fmt_acc(run['accuracy'])} on {run['n_answered']}/{run['n_questions']} "
         f"questions; wall time {run['wall_time_s']:.1f} s, "
         f"{'n/a' if speed is None else f'{speed:.1f}'} questions/s "
         f"({run['answered_this_run']} asked now, {run['resumed']} resumed)"
+        + (f"; {cut} answer(s) stored cut at {MAX_OUTPUT_CHARS} characters" if cut else "")
     )
 
 

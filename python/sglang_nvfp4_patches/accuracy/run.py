@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import inspect
 import sys
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -300,6 +301,8 @@ def run_accuracy(
         finally:
             progress.close()
             writer.close()
+            if not (plan.has_partial or done or tally.records):
+                ppath.unlink(missing_ok=True)  # made by this run, it holds no answer
     wall = time.perf_counter() - start
 
     outcome = RunOutcome(
@@ -319,7 +322,7 @@ def run_accuracy(
     done.update(tally.records)
     records = [done[item.id] for item in items if item.id in done]
     outcome.run = _run_document(config, items, records, outcome, started, wall, endpoint)
-    if plan.writes:
+    if plan.writes and records:  # no file is written to hold no answer
         write_json_atomic(config.out, outcome.run)
         if outcome.exit_code == EXIT_OK:
             ppath.unlink(missing_ok=True)  # RUN.json now holds every stored answer
@@ -425,16 +428,22 @@ def _run_document(
 
 def _run_coroutine(coro: Coroutine[Any, Any, None]) -> None:
     """Run on uvloop when installed: it cuts the per-request CPU cost at high --parallel."""
+    main = until_stop_request(coro)
     try:
-        import uvloop
-    except ImportError:
-        uvloop = None
-    with python_ctrl_c():  # asyncio's own Ctrl-C handling cancels the main task
-        if uvloop is None or sys.version_info < (3, 11):
-            stopped = asyncio.run(until_stop_request(coro))
-        else:
-            with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                stopped = runner.run(until_stop_request(coro))
+        try:
+            import uvloop
+        except ImportError:
+            uvloop = None
+        with python_ctrl_c():  # asyncio's own Ctrl-C handling cancels the main task
+            if uvloop is None or sys.version_info < (3, 11):
+                stopped = asyncio.run(main)
+            else:
+                with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                    stopped = runner.run(main)
+    finally:
+        for created in (main, coro):  # a stop before they ran: not warned of as never awaited
+            if inspect.getcoroutinestate(created) == inspect.CORO_CREATED:
+                created.close()
     if stopped:
         raise KeyboardInterrupt
 

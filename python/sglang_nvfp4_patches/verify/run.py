@@ -7,6 +7,7 @@ check. Each child runs with every patch on (``..._UNTESTED=apply``, no ``..._DIS
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from sglang_nvfp4_patches.check_result import CheckResult, Outcome
 from sglang_nvfp4_patches.errors import EXIT_ENVIRONMENT, EXIT_FAILED, EXIT_OK
+from sglang_nvfp4_patches.interrupts import stop_requests_deferred
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.progress import announce
 from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_APPLY, UNTESTED_ENV
@@ -82,7 +84,13 @@ def _stop(processes: list[subprocess.Popen[str]]) -> None:
 def run_all() -> Checked:
     """Each patch's checks, each in a fresh interpreter, side by side (stopped if interrupted)."""
     checked = Checked()
-    with tempfile.TemporaryDirectory(prefix="nvfp4-verify-") as scratch:
+    with contextlib.ExitStack() as scratch_removed:
+        # A stop landing inside the making of the directory, or inside Popen (the child started,
+        # its Popen not yet ours to stop), takes effect once it is ours to remove or to stop.
+        with stop_requests_deferred():
+            scratch = scratch_removed.enter_context(
+                tempfile.TemporaryDirectory(prefix="nvfp4-verify-")
+            )
         # What the children leave in their TMPDIR (CuTe DSL's cache) goes with ours.
         children_tmp = Path(scratch, "tmp")
         children_tmp.mkdir()
@@ -91,20 +99,24 @@ def run_all() -> Checked:
         try:
             for group in (patch.name for patch in PATCHES):
                 out = Path(scratch, f"{group}.json")
-                process = subprocess.Popen(
-                    [sys.executable, "-m", CHILD_MODULE, group, str(out)],
-                    env=env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.PIPE,
-                    text=True,
-                )
-                started[group] = (process, out)
+                with stop_requests_deferred():
+                    started[group] = (_start_child(group, out, env), out)
             for group, (process, out) in started.items():
                 _collect(group, process, out, checked)
         finally:
             _stop([process for process, _ in started.values()])
     return checked
+
+
+def _start_child(group: str, out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", CHILD_MODULE, group, str(out)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def sglang_line(imported: dict[str, str], metadata: str) -> str:
