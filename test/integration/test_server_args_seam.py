@@ -1,8 +1,8 @@
 """A fourth patch that sets a server-args default is one small module: its question, asked
 through the seam. Here a question planted by the test (a stand-in patch that picks a
-sampling backend for Llama 4 where the operator gave none) is served by the same
-hook as the patches' own, on whichever seam this release has, and every other launch resolves
-as before."""
+sampling backend for Llama 4, careless of the operator's flag) is served by the same hook as
+the patches' own, on whichever seam this release has; the seam keeps the operator's flag, and
+every other launch resolves as before."""
 
 from __future__ import annotations
 
@@ -42,9 +42,9 @@ def planted(
     (value,) = [choice for choice in CHOICES if choice != before["llama4"][FIELD]]
     asked: list[str | None] = []
 
-    def pick(launch: Launch) -> str | None:
+    def pick(launch: Launch) -> str | None:  # careless: never looks at the operator's flag
         asked.append(launch.architecture)
-        return value if getattr(launch.view, FIELD) is None else None
+        return value
 
     question = Question("fourth-patch", FIELD, pick, LLAMA4_ARCHITECTURES)
     monkeypatch.setattr(hooks, "_questions", list(hooks._questions))
@@ -60,9 +60,11 @@ def test_a_fourth_question_is_one_small_module(
     llama4 = resolved(LLAMA4_NVFP4, "sm100")
     assert llama4 == {**before["llama4"], FIELD: value}  # its answer, and nothing else changed
     assert set(asked) <= LLAMA4_ARCHITECTURES and asked
-    # the operator's flag stands
+    # the operator's flag stands, guarded by the seam, though the question answers otherwise
     given = before["llama4"][FIELD]
+    asked.clear()
     assert resolved(LLAMA4_NVFP4, "sm100", **{FIELD: given})[FIELD] == given
+    assert asked
     # another architecture is never asked about, and resolves as before
     asked.clear()
     assert resolved(GEMMA4_NVFP4_MOE, "sm100") == before["gemma4"]
@@ -79,3 +81,16 @@ def test_the_question_is_not_answered_where_sglang_resolves_alone(
     with sglang_alone_suspension.suspended():
         assert resolved(LLAMA4_NVFP4, "sm100")[FIELD] == before["llama4"][FIELD]
     assert planted[1] == []
+
+
+def test_a_second_question_on_one_field_is_refused_when_it_is_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two questions on one field once ended silently as last-writer-wins."""
+    first = Question("fourth-patch", FIELD, lambda launch: "pytorch")
+    second = Question("fifth-patch", FIELD, lambda launch: "flashinfer")
+    monkeypatch.setattr(hooks, "_questions", list(hooks._questions))
+    hooks.ask(first, now=True)
+    with pytest.raises(ValueError, match=r"\[fifth-patch\] asks about the ServerArgs field "):
+        hooks.ask(second, now=True)
+    assert second not in hooks._questions

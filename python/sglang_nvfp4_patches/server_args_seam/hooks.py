@@ -42,13 +42,15 @@ def every_architecture(_architecture: str) -> bool:
 
 
 def _answers(launch: Launch, questions: Iterable[Question]) -> dict[str, Any]:
+    """Each question's answer, but for a field the operator set: asked all the same (its log
+    lines may concern the operator's choice), its answer is dropped and the operator's stands."""
     if sglang_alone_suspension.active():
         return {}
     answers: dict[str, Any] = {}
     for question in questions:
         if not question.is_suspended() and question.asks_about(launch.architecture):
             value = question.answer(launch)
-            if value is not None:
+            if value is not None and not launch.operator_gave(question.field):
                 answers[question.field] = value
     return answers
 
@@ -62,17 +64,20 @@ def registry_provider(server_args: Any, hf_config: Any) -> dict[str, Any]:
     return _answers(Launch(server_args, _current_seam(), hf_config), _questions)
 
 
-def _set_answers(server_args: Any, before: bool) -> None:
+def _set_answers(server_args: Any, before: bool, given: dict[str, Any]) -> None:
     asked = [q for q in _questions if q.before_adjustments is before]
-    for field, value in _answers(Launch(server_args, _current_seam()), asked).items():
+    launch = Launch(server_args, _current_seam(), given=given)
+    for field, value in _answers(launch, asked).items():
         setattr(server_args, field, value)
 
 
 def adjustments_hook(original: Callable[..., Any], server_args: Any, *args: Any, **kw: Any) -> Any:
-    """Each answer set on the record before or after SGLang's in-place model adjustments."""
-    _set_answers(server_args, before=True)
+    """Each answer set on the record before or after SGLang's in-place model adjustments; the
+    operator's values are the record's as the hook is entered."""
+    given = {q.field: getattr(server_args, q.field, None) for q in _questions}
+    _set_answers(server_args, before=True, given=given)
     result = original(server_args, *args, **kw)
-    _set_answers(server_args, before=False)
+    _set_answers(server_args, before=False, given=given)
     return result
 
 
@@ -126,6 +131,13 @@ def ask(question: Question, now: bool = False) -> str | None:
     """Serve ``question`` from the hook (idempotent), ``now`` or as SGLang imports the seam; a
     seam that cannot be hooked then logs one ERROR (returned where it was imported already)."""
     if question not in _questions:
+        other = next((q for q in _questions if q.field == question.field), None)
+        if other is not None:
+            raise ValueError(
+                f"[{question.patch}] asks about the ServerArgs field {question.field}, which "
+                f"[{other.patch}] already asks about: a field has one question, so fold the "
+                "two answers into one"
+            )
         _questions.append(question)
     failures: list[str] = []
 

@@ -86,14 +86,41 @@ def quant_config_of(model_config: Any) -> Any:
     return get_quant_config(isolated, LoadConfig(), {})
 
 
+def _record_fields(cls: type) -> tuple[Any, ...]:
+    """The ServerArgs record's fields, as this release lists them."""
+    module = importlib.import_module(SERVER_ARGS_MODULE)
+    return tuple(getattr(module, "record_fields", dataclasses.fields)(cls))
+
+
 class Launch:
     """``record`` as ``seam``'s hook receives it (``hf_config``: the one a registry hands its
     providers; the record's model config holds it otherwise)."""
 
-    def __init__(self, record: Any, seam: OverrideSeam, hf_config: Any = None) -> None:
+    def __init__(
+        self,
+        record: Any,
+        seam: OverrideSeam,
+        hf_config: Any = None,
+        given: dict[str, Any] | None = None,
+    ) -> None:
         self.record = record
         self.seam = seam
         self._hf_config = hf_config
+        self._given = given  # where resolution writes the record: its fields before that
+
+    def operator_gave(self, field: str) -> bool:
+        """Whether the operator set ``field`` (a value other than its default): the record's,
+        else as it stood before SGLang's adjustments wrote the record in place."""
+        try:
+            defaults = {f.name: f for f in _record_fields(type(self.record))}
+        except TypeError:  # not a dataclass (a hand-built record): None is the default
+            defaults = {}
+        value = getattr(self.record, field) if self._given is None else self._given.get(field)
+        default = defaults[field].default if field in defaults else None
+        if default is dataclasses.MISSING:
+            factory = defaults[field].default_factory
+            default = None if factory is dataclasses.MISSING else factory()
+        return value != default
 
     @classmethod
     def resolved(cls, record: Any) -> Launch:
@@ -182,11 +209,11 @@ class Launch:
         """``field`` as SGLang's whole resolution alone publishes it for this launch (a model's
         later passes, which a provider cannot see), asked of a twin record; the process
         environment, which resolution may write, is put back."""
-        module = importlib.import_module(SERVER_ARGS_MODULE)
         cls = type(self.record)
-        reader = getattr(module, "record_fields", dataclasses.fields)
         raw = {
-            f.name: getattr(self.record, f.name) for f in reader(cls) if getattr(f, "init", True)
+            f.name: getattr(self.record, f.name)
+            for f in _record_fields(cls)
+            if getattr(f, "init", True)
         }
         with environ_kept(), sglang_alone_suspension.suspended(), sglang_logs_held_back():
             twin = cls(**raw)
