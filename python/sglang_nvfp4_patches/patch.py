@@ -108,10 +108,6 @@ class Patch:
     # Why forcing it is refused (``patch_names.NOT_FORCEABLE_BECAUSE``); empty if it can be.
     not_forceable_because: str = ""
 
-    @property
-    def forceable(self) -> bool:
-        return not self.not_forceable_because
-
     def concerns(self, architecture: str | None) -> bool:
         """Whether an ``explain`` row of ``architecture`` is one of this patch's."""
         return self.architectures is None or architecture in self.architectures

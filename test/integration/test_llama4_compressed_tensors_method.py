@@ -46,12 +46,12 @@ from sglang_nvfp4_patches.simulation.llama4_layers import (
     compressed_tensors_layer,
     runs_on_flashinfer_cutlass,
 )
-from sglang_nvfp4_patches.simulation.scheduler import scheduler_on
 from sglang_nvfp4_patches.status import PatchState, sglang_version
 from support.configs import LLAMA4_NVFP4_CT
 from support.release import recorded_llama4_state, shipped_llama4_serving
 from support.sglang_cpu import (
     needs_runner_module,
+    scheduler_on,
 )
 
 TOKENS = 7

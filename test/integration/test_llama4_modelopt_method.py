@@ -13,9 +13,8 @@ import torch
 
 from sglang_nvfp4_patches.simulation.cutlass_kernel import cpu_cutlass_kernel
 from sglang_nvfp4_patches.simulation.llama4_layers import EXPERTS, HIDDEN, modelopt_layer
-from sglang_nvfp4_patches.simulation.scheduler import scheduler_on
 from support.configs import LLAMA4_NVFP4
-from support.sglang_cpu import needs_runner_module
+from support.sglang_cpu import needs_runner_module, scheduler_on
 
 TOKENS = 5
 pytestmark = [pytest.mark.release_matrix, needs_runner_module()]

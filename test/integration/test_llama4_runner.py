@@ -30,12 +30,12 @@ from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     upstream_prescale_problem,
 )
 from sglang_nvfp4_patches.simulation.cutlass_kernel import cpu_cutlass_kernel
-from sglang_nvfp4_patches.simulation.scheduler import scheduler_on
 from support.configs import LLAMA4_NVFP4
 from support.sglang_cpu import (
     a2a_dispatch_switch,
     llama4_runner_config,
     needs_runner_module,
+    scheduler_on,
 )
 
 HIDDEN, INTERMEDIATE, EXPERTS = 64, 32, 4

@@ -1,11 +1,14 @@
 """What only the tests need beside :mod:`sglang_nvfp4_patches.simulation` (the kernel
 stand-in and the simulated scheduler, which ``verify`` shares): a bare one-rank layer, its
-runner config, the skip marker for releases without the CUTLASS runner, and the all-to-all
-dispatch switch of this release.
+runner config, the skip marker for releases without the CUTLASS runner, the all-to-all
+dispatch switch of this release, and a scheduler's site with a one-rank TP group.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -14,6 +17,7 @@ from sglang_nvfp4_patches.simulation.cutlass_kernel import RUNNER_MODULE
 from sglang_nvfp4_patches.simulation.moe_layer import (
     llama4_runner_config as release_llama4_runner_config,
 )
+from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on, single_rank_tp_group
 
 
 def single_rank_layer() -> torch.nn.Module:
@@ -56,3 +60,10 @@ def a2a_dispatch_switch() -> str:
     if hasattr(ServerArgs, "flashinfer_a2a_dispatch_type"):
         return "--flashinfer-a2a-dispatch-type bf16"
     return "SGLANG_MOE_NVFP4_DISPATCH=0"
+
+
+@contextlib.contextmanager
+def scheduler_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]:
+    """:func:`moe_layer_build_on` with a one-rank tensor-parallel group."""
+    with moe_layer_build_on(gpu, model_dir, **flags) as server_args, single_rank_tp_group():
+        yield server_args

@@ -80,10 +80,3 @@ def moe_layer_build_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]
         _moe_group_sizes(server_args),
     ):
         yield server_args
-
-
-@contextlib.contextmanager
-def scheduler_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]:
-    """:func:`moe_layer_build_on` with a one-rank tensor-parallel group."""
-    with moe_layer_build_on(gpu, model_dir, **flags) as server_args, single_rank_tp_group():
-        yield server_args
