@@ -31,7 +31,8 @@ def moe_family(architecture: str | None, enable_moe_block: object = None) -> str
 # per layer (none: no MoE layer), experts per token, and the gated activation.
 EXPERTS_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
 TOP_K_FIELDS = ("num_experts_per_tok", "top_k_experts", "moe_topk", "num_experts_per_token")
-ACTIVATION_FIELDS = ("hidden_act", "hidden_activation")
+# Nemotron-H names its experts' activation apart from the rest of the model's.
+ACTIVATION_FIELDS = ("mlp_hidden_act", "hidden_act", "hidden_activation")
 DEFAULT_ACTIVATION = "silu"  # FusedMoE's, where the config names none
 
 

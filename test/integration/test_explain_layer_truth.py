@@ -19,6 +19,16 @@ from support.forkserver import json_lines, server
 DEEPSEEK_V3 = Path(__file__).parents[2] / "examples" / "deepseek-v3-nvfp4"
 KIMI_IGNORE = ["lm_head", "model.layers.0*", "*self_attn*", "*mlp.gate"]
 NVFP4 = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16}
+# Nemotron-H's fields (over a Qwen3-MoE config's): its experts' relu2, built without a gate
+NEMOTRON_H = {
+    "architectures": ["NemotronHForCausalLM"],
+    "model_type": "nemotron_h",
+    "num_experts": None,
+    "n_routed_experts": 8,
+    "hybrid_override_pattern": "M-M*EM",
+    "num_hidden_layers": 6,
+    "mlp_hidden_act": "relu2",
+}
 
 
 def _written(root: Path, name: str, source: Path, **fields: Any) -> str:
@@ -62,6 +72,7 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
             quantization_config={"quant_method": "modelopt", "quant_algo": "FP8"},
         ),
         "dense": _written(root, "dense", QWEN3_MOE_NVFP4, **dense),
+        "Nemotron-H": _written(root, "nemotron", QWEN3_MOE_NVFP4, **NEMOTRON_H),
     }
     cases: dict[str, tuple[str, ...]] = {
         name: ("--model", path, "--gpu", "dgx-spark") for name, path in models.items()
@@ -140,3 +151,10 @@ def test_a_dense_checkpoint_says_the_patches_do_not_act_on_it(
     assert row["dense"] is True and row["moe_layer_runner"] is None
     assert "dense (its config places no MoE layer): the patches act on NVFP4 MoE" in row["note"]
     assert all(rows[name]["dense"] is False for name in rows if name != "dense")
+
+
+def test_a_layer_built_without_a_gate_is_unknown(rows: dict[str, dict[str, Any]]) -> None:
+    """Once Nemotron-H's relu2 experts were read as SwiGLU ("hidden_act") and shown serving."""
+    row = rows["Nemotron-H"]
+    assert _fate(row) == "unknown" and row["moe_layer_fails"] is None
+    assert "its experts use relu2, a layer the CPU simulation does not build" in row["note"]

@@ -106,3 +106,17 @@ def test_llama4_names_its_first_moe_layer_as_its_model_does() -> None:
     model = moe_model(config)
     assert model is not None
     assert model.prefix == "language_model.model.layers.1.feed_forward.experts"
+
+
+def test_nemotron_h_experts_are_relu2_at_the_first_e_of_its_pattern() -> None:
+    config = {
+        "architectures": ["NemotronHForCausalLM"],
+        "n_routed_experts": 8,
+        "num_experts_per_tok": 2,
+        "hybrid_override_pattern": "M-M*EM",
+        "hidden_act": "silu",  # the rest of the model's
+        "mlp_hidden_act": "relu2",
+    }
+    model = moe_model(config)
+    assert model is not None and model.index == 4 and model.gate_activation is None
+    assert model.fused_moe_args["activation"] == "relu2"

@@ -334,6 +334,22 @@ def layer_build_site(gpu: GpuProfile, model_dir: Path, flags: Mapping[str, Any])
         yield server_args
 
 
+def not_simulated(model: MoeModel, gpu: GpuProfile) -> str | None:
+    """Why the CPU simulation does not run this layer as its model builds it (``None``: it
+    does): before Blackwell, SGLang's Marlin fallback needs CUDA itself; an activation without
+    a gate (Nemotron-H's relu2) is not built; top-k is kept small."""
+    if gpu.major < BLACKWELL_MAJOR:
+        return f"{gpu.label}: SGLang's Marlin fallback needs CUDA itself"
+    if model.gate_activation is None:
+        activation = model.fused_moe_args.get("activation")
+        return f"its experts use {activation}, a layer the CPU simulation does not build"
+    if model.top_k > MAX_SIMULATED_TOP_K:
+        return (
+            f"top-{model.top_k}: the CPU simulation builds layers up to top-{MAX_SIMULATED_TOP_K}"
+        )
+    return None
+
+
 def run_first_moe_layer(
     model_dir: Path,
     gpu: GpuProfile,
@@ -355,10 +371,9 @@ def run_first_moe_layer(
         quant_config = quant_config_of(_model_config(server_args))
         if quant_config is None:
             return None
-        if model.top_k > MAX_SIMULATED_TOP_K:
-            cap = MAX_SIMULATED_TOP_K
-            detail = f"top-{model.top_k}: the CPU simulation builds layers up to top-{cap}"
-            return LayerRun(model.family, None, LayerVerdict.NOT_SIMULATED, detail)
+        reason = not_simulated(model, gpu)
+        if reason is not None:
+            return LayerRun(model.family, None, LayerVerdict.NOT_SIMULATED, reason)
         stage, layer = _Stage.BUILD, None
         try:
             layer = build_layer(model, quant_config, experts)
@@ -396,9 +411,6 @@ def against_meaning(
     reference)."""
     from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
 
-    if model.gate_activation is None:  # the reference computes SwiGLU and GeGLU only
-        detail = f"it computes, with an activation the CPU reference does not ({model.family})"
-        return LayerVerdict.NOT_SIMULATED, detail, None
     expected = moe_meaning(
         x,
         router_weights,
@@ -406,7 +418,7 @@ def against_meaning(
         weights.w13,
         weights.w2,
         model.router_weight_on_input,
-        model.gate_activation,
+        str(model.gate_activation),  # a layer without one is not simulated (not_simulated)
     )
     error = float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
     meaning = "expert(x*w)" if model.router_weight_on_input else "sum_k w_k*expert_k(x)"

@@ -36,8 +36,6 @@ from typing import Any
 from sglang_nvfp4_patches.interrupts import stop_requests_as_interrupt
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
 from sglang_nvfp4_patches.simulation.moe_forward import (
-    BLACKWELL_MAJOR,
-    MAX_SIMULATED_TOP_K,
     LayerVerdict,
 )
 from sglang_nvfp4_patches.simulation.moe_models import MoeModel, moe_model
@@ -131,15 +129,9 @@ def run_across_ranks(
 
 
 def _not_simulated(model: MoeModel | None, profile: GpuProfile) -> str | None:
-    if model is None:
-        return "its config builds no MoE layer"
-    if profile.major < BLACKWELL_MAJOR:
-        return f"{profile.label}: SGLang's Marlin fallback needs CUDA itself"
-    if model.top_k > MAX_SIMULATED_TOP_K:
-        return (
-            f"top-{model.top_k}: the CPU simulation builds layers up to top-{MAX_SIMULATED_TOP_K}"
-        )
-    return None
+    from sglang_nvfp4_patches.simulation.moe_forward import not_simulated
+
+    return "its config builds no MoE layer" if model is None else not_simulated(model, profile)
 
 
 def _no_parallel_state() -> str | None:
