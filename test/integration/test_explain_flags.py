@@ -22,10 +22,14 @@ from pathlib import Path
 import pytest
 
 from sglang_nvfp4_patches import cli
+from sglang_nvfp4_patches.explain.input import CONFIG_NAME
 from sglang_nvfp4_patches.explain.run import patches_suspended
+from sglang_nvfp4_patches.server_args_seam.launch import Launch, quant_config_of
+from sglang_nvfp4_patches.simulation.bundled import QWEN3_MOE_NVFP4
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
+from sglang_nvfp4_patches.simulation.server_args import quiet_sglang, resolved_server_args
 from sglang_nvfp4_patches.status import sglang_version
-from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
+from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4, merged
 from support.release import MOE_RUNNER_MISMATCH, ships
 
 
@@ -223,3 +227,37 @@ def test_every_flag_of_sglangs_parser_passes_the_fast_unknown_option_check() -> 
     assert len(flags) > 100
     missed = [f for f in flags if not any(known.startswith(f) for known in cli._sglang_flags())]
     assert missed == []
+
+
+@pytest.mark.parametrize(
+    ("quantization", "field", "expected"),
+    [
+        ({"quant_algo": "nvfp4"}, "quant_algo", "NVFP4"),
+        ({"quant_method": "ModelOpt"}, "quant_method", "modelopt"),
+    ],
+)
+def test_a_modelopt_name_sglang_misreads_is_named_with_what_it_matches(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    quantization: dict[str, str],
+    field: str,
+    expected: str,
+) -> None:
+    """A flag beside it is not blamed: SGLang fails on the checkpoint without it too."""
+    config = merged(QWEN3_MOE_NVFP4, {"quantization_config": quantization})
+    (tmp_path / CONFIG_NAME).write_text(json.dumps(config))
+    with (
+        patches_suspended(),
+        simulated_gpu(GPU_PROFILES["sm100"]),
+        quiet_sglang(),
+        pytest.raises(ValueError, match="ModelOpt"),
+    ):  # SGLang's model loader fails on its quantization config
+        quant_config_of(Launch.resolved(resolved_server_args(tmp_path)).model_config)
+    code, out, err = explain_here(capsys, "--model", str(tmp_path), "--tp-size", "2")
+    assert (code, out) == (2, "") and len(err) == 1, err
+    value = json.dumps(quantization[field])
+    assert err[0].startswith(
+        f"error: SGLang {sglang_version()} cannot read {tmp_path / CONFIG_NAME}: field "
+        f'"quantization_config.{field}" is the string {value}; '
+    ), err
+    assert err[0].endswith(f'set it to "{expected}"'), err

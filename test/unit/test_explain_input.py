@@ -55,12 +55,12 @@ def test_a_missing_field_is_named_with_the_line_that_reads_it() -> None:
         (
             {"quantization_config": "oops"},
             "d = self.quantization_config.to_dict()",
-            "\"quantization_config\" (the string 'oops' here)",
+            '"quantization_config" (the string "oops" here)',
         ),
         (  # a key nested in text_config, read with .get
             {"text_config": {"num_experts": "many"}},
             'n = int(cfg.get("num_experts"))',
-            "\"num_experts\" (the string 'many' here)",
+            '"text_config.num_experts" (the string "many" here)',
         ),
         ({"model_type": "x"}, "return helper(a, b)", "a field it reads"),
     ],
@@ -176,8 +176,8 @@ KINDS = {
     "directory": "is a directory, not a regular file",
     "huge": f"is 17 MiB, more than the {MAX_CONFIG_BYTES // 2**20} MiB",
     "malformed": "is not valid JSON (Expecting value: line 1 column 16 (char 15))",
-    "list": "holds a JSON list, not an object",
-    "string": "holds a JSON str, not an object",
+    "list": "holds a JSON array, not an object",
+    "string": "holds a JSON string, not an object",
     "utf-8 bom": "is encoded as UTF-8 with a byte-order mark; ",
     "utf-16": "is encoded as UTF-16; ",
     "utf-16 without bom": "is encoded as UTF-16-LE; ",
@@ -229,19 +229,19 @@ MOE_FIELD_CASES = [
         LLAMA4_NVFP4,
         "num_experts_per_tok",
         "2",
-        "is the string '2'; SGLang reads it as a whole number",
+        'is the string "2"; SGLang reads it as a whole number',
     ),
     (
         LLAMA4_NVFP4,
         "num_experts_per_tok",
         True,
-        "is the boolean True; SGLang reads it as a whole number",
+        "is the boolean true; SGLang reads it as a whole number",
     ),
     (
         LLAMA4_NVFP4,
         "num_experts_per_tok",
         1.5,
-        "is the value 1.5; SGLang reads it as a whole number",
+        "is the number 1.5; SGLang reads it as a whole number",
     ),
     (LLAMA4_NVFP4, "num_local_experts", 0, "is 0: a Llama 4 MoE layer has from 1 to 2147483647"),
     (LLAMA4_NVFP4, "num_local_experts", -16, "is -16: a Llama 4 MoE layer has from 1 to"),
@@ -250,7 +250,7 @@ MOE_FIELD_CASES = [
     (GEMMA4_NVFP4_MOE, "top_k_experts", 0, "is 0: each token goes to at least 1 expert"),
     (GEMMA4_NVFP4_MOE, "top_k_experts", 129, "is 129, more than the 128 experts"),
     (GEMMA4_NVFP4_MOE, "num_experts", 0, "is 0: a Gemma 4 MoE layer has from 1 to 2147483647"),
-    (GEMMA4_NVFP4_MOE, "num_experts", [8], "is a list [8]; SGLang reads it as a whole number"),
+    (GEMMA4_NVFP4_MOE, "num_experts", [8], "is an array [8]; SGLang reads it as a whole number"),
 ]
 
 
@@ -325,9 +325,54 @@ def test_a_field_of_a_file_beside_the_config_names_that_file() -> None:
     frames = [_frame(f"{SITE}/sglang/srt/configs/model_config.py", 'q = cfg.get("quantization")')]
     text = config_problem(files, AttributeError("no"), frames, "9.9")
     assert text.startswith(
-        'SGLang 9.9 cannot read m/hf_quant_config.json: field "quantization" (the value 7 here)'
+        'SGLang 9.9 cannot read m/hf_quant_config.json: field "quantization" (the number 7 here)'
     )
     assert text.endswith("(compare the checkpoint's published hf_quant_config.json)")
+
+
+QUANT_FRAMES = [
+    _frame(f"{SITE}/sglang/srt/layers/quantization/modelopt_quant.py", "raise ValueError("),
+]
+
+
+@pytest.mark.parametrize(
+    ("quantization", "field", "expected"),
+    [
+        ({"quant_method": "modelopt", "quant_algo": "nvfp4"}, "quant_algo", "NVFP4"),
+        ({"quant_algo": "nvfp4"}, "quant_algo", "NVFP4"),  # no method: ModelOpt's
+        ({"quant_method": "ModelOpt", "quant_algo": "NVFP4"}, "quant_method", "modelopt"),
+        ({"quant_method": "MODELOPT", "quant_algo": "nvfp4"}, "quant_method", "modelopt"),
+    ],
+)
+def test_a_modelopt_name_spelled_otherwise_is_named_where_sglangs_quantization_fails(
+    quantization: dict, field: str, expected: str
+) -> None:
+    """SGLang matches ModelOpt's names exactly; its failure names neither field."""
+    files = {Path("m/config.json"): {"quantization_config": quantization}}
+    error = ValueError("ModelOptFp8Config only supports regular FP8 quantization")
+    text = config_problem(files, error, QUANT_FRAMES, "9.9")
+    value = json.dumps(quantization[field])
+    assert text.startswith(
+        f'SGLang 9.9 cannot read m/config.json: field "quantization_config.{field}" is the '
+        f'string {value}; SGLang matches ModelOpt\'s names exactly (here "{expected}")'
+    ), text
+    assert text.endswith(f'; set it to "{expected}"')
+
+
+def test_a_modelopt_name_is_blamed_only_where_sglangs_quantization_code_fails() -> None:
+    files = {Path("c.json"): {"quantization_config": {"quant_algo": "nvfp4"}}}
+    frames = [
+        _frame(f"{SITE}/sglang/srt/configs/model_config.py", "x = self.hf_config.hidden_size")
+    ]
+    text = config_problem(files, ValueError("v"), frames, "9.9")
+    assert "quant_algo" not in text and 'field "hidden_size" (missing here)' in text
+
+
+def test_a_nested_field_is_named_by_its_path() -> None:
+    files = {Path("c.json"): {"text_config": {"num_experts": None}, "vision_config": {}}}
+    frames = [_frame(f"{SITE}/sglang/srt/models/qwen3_moe.py", "if tp > config.num_experts:")]
+    text = config_problem(files, TypeError("t"), frames, "9.9")
+    assert 'field "text_config.num_experts" (null here)' in text
 
 
 def _scout_with(tmp_path: Path, edit: dict) -> tuple[Path, dict]:
@@ -343,24 +388,32 @@ def _scout_with(tmp_path: Path, edit: dict) -> tuple[Path, dict]:
     ("edit", "field", "holds"),
     [
         ({"architectures": "Llama4ForConditionalGeneration"}, "architectures", "the string"),
-        ({"architectures": []}, "architectures", "an empty list"),
-        ({"architectures": [None]}, "architectures", "a list"),
+        ({"architectures": []}, "architectures", "an empty array"),
+        ({"architectures": [None]}, "architectures", "an array [null]"),
         (
             {"quantization_config": {"quant_method": None}},
             "quantization_config.quant_method",
             "null",
         ),
-        ({"quantization_config": {"quant_method": 4}}, "quantization_config.quant_method", "4"),
-        ({"quantization_config": ["modelopt"]}, "quantization_config", "a list"),
+        (
+            {"quantization_config": {"quant_method": 4}},
+            "quantization_config.quant_method",
+            "number 4",
+        ),
+        ({"quantization_config": ["modelopt"]}, "quantization_config", 'an array ["modelopt"]'),
         ({"text_config": "llama4_text"}, "text_config", "the string"),
         ({"text_config": {"hidden_size": None}}, "text_config.hidden_size", "null"),
-        ({"text_config": {"hidden_size": True}}, "text_config.hidden_size", "True"),
+        ({"text_config": {"hidden_size": True}}, "text_config.hidden_size", "the boolean true"),
         (
             {"text_config": {"num_experts_per_tok": "8"}},
             "text_config.num_experts_per_tok",
-            "the string '8'",
+            'the string "8"',
         ),
-        ({"text_config": {"num_local_experts": 1.5}}, "text_config.num_local_experts", "1.5"),
+        (
+            {"text_config": {"num_local_experts": 1.5}},
+            "text_config.num_local_experts",
+            "number 1.5",
+        ),
         ({"text_config": {"num_hidden_layers": None}}, "text_config.num_hidden_layers", "null"),
         (
             {"text_config": {"quantization_config": "modelopt"}},
