@@ -29,7 +29,7 @@ from sglang_nvfp4_patches.simulation.bundled import QWEN3_MOE_NVFP4
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
 from sglang_nvfp4_patches.simulation.server_args import quiet_sglang, resolved_server_args
 from sglang_nvfp4_patches.status import sglang_version
-from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4, merged
+from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4, family_config, merged
 from support.release import MOE_RUNNER_MISMATCH, ships
 
 
@@ -261,3 +261,27 @@ def test_a_modelopt_name_sglang_misreads_is_named_with_what_it_matches(
         f'"quantization_config.{field}" is the string {value}; '
     ), err
     assert err[0].endswith(f'set it to "{expected}"'), err
+
+
+@pytest.mark.parametrize(
+    ("architecture", "edit", "field"),
+    [
+        ("Qwen3MoeForCausalLM", {"num_experts": 1, "num_experts_per_tok": 1}, "num_experts"),
+        ("HunYuanMoEV1ForCausalLM", {"num_experts": 1}, "num_experts"),
+    ],
+)
+def test_an_expert_count_read_as_no_moe_layer_is_said(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    architecture: str,
+    edit: dict[str, int],
+    field: str,
+) -> None:
+    """Not refused (SGLang serves it: a layer of one expert, or Hunyuan's dense layers), and
+    the row says what explain read."""
+    (tmp_path / CONFIG_NAME).write_text(json.dumps(family_config(architecture, edit)))
+    code, out, err = explain_here(capsys, "--model", str(tmp_path), "--json")
+    assert code == 0, err
+    (row,) = [json.loads(line) for line in out.splitlines()]
+    said = f'{tmp_path}: field "{field}" is 1: explain reads no MoE layer (fewer than 2 experts)'
+    assert said in row["note"], row["note"]

@@ -23,7 +23,7 @@ from sglang_nvfp4_patches.explain.input import (
 from sglang_nvfp4_patches.explain.run import patch_outcome
 from sglang_nvfp4_patches.simulation.bundled import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
 from sglang_nvfp4_patches.status import PatchReport, PatchState
-from support.configs import UNREAD_FIELDS, merged
+from support.configs import UNREAD_FIELDS, family_config, merged
 
 
 def _frame(path: str, line: str) -> traceback.FrameSummary:
@@ -246,31 +246,12 @@ MOE_FIELD_CASES = [
     (LLAMA4_NVFP4, "num_local_experts", 0, "is 0: a Llama 4 MoE layer has from 1 to 2147483647"),
     (LLAMA4_NVFP4, "num_local_experts", -16, "is -16: a Llama 4 MoE layer has from 1 to"),
     (LLAMA4_NVFP4, "num_local_experts", 10**12, "is 1000000000000: a Llama 4 MoE layer"),
-    (LLAMA4_NVFP4, "num_local_experts", 2**31, "(SGLang routes by int32 expert ids)"),
+    (LLAMA4_NVFP4, "num_local_experts", 2**31, "routes by int32 expert ids)"),
     (GEMMA4_NVFP4_MOE, "top_k_experts", 0, "is 0: each token goes to at least 1 expert"),
     (GEMMA4_NVFP4_MOE, "top_k_experts", 129, "is 129, more than the 128 experts"),
     (GEMMA4_NVFP4_MOE, "num_experts", 0, "is 0: a Gemma 4 MoE layer has from 1 to 2147483647"),
     (GEMMA4_NVFP4_MOE, "num_experts", [8], "is an array [8]; SGLang reads it as a whole number"),
 ]
-
-
-@pytest.mark.parametrize(("source", "field", "value", "says"), MOE_FIELD_CASES)
-def test_a_moe_field_the_layer_cannot_be_built_from_is_one_line_naming_it(
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    source: Path,
-    field: str,
-    value: object,
-    says: str,
-) -> None:
-    """Experts per token and experts per layer, as the family's MoE layer reads them: a
-    whole number, at least 1, top-k at most the experts (else explain would build, and
-    report on, a layer no checkpoint has)."""
-    model = _edited(tmp_path, source, {field: value})
-    assert main(["explain", "--model", str(model)]) == EXIT_USAGE
-    err = capsys.readouterr().err
-    assert err.startswith(f'error: {model / CONFIG_NAME}: field "text_config.{field}" '), err
-    assert says in err and len(err.splitlines()) == 1, err
 
 
 @pytest.mark.parametrize(
@@ -282,6 +263,8 @@ def test_a_moe_field_the_layer_cannot_be_built_from_is_one_line_naming_it(
         (LLAMA4_NVFP4, {"num_local_experts": None, "num_experts_per_tok": None}),  # defaults
         (GEMMA4_NVFP4_MOE, {"top_k_experts": 128}),
         (GEMMA4_NVFP4_MOE, {"enable_moe_block": False, "top_k_experts": 0}),  # dense: unread
+        # without interleaving, SGLang's Llama 4 layers are dense at 0 experts
+        (LLAMA4_NVFP4, {"interleave_moe_layer_step": 0, "num_local_experts": 0, "moe_layers": []}),
     ],
 )
 def test_moe_fields_a_layer_can_be_built_from_pass(
@@ -289,6 +272,89 @@ def test_moe_fields_a_layer_can_be_built_from_pass(
 ) -> None:
     model = _edited(tmp_path, source, edits)
     assert read_model_config(model)["text_config"]["model_type"]
+
+
+# Every other MoE family, its fields read as SGLang's model reads them. Qwen3-MoE (the
+# stand-in): 128 experts, top-8; DeepSeek-V3: 256, top-8; GLM-4.5-Air: 128; Mixtral: 8;
+# MiniMax-M2: 256; GPT-OSS: 32, top-4; Qwen3-VL-MoE: 128 in text_config; Nemotron-H: 128;
+# Hunyuan: 64 ("moe_topk").
+FAMILY_CASES = [
+    ("Qwen3MoeForCausalLM", {"num_experts": 10**30}, "num_experts", f"is {10**30}: a Qwen3Moe"),
+    ("Qwen3MoeForCausalLM", {"num_experts_per_tok": -1}, "num_experts_per_tok", "at least 1"),
+    ("Qwen3MoeForCausalLM", {"num_experts_per_tok": 200}, "num_experts_per_tok", "the 128 experts"),
+    ("Qwen3MoeForCausalLM", {"num_experts": 0}, "num_experts", "is 0: a Qwen3MoeForCausalLM MoE"),
+    (
+        "Qwen3MoeForCausalLM",
+        {"num_experts": 1},
+        "num_experts_per_tok",
+        'the 1 expert "num_experts"',
+    ),
+    ("DeepseekV3ForCausalLM", {"n_routed_experts": 0}, "n_routed_experts", "has from 1 to"),
+    ("DeepseekV3ForCausalLM", {"num_experts_per_tok": 257}, "num_experts_per_tok", "the 256 exp"),
+    ("Glm4MoeForCausalLM", {"n_routed_experts": -1}, "n_routed_experts", "is -1: a Glm4Moe"),
+    ("MixtralForCausalLM", {"num_local_experts": 2**31}, "num_local_experts", "int32 expert ids"),
+    ("MiniMaxM2ForCausalLM", {"num_local_experts": 0}, "num_local_experts", "has from 1 to"),
+    ("GptOssForCausalLM", {"num_experts_per_tok": 0}, "num_experts_per_tok", "at least 1 expert"),
+    (
+        "Qwen3VLMoeForConditionalGeneration",
+        {"text_config": {"num_experts": 0}},
+        "text_config.num_experts",
+        "is 0: a Qwen3VLMoeForConditionalGeneration MoE layer has from 1",
+    ),
+    ("NemotronHForCausalLM", {"num_experts_per_tok": 129}, "num_experts_per_tok", "the 128 exp"),
+    ("HunYuanMoEV1ForCausalLM", {"moe_topk": 65}, "moe_topk", 'the 64 experts "num_experts"'),
+]
+
+
+def _written(tmp_path: Path, config: dict) -> Path:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / CONFIG_NAME).write_text(json.dumps(config))
+    return model
+
+
+MOE_CASES = [
+    (merged(source, {"text_config": {field: value}}), f"text_config.{field}", says)
+    for source, field, value, says in MOE_FIELD_CASES
+] + [(family_config(name, edit), field, says) for name, edit, field, says in FAMILY_CASES]
+
+
+@pytest.mark.parametrize(("config", "field", "says"), MOE_CASES)
+def test_a_moe_field_the_layer_cannot_be_built_from_is_one_line_naming_it_by_its_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: dict, field: str, says: str
+) -> None:
+    """Experts per token and experts per layer, as the family's MoE layer reads them: a
+    whole number, at least 1, top-k at most the experts (else explain would build, and
+    report on, a layer no checkpoint has). Once Qwen3-MoE's 10**30 experts, top-k -1 and
+    top-k 200 of 128 experts all served, and its 0 experts read as no MoE layer (SGLang
+    fails on each)."""
+    model = _written(tmp_path, config)
+    assert main(["explain", "--model", str(model)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f'error: {model / CONFIG_NAME}: field "{field}" is '), err
+    assert says in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    ("architecture", "edit"),
+    [
+        ("Qwen3MoeForCausalLM", {"num_experts": 1, "num_experts_per_tok": 1}),  # one expert
+        ("Qwen3MoeForCausalLM", {"num_experts_per_tok": 128}),  # every expert
+        ("Qwen3MoeForCausalLM", {"num_experts": "8"}),  # its type: SGLang's to judge
+        ("DeepseekV3ForCausalLM", {"n_routed_experts": 0, "first_k_dense_replace": 61}),  # dense
+        ("DeepseekV3ForCausalLM", {"n_routed_experts": 0, "moe_layer_freq": 64}),  # 0..60 dense
+        ("DeepseekV3ForCausalLM", {"n_routed_experts": None, "num_experts_per_tok": 300}),
+        ("NemotronHForCausalLM", {"n_routed_experts": 1, "num_experts_per_tok": 6}),
+        ("HunYuanMoEV1ForCausalLM", {"num_experts": 1, "moe_topk": 8}),  # dense below 2
+    ],
+)
+def test_moe_fields_of_dense_layers_or_a_buildable_layer_pass(
+    tmp_path: Path, architecture: str, edit: dict
+) -> None:
+    """A family that may read fewer than 2 experts as dense layers (or whose dense-layer fields
+    make every layer dense) is not refused there: explain reads no MoE layer and says so."""
+    config = family_config(architecture, edit)
+    assert read_model_config(_written(tmp_path, config)) == config
 
 
 def test_the_top_level_fields_are_not_read_when_text_config_is_null(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from sglang_nvfp4_patches.process_record import reports as plugin_reports
 from sglang_nvfp4_patches.progress import tracked
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS, EXAMPLES_DIR
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
+from sglang_nvfp4_patches.simulation.moe_models import moe_count_reading
 from sglang_nvfp4_patches.simulation.server_args import (
     ResolvedBackends,
     ServerArgsRejected,
@@ -87,6 +88,7 @@ def explain_one(
         patches_asked,
         unpatched.checkpoint_quantization if is_moe else None,
         refused,
+        moe_count_reading(config),
     )
 
 
