@@ -33,6 +33,7 @@ EXPERTS_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_n
 TOP_K_FIELDS = ("num_experts_per_tok", "top_k_experts", "moe_topk", "num_experts_per_token")
 # Nemotron-H names its experts' activation apart from the rest of the model's.
 ACTIVATION_FIELDS = ("mlp_hidden_act", "hidden_act", "hidden_activation")
+MIN_MOE_EXPERTS = 2  # fewer experts per layer: read as no MoE layer
 DEFAULT_ACTIVATION = "silu"  # FusedMoE's, where the config names none
 
 
@@ -52,8 +53,14 @@ def text_part(config: object) -> object:
     return inner if inner is not None and not isinstance(inner, (str, int, float)) else config
 
 
+def first_set(config: object, names: tuple[str, ...]) -> tuple[str, object] | None:
+    """The first of ``names`` the config sets (to anything but null), and its value."""
+    return next(((n, v) for n in names if (v := _field(config, n)) is not None), None)
+
+
 def _first(config: object, names: tuple[str, ...]) -> object:
-    return next((v for v in (_field(config, n) for n in names) if v is not None), None)
+    found = first_set(config, names)
+    return found[1] if found is not None else None
 
 
 def _activation(name: object) -> str:
@@ -90,7 +97,7 @@ def moe_settings(config: object) -> MoeSettings | None:
     if present and not _field(text, switch):
         return None
     experts = _first(text, EXPERTS_FIELDS)
-    if not isinstance(experts, int) or isinstance(experts, bool) or experts < 2:
+    if not isinstance(experts, int) or isinstance(experts, bool) or experts < MIN_MOE_EXPERTS:
         return None
     top_k = _first(text, TOP_K_FIELDS)
     top_k = top_k if isinstance(top_k, int) and not isinstance(top_k, bool) and top_k > 0 else 1

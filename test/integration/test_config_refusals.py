@@ -5,9 +5,11 @@ field SGLang reads past is never refused, and SGLang is seen serving it."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import traceback
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -20,6 +22,7 @@ from sglang_nvfp4_patches.explain.input import (
     field_type_problem,
     read_checkpoint,
 )
+from sglang_nvfp4_patches.models import EXPERTS_FIELDS, TOP_K_FIELDS, first_set
 from sglang_nvfp4_patches.server_args_seam.launch import Launch
 from sglang_nvfp4_patches.simulation.bundled import (
     GEMMA4_NVFP4_MOE,
@@ -27,9 +30,14 @@ from sglang_nvfp4_patches.simulation.bundled import (
     QWEN3_MOE_NVFP4,
 )
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
-from sglang_nvfp4_patches.simulation.moe_models import MAX_EXPERTS, moe_field_problem
+from sglang_nvfp4_patches.simulation.moe_models import (
+    MAX_EXPERTS,
+    SPARSE_AT_ANY_COUNT,
+    moe_field_problem,
+    text_config,
+)
 from sglang_nvfp4_patches.simulation.server_args import quiet_sglang, resolved_server_args
-from support.configs import UNREAD_FIELDS, merged
+from support.configs import UNREAD_FIELDS, family_config, merged
 
 # Per rule, edits SGLang fails on: on the Llama 4 stand-in (text fields nested in
 # text_config) and, for the text model's fields, on the flat Qwen3-MoE one.
@@ -70,10 +78,11 @@ CASES = [
 ]
 
 
-def _written(tmp_path: Path, source: Path, edit: dict[str, Any]) -> tuple[Path, dict]:
-    config = merged(source, edit)
+def _written(tmp_path: Path, source: Path | None, edit: dict[str, Any]) -> tuple[Path, dict]:
+    """``source``'s config with ``edit`` (no source: ``edit`` is the config) in a directory."""
+    config = merged(source, edit) if source is not None else edit
     model = tmp_path / "model"
-    model.mkdir()
+    model.mkdir(parents=True)
     (model / "config.json").write_text(json.dumps(config))
     return model, config
 
@@ -117,8 +126,45 @@ def test_a_field_never_refused_is_one_sglang_reads_past(
     assert architecture == config["architectures"][0]
 
 
-# The Llama 4 and Gemma 4 MoE layers' bounds (moe_field_problem): experts and experts per
-# token as SGLang's own top-k routing takes them, next to what the rule says of them.
+def _routes(experts: int, top_k: int) -> bool:
+    """Whether SGLang's own top-k routing sends each of 3 tokens to ``top_k`` of ``experts``
+    experts (it fails, or top-0 reaches no expert)."""
+    import torch
+    from sglang.srt.layers.moe.topk import fused_topk_softmax_torch_raw_logits
+
+    logits = torch.randn(3, experts)
+    try:
+        _, ids = fused_topk_softmax_torch_raw_logits(torch.zeros(3, 8), logits, top_k, False)
+    except RuntimeError:
+        return False
+    return top_k > 0 and ids.shape == (3, top_k)
+
+
+def _count_fields(architecture: str) -> tuple[str, str]:
+    """The experts and experts-per-token fields a family's config sets (moe_settings' reading)."""
+    text = text_config(family_config(architecture))
+    experts, top_k = first_set(text, EXPERTS_FIELDS), first_set(text, TOP_K_FIELDS)
+    assert experts is not None and top_k is not None
+    return experts[0], top_k[0]
+
+
+def _with_counts(architecture: str, experts: int, top_k: int | None = None) -> dict[str, Any]:
+    experts_field, top_k_field = _count_fields(architecture)
+    counts = {experts_field: experts} | ({} if top_k is None else {top_k_field: top_k})
+    nested = "text_config" in family_config(architecture)
+    return family_config(architecture, {"text_config": counts} if nested else counts)
+
+
+# The MoE layers' bounds (moe_field_problem), on Llama 4 and a family of each reading:
+# experts and experts per token as SGLang's own top-k routing takes them.
+BOUNDED_FAMILIES = [
+    "Qwen3MoeForCausalLM",  # SGLang builds MoE layers at any count
+    "DeepseekV3ForCausalLM",  # ... from first_k_dense_replace on
+    "NemotronHForCausalLM",  # read as moe_settings reads any family
+    "HunYuanMoEV1ForCausalLM",
+]
+
+
 @pytest.mark.parametrize(
     ("experts", "top_k"),
     [(16, 0), (16, 17), (0, 1), (16, -1)],
@@ -126,30 +172,110 @@ def test_a_field_never_refused_is_one_sglang_reads_past(
 def test_a_refused_moe_bound_is_one_sglang_routing_fails_on_or_misreads(
     experts: int, top_k: int
 ) -> None:
-    import torch
-    from sglang.srt.layers.moe.topk import fused_topk_softmax_torch_raw_logits
-
-    text = {"num_local_experts": experts, "num_experts_per_tok": top_k}
-    config = merged(LLAMA4_NVFP4, {"text_config": text})
+    config = _with_counts("Llama4ForConditionalGeneration", experts, top_k)
     assert moe_field_problem(config) is not None
-    hidden = torch.zeros(3, 8)
-    try:
-        _, ids = fused_topk_softmax_torch_raw_logits(hidden, torch.randn(3, experts), top_k, False)
-    except RuntimeError:
-        return  # SGLang's routing fails on it
-    assert ids.shape == (3, 0)  # top-0: no token reaches any expert
+    assert not _routes(experts, top_k)
 
 
-def test_the_most_experts_allowed_is_the_most_sglangs_expert_ids_name() -> None:
+@pytest.mark.parametrize("architecture", BOUNDED_FAMILIES)
+@pytest.mark.parametrize(("experts", "top_k"), [(16, 0), (16, 17), (16, -1), (2, 3)])
+def test_a_refused_top_k_of_any_family_is_one_sglang_routing_fails_on_or_misreads(
+    architecture: str, experts: int, top_k: int
+) -> None:
+    assert moe_field_problem(_with_counts(architecture, experts, top_k)) is not None
+    assert not _routes(experts, top_k)
+    assert moe_field_problem(_with_counts(architecture, experts, experts)) is None
+    assert _routes(experts, experts)
+
+
+@pytest.mark.parametrize("architecture", ["Llama4ForConditionalGeneration", *BOUNDED_FAMILIES])
+def test_the_most_experts_allowed_is_the_most_sglangs_expert_ids_name(architecture: str) -> None:
     import torch
     from sglang.srt.layers.moe.topk import fused_topk_softmax_torch_raw_logits
 
     _, ids = fused_topk_softmax_torch_raw_logits(torch.zeros(3, 8), torch.randn(3, 4), 2, False)
     assert ids.dtype == torch.int32 and torch.iinfo(ids.dtype).max == MAX_EXPERTS
-    over = {"text_config": {"num_local_experts": MAX_EXPERTS + 1}}
-    assert moe_field_problem(merged(LLAMA4_NVFP4, over)) is not None
-    at = {"text_config": {"num_local_experts": MAX_EXPERTS}}
-    assert moe_field_problem(merged(LLAMA4_NVFP4, at)) is None
+
+    assert moe_field_problem(_with_counts(architecture, MAX_EXPERTS + 1)) is not None
+    assert moe_field_problem(_with_counts(architecture, MAX_EXPERTS)) is None
+
+
+# Per architecture whose SGLang model builds MoE layers at any expert count
+# (SPARSE_AT_ANY_COUNT): the module and decoder layer whose ``stage_facts`` say, from the
+# config alone, which layers are sparse.
+FAMILY_DECODERS = {
+    "Qwen3MoeForCausalLM": ("qwen3_moe", "Qwen3MoeDecoderLayer"),
+    "Qwen3VLMoeForConditionalGeneration": ("qwen3_moe", "Qwen3MoeDecoderLayer"),
+    "Qwen2MoeForCausalLM": ("qwen2_moe", "Qwen2MoeDecoderLayer"),
+    "MixtralForCausalLM": ("mixtral", "MixtralDecoderLayer"),
+    "MiniMaxM2ForCausalLM": ("minimax_m2", "MiniMaxM2DecoderLayer"),
+    "GptOssForCausalLM": ("gpt_oss", "GptOssDecoderLayer"),
+    "DeepseekV2ForCausalLM": ("deepseek_v2", "DeepseekV2DecoderLayer"),
+    "DeepseekV3ForCausalLM": ("deepseek_v2", "DeepseekV2DecoderLayer"),
+    "Glm4MoeForCausalLM": ("glm4_moe", "Glm4MoeDecoderLayer"),
+}
+
+
+def _sparse_layers(architecture: str, text: Any) -> list[int]:
+    """The layers SGLang's model of ``architecture`` builds a MoE block in, for ``text``."""
+    module, name = FAMILY_DECODERS[architecture]
+    layer = getattr(importlib.import_module(f"sglang.srt.models.{module}"), name)
+    return [i for i in range(text.num_hidden_layers) if layer.stage_facts(text, i)[1].sparse]
+
+
+def test_every_family_built_at_any_count_is_asked() -> None:
+    assert set(FAMILY_DECODERS) == set(SPARSE_AT_ANY_COUNT)
+
+
+@pytest.mark.parametrize("architecture", FAMILY_DECODERS)
+@pytest.mark.parametrize(("experts", "top_k"), [(0, None), (1, 2)])
+def test_too_few_experts_are_refused_where_sglang_builds_moe_layers_of_them(
+    tmp_path: Path, architecture: str, experts: int, top_k: int | None
+) -> None:
+    """0 experts (or top-2 of 1): SGLang's model still builds MoE layers of them, whose
+    routing fails (Qwen3-MoE's block fails before: "Tensor parallel size 1 is greater than
+    the number of experts 0")."""
+    config = _with_counts(architecture, experts, top_k)
+    assert moe_field_problem(config) is not None
+    model, _ = _written(tmp_path, source=None, edit=config)
+    text, _ = sglang_reads(model)
+    assert getattr(text, _count_fields(architecture)[0]) == experts
+    assert _sparse_layers(architecture, text)
+    assert not _routes(experts, top_k or 1)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [{"first_k_dense_replace": 61}, {"moe_layer_freq": 64}],  # of layers 0..60
+)
+def test_no_expert_passes_where_sglang_builds_dense_layers_only(
+    tmp_path: Path, edit: dict[str, Any]
+) -> None:
+    config = family_config("DeepseekV3ForCausalLM", {"n_routed_experts": 0, **edit})
+    assert moe_field_problem(config) is None
+    model, _ = _written(tmp_path, source=None, edit=config)
+    text, _ = sglang_reads(model)
+    assert _sparse_layers("DeepseekV3ForCausalLM", text) == []
+
+
+def test_fewer_experts_sglangs_models_read_as_dense_layers_pass(tmp_path: Path) -> None:
+    """Llama 4 without interleaving at 0 experts (transformers takes a step of 0 beside its
+    own list of MoE layers only), Hunyuan at 1: SGLang's own decisions."""
+    from sglang.srt.models.hunyuan import _is_moe
+    from sglang.srt.models.llama4 import Llama4DecoderLayer
+
+    text = {"interleave_moe_layer_step": 0, "num_local_experts": 0, "moe_layers": []}
+    llama4 = {"text_config": text}
+    config = merged(LLAMA4_NVFP4, llama4)
+    assert moe_field_problem(config) is None
+    model, _ = _written(tmp_path / "llama4", source=None, edit=config)
+    text, _ = sglang_reads(model)
+    assert not Llama4DecoderLayer._is_moe_layer(SimpleNamespace(config=text), 0)
+    config = family_config("HunYuanMoEV1ForCausalLM", {"num_experts": 1, "moe_topk": 8})
+    assert moe_field_problem(config) is None
+    model, _ = _written(tmp_path / "hunyuan", source=None, edit=config)
+    text, _ = sglang_reads(model)
+    assert not _is_moe(text)
 
 
 @pytest.mark.parametrize("model_type", [None, "", 5, "absent"])

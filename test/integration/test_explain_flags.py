@@ -22,10 +22,15 @@ from pathlib import Path
 import pytest
 
 from sglang_nvfp4_patches import cli
-from sglang_nvfp4_patches.explain.run import patches_suspended
+from sglang_nvfp4_patches.explain.input import CONFIG_NAME
+from sglang_nvfp4_patches.explain.run import patches_suspended, server_flags
+from sglang_nvfp4_patches.server_args_seam.launch import Launch, quant_config_of
+from sglang_nvfp4_patches.simulation.bundled import QWEN3_MOE_NVFP4
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
+from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on
+from sglang_nvfp4_patches.simulation.server_args import quiet_sglang, resolved_server_args
 from sglang_nvfp4_patches.status import sglang_version
-from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
+from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4, family_config, merged
 from support.release import MOE_RUNNER_MISMATCH, ships
 
 
@@ -246,3 +251,111 @@ def test_explain_exits_1_only_where_a_patch_failed(
     monkeypatch.setattr(run, "plugin_reports", lambda: failed)
     assert cli.main(argv) == 1
     assert f"error: {name} failed: planted" in capsys.readouterr().err
+
+
+def _scheduler_starts(model: Path, *flags: str) -> bool:
+    """Whether SGLang resolves ``flags`` for ``model`` on a simulated SM100 and a scheduler
+    publishes them and sets up its MoE settings (SGLang's own code, without the patches)."""
+    try:
+        with (
+            patches_suspended(),
+            quiet_sglang(),
+            moe_layer_build_on("sm100", model, **server_flags(flags)),
+        ):
+            return True
+    except (ValueError, AssertionError, ZeroDivisionError):
+        return False
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (("--attn-dp-size", "0", "--kv-cache-dtype", "fp8_e4m3"), "--attn-dp-size 0"),
+        (("--dcp-size", "0"), "--dcp-size 0"),
+        (("--attn-cp-size", "0"), "--attn-cp-size 0"),  # SGLang divides by it
+    ],
+)
+def test_a_flag_sglang_fails_on_is_named_by_the_flag_not_the_config(
+    capsys: pytest.CaptureFixture[str], flags: tuple[str, ...], named: str
+) -> None:
+    """``--attn-cp-size 0`` once read "cannot read .../config.json: a field it reads"."""
+    assert not _scheduler_starts(QWEN3_MOE_NVFP4, *flags)
+    served = [word for word in flags if word not in named.split()]
+    assert _scheduler_starts(QWEN3_MOE_NVFP4, *served)  # ... and SGLang takes it without
+    code, out, err = explain_here(capsys, "--model", str(QWEN3_MOE_NVFP4), *flags)
+    assert (code, out) == (2, "") and len(err) == 1, err
+    assert err[0].startswith(f"error: {named}: SGLang {sglang_version()} "), err
+    assert CONFIG_NAME not in err[0] and err[0].endswith("change or drop it"), err
+
+
+@pytest.mark.parametrize(
+    ("quantization", "field", "expected"),
+    [
+        ({"quant_algo": "nvfp4"}, "quant_algo", "NVFP4"),
+        ({"quant_method": "ModelOpt"}, "quant_method", "modelopt"),
+    ],
+)
+def test_a_modelopt_name_sglang_misreads_is_named_with_what_it_matches(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    quantization: dict[str, str],
+    field: str,
+    expected: str,
+) -> None:
+    """A flag beside it is not blamed: SGLang fails on the checkpoint without it too."""
+    config = merged(QWEN3_MOE_NVFP4, {"quantization_config": quantization})
+    (tmp_path / CONFIG_NAME).write_text(json.dumps(config))
+    with (
+        patches_suspended(),
+        simulated_gpu(GPU_PROFILES["sm100"]),
+        quiet_sglang(),
+        pytest.raises(ValueError, match="ModelOpt"),
+    ):  # SGLang's model loader fails on its quantization config
+        quant_config_of(Launch.resolved(resolved_server_args(tmp_path)).model_config)
+    code, out, err = explain_here(capsys, "--model", str(tmp_path), "--tp-size", "2")
+    assert (code, out) == (2, "") and len(err) == 1, err
+    value = json.dumps(quantization[field])
+    assert err[0].startswith(
+        f"error: SGLang {sglang_version()} cannot read {tmp_path / CONFIG_NAME}: field "
+        f'"quantization_config.{field}" is the string {value}; '
+    ), err
+    assert err[0].endswith(f'set it to "{expected}"'), err
+
+
+@pytest.mark.parametrize(
+    ("architecture", "edit", "field"),
+    [
+        ("Qwen3MoeForCausalLM", {"num_experts": 1, "num_experts_per_tok": 1}, "num_experts"),
+        ("HunYuanMoEV1ForCausalLM", {"num_experts": 1}, "num_experts"),
+    ],
+)
+def test_an_expert_count_read_as_no_moe_layer_is_said(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    architecture: str,
+    edit: dict[str, int],
+    field: str,
+) -> None:
+    """Not refused (SGLang serves it: a layer of one expert, or Hunyuan's dense layers), and
+    the row says what explain read."""
+    (tmp_path / CONFIG_NAME).write_text(json.dumps(family_config(architecture, edit)))
+    code, out, err = explain_here(capsys, "--model", str(tmp_path), "--json")
+    assert code == 0, err
+    (row,) = [json.loads(line) for line in out.splitlines()]
+    said = f'{tmp_path}: field "{field}" is 1: explain reads no MoE layer (fewer than 2 experts)'
+    assert said in row["note"], row["note"]
+
+
+@pytest.mark.skipif(
+    not ships(MOE_RUNNER_MISMATCH), reason=f"the patch acts from {MOE_RUNNER_MISMATCH} only"
+)
+def test_a_launch_the_plugin_refuses_is_a_refused_row(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--quantization modelopt`` once ended in an internal error (exit 70): explain built the
+    patched layer of a launch the plugin refuses before the weights load."""
+    code, out, err = explain_here(
+        capsys, "--model", str(LLAMA4_NVFP4), "--json", "--quantization", "modelopt"
+    )
+    assert code == 0, err
+    (row,) = [json.loads(line) for line in out.splitlines()]
+    assert row["launch_refused"].startswith("[nvfp4-moe-runner]"), row
+    assert "Launch it with --quantization modelopt_fp4 instead" in row["launch_refused"]

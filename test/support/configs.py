@@ -56,7 +56,10 @@ def hf_quant_copy(source: Path, target: Path) -> Path:
 
 def merged(source: Path, edit: dict[str, Any]) -> dict[str, Any]:
     """``source``'s config.json with ``edit``: an object merges into the object it names."""
-    config = json.loads((source / "config.json").read_text())
+    return _with(json.loads((source / "config.json").read_text()), edit)
+
+
+def _with(config: dict[str, Any], edit: dict[str, Any]) -> dict[str, Any]:
     for key, value in edit.items():
         if isinstance(value, dict) and isinstance(config.get(key), dict):
             config[key].update(value)
@@ -83,3 +86,60 @@ UNREAD_FIELDS: list[tuple[Path, dict[str, Any]]] = [
     (LLAMA4_NVFP4, {"text_config": {"hidden_size": 0}}),  # read: bounds are SGLang's own
     (QWEN3_MOE_NVFP4, {"hidden_size": -1, "num_hidden_layers": 0}),
 ]
+
+
+MOE_EXAMPLES = Path(__file__).parents[2] / "examples"
+DEEPSEEK_V3_NVFP4 = MOE_EXAMPLES / "deepseek-v3-nvfp4"
+GLM45_AIR_NVFP4 = MOE_EXAMPLES / "glm-4.5-air-nvfp4"
+# MoE families beyond the stand-ins above, by architecture: their model type and their MoE
+# counts as published checkpoints set them (any other field: the config class's default).
+FAMILY_FIELDS: dict[str, dict[str, Any]] = {
+    "Qwen2MoeForCausalLM": {"model_type": "qwen2_moe", "num_experts": 60, "num_experts_per_tok": 4},
+    "Qwen3VLMoeForConditionalGeneration": {
+        "model_type": "qwen3_vl_moe",
+        "text_config": {"num_experts": 128, "num_experts_per_tok": 8},
+    },
+    "MiniMaxM2ForCausalLM": {
+        "model_type": "minimax_m2",
+        "num_local_experts": 256,
+        "num_experts_per_tok": 8,
+    },
+    "GptOssForCausalLM": {
+        "model_type": "gpt_oss",
+        "num_local_experts": 32,
+        "num_experts_per_tok": 4,
+    },
+    "DeepseekV2ForCausalLM": {
+        "model_type": "deepseek_v2",
+        "n_routed_experts": 64,
+        "num_experts_per_tok": 6,
+        "first_k_dense_replace": 1,
+        "moe_layer_freq": 1,
+        "num_hidden_layers": 27,
+    },
+    "NemotronHForCausalLM": {
+        "model_type": "nemotron_h",
+        "n_routed_experts": 128,
+        "num_experts_per_tok": 6,
+    },
+    "HunYuanMoEV1ForCausalLM": {"model_type": "hunyuan_v1_moe", "num_experts": 64, "moe_topk": 8},
+}
+# ... and those a stand-in config stands for (DeepSeek-V3's publishes moe_layer_freq too).
+FAMILY_SOURCES: dict[str, tuple[Path, dict[str, Any]]] = {
+    "Llama4ForConditionalGeneration": (LLAMA4_NVFP4, {}),
+    "Qwen3MoeForCausalLM": (QWEN3_MOE_NVFP4, {}),
+    "MixtralForCausalLM": (EXAMPLES / "mixtral-8x7b-nvfp4", {}),
+    "DeepseekV3ForCausalLM": (DEEPSEEK_V3_NVFP4, {"moe_layer_freq": 1}),
+    "Glm4MoeForCausalLM": (GLM45_AIR_NVFP4, {}),
+}
+
+
+def family_config(architecture: str, edit: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A config of the MoE family ``architecture`` with ``edit`` (as :func:`merged`)."""
+    if architecture in FAMILY_SOURCES:
+        source, fields = FAMILY_SOURCES[architecture]
+        config = merged(source, fields)
+    else:
+        fields = json.loads(json.dumps(FAMILY_FIELDS[architecture]))  # a copy to edit
+        config = {"architectures": [architecture], **fields}
+    return _with(config, edit or {})

@@ -161,7 +161,7 @@ def _config_dir(root: Path, name: str, text: str | None) -> Path:
 @pytest.mark.parametrize(
     ("name", "config", "says"),
     [
-        ("array", "[]", "JSON list, not an object"),
+        ("array", "[]", "JSON array, not an object"),
         ("no-model-type", '{"architectures": ["LlamaForCausalLM"]}', '"model_type"'),
         ("empty-model-type", '{"model_type": ""}', '"model_type"'),
         ("not-json", "{oops", "is not valid JSON"),

@@ -23,7 +23,7 @@ from sglang_nvfp4_patches.explain.input import (
 from sglang_nvfp4_patches.explain.run import patch_outcome
 from sglang_nvfp4_patches.simulation.bundled import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
 from sglang_nvfp4_patches.status import PatchReport, PatchState
-from support.configs import UNREAD_FIELDS, merged
+from support.configs import UNREAD_FIELDS, family_config, merged
 
 
 def _frame(path: str, line: str) -> traceback.FrameSummary:
@@ -55,12 +55,12 @@ def test_a_missing_field_is_named_with_the_line_that_reads_it() -> None:
         (
             {"quantization_config": "oops"},
             "d = self.quantization_config.to_dict()",
-            "\"quantization_config\" (the string 'oops' here)",
+            '"quantization_config" (the string "oops" here)',
         ),
         (  # a key nested in text_config, read with .get
             {"text_config": {"num_experts": "many"}},
             'n = int(cfg.get("num_experts"))',
-            "\"num_experts\" (the string 'many' here)",
+            '"text_config.num_experts" (the string "many" here)',
         ),
         ({"model_type": "x"}, "return helper(a, b)", "a field it reads"),
     ],
@@ -176,8 +176,8 @@ KINDS = {
     "directory": "is a directory, not a regular file",
     "huge": f"is 17 MiB, more than the {MAX_CONFIG_BYTES // 2**20} MiB",
     "malformed": "is not valid JSON (Expecting value: line 1 column 16 (char 15))",
-    "list": "holds a JSON list, not an object",
-    "string": "holds a JSON str, not an object",
+    "list": "holds a JSON array, not an object",
+    "string": "holds a JSON string, not an object",
     "utf-8 bom": "is encoded as UTF-8 with a byte-order mark; ",
     "utf-16": "is encoded as UTF-16; ",
     "utf-16 without bom": "is encoded as UTF-16-LE; ",
@@ -229,48 +229,29 @@ MOE_FIELD_CASES = [
         LLAMA4_NVFP4,
         "num_experts_per_tok",
         "2",
-        "is the string '2'; SGLang reads it as a whole number",
+        'is the string "2"; SGLang reads it as a whole number',
     ),
     (
         LLAMA4_NVFP4,
         "num_experts_per_tok",
         True,
-        "is the boolean True; SGLang reads it as a whole number",
+        "is the boolean true; SGLang reads it as a whole number",
     ),
     (
         LLAMA4_NVFP4,
         "num_experts_per_tok",
         1.5,
-        "is the value 1.5; SGLang reads it as a whole number",
+        "is the number 1.5; SGLang reads it as a whole number",
     ),
     (LLAMA4_NVFP4, "num_local_experts", 0, "is 0: a Llama 4 MoE layer has from 1 to 2147483647"),
     (LLAMA4_NVFP4, "num_local_experts", -16, "is -16: a Llama 4 MoE layer has from 1 to"),
     (LLAMA4_NVFP4, "num_local_experts", 10**12, "is 1000000000000: a Llama 4 MoE layer"),
-    (LLAMA4_NVFP4, "num_local_experts", 2**31, "(SGLang routes by int32 expert ids)"),
+    (LLAMA4_NVFP4, "num_local_experts", 2**31, "routes by int32 expert ids)"),
     (GEMMA4_NVFP4_MOE, "top_k_experts", 0, "is 0: each token goes to at least 1 expert"),
     (GEMMA4_NVFP4_MOE, "top_k_experts", 129, "is 129, more than the 128 experts"),
     (GEMMA4_NVFP4_MOE, "num_experts", 0, "is 0: a Gemma 4 MoE layer has from 1 to 2147483647"),
-    (GEMMA4_NVFP4_MOE, "num_experts", [8], "is a list [8]; SGLang reads it as a whole number"),
+    (GEMMA4_NVFP4_MOE, "num_experts", [8], "is an array [8]; SGLang reads it as a whole number"),
 ]
-
-
-@pytest.mark.parametrize(("source", "field", "value", "says"), MOE_FIELD_CASES)
-def test_a_moe_field_the_layer_cannot_be_built_from_is_one_line_naming_it(
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    source: Path,
-    field: str,
-    value: object,
-    says: str,
-) -> None:
-    """Experts per token and experts per layer, as the family's MoE layer reads them: a
-    whole number, at least 1, top-k at most the experts (else explain would build, and
-    report on, a layer no checkpoint has)."""
-    model = _edited(tmp_path, source, {field: value})
-    assert main(["explain", "--model", str(model)]) == EXIT_USAGE
-    err = capsys.readouterr().err
-    assert err.startswith(f'error: {model / CONFIG_NAME}: field "text_config.{field}" '), err
-    assert says in err and len(err.splitlines()) == 1, err
 
 
 @pytest.mark.parametrize(
@@ -282,6 +263,8 @@ def test_a_moe_field_the_layer_cannot_be_built_from_is_one_line_naming_it(
         (LLAMA4_NVFP4, {"num_local_experts": None, "num_experts_per_tok": None}),  # defaults
         (GEMMA4_NVFP4_MOE, {"top_k_experts": 128}),
         (GEMMA4_NVFP4_MOE, {"enable_moe_block": False, "top_k_experts": 0}),  # dense: unread
+        # without interleaving, SGLang's Llama 4 layers are dense at 0 experts
+        (LLAMA4_NVFP4, {"interleave_moe_layer_step": 0, "num_local_experts": 0, "moe_layers": []}),
     ],
 )
 def test_moe_fields_a_layer_can_be_built_from_pass(
@@ -289,6 +272,89 @@ def test_moe_fields_a_layer_can_be_built_from_pass(
 ) -> None:
     model = _edited(tmp_path, source, edits)
     assert read_model_config(model)["text_config"]["model_type"]
+
+
+# Every other MoE family, its fields read as SGLang's model reads them. Qwen3-MoE (the
+# stand-in): 128 experts, top-8; DeepSeek-V3: 256, top-8; GLM-4.5-Air: 128; Mixtral: 8;
+# MiniMax-M2: 256; GPT-OSS: 32, top-4; Qwen3-VL-MoE: 128 in text_config; Nemotron-H: 128;
+# Hunyuan: 64 ("moe_topk").
+FAMILY_CASES = [
+    ("Qwen3MoeForCausalLM", {"num_experts": 10**30}, "num_experts", f"is {10**30}: a Qwen3Moe"),
+    ("Qwen3MoeForCausalLM", {"num_experts_per_tok": -1}, "num_experts_per_tok", "at least 1"),
+    ("Qwen3MoeForCausalLM", {"num_experts_per_tok": 200}, "num_experts_per_tok", "the 128 experts"),
+    ("Qwen3MoeForCausalLM", {"num_experts": 0}, "num_experts", "is 0: a Qwen3MoeForCausalLM MoE"),
+    (
+        "Qwen3MoeForCausalLM",
+        {"num_experts": 1},
+        "num_experts_per_tok",
+        'the 1 expert "num_experts"',
+    ),
+    ("DeepseekV3ForCausalLM", {"n_routed_experts": 0}, "n_routed_experts", "has from 1 to"),
+    ("DeepseekV3ForCausalLM", {"num_experts_per_tok": 257}, "num_experts_per_tok", "the 256 exp"),
+    ("Glm4MoeForCausalLM", {"n_routed_experts": -1}, "n_routed_experts", "is -1: a Glm4Moe"),
+    ("MixtralForCausalLM", {"num_local_experts": 2**31}, "num_local_experts", "int32 expert ids"),
+    ("MiniMaxM2ForCausalLM", {"num_local_experts": 0}, "num_local_experts", "has from 1 to"),
+    ("GptOssForCausalLM", {"num_experts_per_tok": 0}, "num_experts_per_tok", "at least 1 expert"),
+    (
+        "Qwen3VLMoeForConditionalGeneration",
+        {"text_config": {"num_experts": 0}},
+        "text_config.num_experts",
+        "is 0: a Qwen3VLMoeForConditionalGeneration MoE layer has from 1",
+    ),
+    ("NemotronHForCausalLM", {"num_experts_per_tok": 129}, "num_experts_per_tok", "the 128 exp"),
+    ("HunYuanMoEV1ForCausalLM", {"moe_topk": 65}, "moe_topk", 'the 64 experts "num_experts"'),
+]
+
+
+def _written(tmp_path: Path, config: dict) -> Path:
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / CONFIG_NAME).write_text(json.dumps(config))
+    return model
+
+
+MOE_CASES = [
+    (merged(source, {"text_config": {field: value}}), f"text_config.{field}", says)
+    for source, field, value, says in MOE_FIELD_CASES
+] + [(family_config(name, edit), field, says) for name, edit, field, says in FAMILY_CASES]
+
+
+@pytest.mark.parametrize(("config", "field", "says"), MOE_CASES)
+def test_a_moe_field_the_layer_cannot_be_built_from_is_one_line_naming_it_by_its_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], config: dict, field: str, says: str
+) -> None:
+    """Experts per token and experts per layer, as the family's MoE layer reads them: a
+    whole number, at least 1, top-k at most the experts (else explain would build, and
+    report on, a layer no checkpoint has). Once Qwen3-MoE's 10**30 experts, top-k -1 and
+    top-k 200 of 128 experts all served, and its 0 experts read as no MoE layer (SGLang
+    fails on each)."""
+    model = _written(tmp_path, config)
+    assert main(["explain", "--model", str(model)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert err.startswith(f'error: {model / CONFIG_NAME}: field "{field}" is '), err
+    assert says in err and len(err.splitlines()) == 1, err
+
+
+@pytest.mark.parametrize(
+    ("architecture", "edit"),
+    [
+        ("Qwen3MoeForCausalLM", {"num_experts": 1, "num_experts_per_tok": 1}),  # one expert
+        ("Qwen3MoeForCausalLM", {"num_experts_per_tok": 128}),  # every expert
+        ("Qwen3MoeForCausalLM", {"num_experts": "8"}),  # its type: SGLang's to judge
+        ("DeepseekV3ForCausalLM", {"n_routed_experts": 0, "first_k_dense_replace": 61}),  # dense
+        ("DeepseekV3ForCausalLM", {"n_routed_experts": 0, "moe_layer_freq": 64}),  # 0..60 dense
+        ("DeepseekV3ForCausalLM", {"n_routed_experts": None, "num_experts_per_tok": 300}),
+        ("NemotronHForCausalLM", {"n_routed_experts": 1, "num_experts_per_tok": 6}),
+        ("HunYuanMoEV1ForCausalLM", {"num_experts": 1, "moe_topk": 8}),  # dense below 2
+    ],
+)
+def test_moe_fields_of_dense_layers_or_a_buildable_layer_pass(
+    tmp_path: Path, architecture: str, edit: dict
+) -> None:
+    """A family that may read fewer than 2 experts as dense layers (or whose dense-layer fields
+    make every layer dense) is not refused there: explain reads no MoE layer and says so."""
+    config = family_config(architecture, edit)
+    assert read_model_config(_written(tmp_path, config)) == config
 
 
 def test_the_top_level_fields_are_not_read_when_text_config_is_null(tmp_path: Path) -> None:
@@ -325,9 +391,54 @@ def test_a_field_of_a_file_beside_the_config_names_that_file() -> None:
     frames = [_frame(f"{SITE}/sglang/srt/configs/model_config.py", 'q = cfg.get("quantization")')]
     text = config_problem(files, AttributeError("no"), frames, "9.9")
     assert text.startswith(
-        'SGLang 9.9 cannot read m/hf_quant_config.json: field "quantization" (the value 7 here)'
+        'SGLang 9.9 cannot read m/hf_quant_config.json: field "quantization" (the number 7 here)'
     )
     assert text.endswith("(compare the checkpoint's published hf_quant_config.json)")
+
+
+QUANT_FRAMES = [
+    _frame(f"{SITE}/sglang/srt/layers/quantization/modelopt_quant.py", "raise ValueError("),
+]
+
+
+@pytest.mark.parametrize(
+    ("quantization", "field", "expected"),
+    [
+        ({"quant_method": "modelopt", "quant_algo": "nvfp4"}, "quant_algo", "NVFP4"),
+        ({"quant_algo": "nvfp4"}, "quant_algo", "NVFP4"),  # no method: ModelOpt's
+        ({"quant_method": "ModelOpt", "quant_algo": "NVFP4"}, "quant_method", "modelopt"),
+        ({"quant_method": "MODELOPT", "quant_algo": "nvfp4"}, "quant_method", "modelopt"),
+    ],
+)
+def test_a_modelopt_name_spelled_otherwise_is_named_where_sglangs_quantization_fails(
+    quantization: dict, field: str, expected: str
+) -> None:
+    """SGLang matches ModelOpt's names exactly; its failure names neither field."""
+    files = {Path("m/config.json"): {"quantization_config": quantization}}
+    error = ValueError("ModelOptFp8Config only supports regular FP8 quantization")
+    text = config_problem(files, error, QUANT_FRAMES, "9.9")
+    value = json.dumps(quantization[field])
+    assert text.startswith(
+        f'SGLang 9.9 cannot read m/config.json: field "quantization_config.{field}" is the '
+        f'string {value}; SGLang matches ModelOpt\'s names exactly (here "{expected}")'
+    ), text
+    assert text.endswith(f'; set it to "{expected}"')
+
+
+def test_a_modelopt_name_is_blamed_only_where_sglangs_quantization_code_fails() -> None:
+    files = {Path("c.json"): {"quantization_config": {"quant_algo": "nvfp4"}}}
+    frames = [
+        _frame(f"{SITE}/sglang/srt/configs/model_config.py", "x = self.hf_config.hidden_size")
+    ]
+    text = config_problem(files, ValueError("v"), frames, "9.9")
+    assert "quant_algo" not in text and 'field "hidden_size" (missing here)' in text
+
+
+def test_a_nested_field_is_named_by_its_path() -> None:
+    files = {Path("c.json"): {"text_config": {"num_experts": None}, "vision_config": {}}}
+    frames = [_frame(f"{SITE}/sglang/srt/models/qwen3_moe.py", "if tp > config.num_experts:")]
+    text = config_problem(files, TypeError("t"), frames, "9.9")
+    assert 'field "text_config.num_experts" (null here)' in text
 
 
 def _scout_with(tmp_path: Path, edit: dict) -> tuple[Path, dict]:
@@ -343,24 +454,32 @@ def _scout_with(tmp_path: Path, edit: dict) -> tuple[Path, dict]:
     ("edit", "field", "holds"),
     [
         ({"architectures": "Llama4ForConditionalGeneration"}, "architectures", "the string"),
-        ({"architectures": []}, "architectures", "an empty list"),
-        ({"architectures": [None]}, "architectures", "a list"),
+        ({"architectures": []}, "architectures", "an empty array"),
+        ({"architectures": [None]}, "architectures", "an array [null]"),
         (
             {"quantization_config": {"quant_method": None}},
             "quantization_config.quant_method",
             "null",
         ),
-        ({"quantization_config": {"quant_method": 4}}, "quantization_config.quant_method", "4"),
-        ({"quantization_config": ["modelopt"]}, "quantization_config", "a list"),
+        (
+            {"quantization_config": {"quant_method": 4}},
+            "quantization_config.quant_method",
+            "number 4",
+        ),
+        ({"quantization_config": ["modelopt"]}, "quantization_config", 'an array ["modelopt"]'),
         ({"text_config": "llama4_text"}, "text_config", "the string"),
         ({"text_config": {"hidden_size": None}}, "text_config.hidden_size", "null"),
-        ({"text_config": {"hidden_size": True}}, "text_config.hidden_size", "True"),
+        ({"text_config": {"hidden_size": True}}, "text_config.hidden_size", "the boolean true"),
         (
             {"text_config": {"num_experts_per_tok": "8"}},
             "text_config.num_experts_per_tok",
-            "the string '8'",
+            'the string "8"',
         ),
-        ({"text_config": {"num_local_experts": 1.5}}, "text_config.num_local_experts", "1.5"),
+        (
+            {"text_config": {"num_local_experts": 1.5}},
+            "text_config.num_local_experts",
+            "number 1.5",
+        ),
         ({"text_config": {"num_hidden_layers": None}}, "text_config.num_hidden_layers", "null"),
         (
             {"text_config": {"quantization_config": "modelopt"}},

@@ -78,7 +78,7 @@ def read_json_object(path: Path) -> dict[str, Any]:
         raise ModelDirError(f"{path}: is not valid JSON ({error}); {_fix(path)}") from None
     if not isinstance(value, dict):
         raise ModelDirError(
-            f"{path}: holds a JSON {type(value).__name__}, not an object; a checkpoint's "
+            f"{path}: holds a JSON {json_type(value)}, not an object; a checkpoint's "
             f"{path.name} is one JSON object; {_fix(path)}"
         )
     return value
@@ -133,7 +133,7 @@ _WHOLE: Rule = (lambda v: type(v) is int, "a whole number")
 FIELD_RULES: dict[str, Rule] = {
     "architectures": (
         lambda v: isinstance(v, list) and bool(v) and all(isinstance(a, str) and a for a in v),
-        'a list of model class names, e.g. ["Llama4ForConditionalGeneration"]',
+        'an array of model class names, e.g. ["Llama4ForConditionalGeneration"]',
     ),
     "text_config": (lambda v: isinstance(v, dict | None), "an object (the text model's)"),
     **dict.fromkeys(
@@ -201,16 +201,17 @@ _NAMES = re.compile(r"""\.get\(\s*['"](\w+)['"]|\.(\w+)|\[\s*['"](\w+)['"]\s*\]"
 _CONFIG_FIELD = re.compile(r"""config\s*(?:\.get\(\s*['"](\w+)['"]|\.(\w+)|\[\s*['"](\w+)['"])""")
 
 
-def _keys(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Every key of the config and of its nested objects (text_config, ...), outer wins."""
-    found: dict[str, Any] = {}
-    pending: list[Mapping[str, Any]] = [config]
+def _keys(config: Mapping[str, Any]) -> dict[str, tuple[str, Any]]:
+    """Every key of the config and of its nested objects (text_config, ...) with its path
+    (``text_config.num_experts``) and value; the outermost wins."""
+    found: dict[str, tuple[str, Any]] = {}
+    pending: list[tuple[str, Mapping[str, Any]]] = [("", config)]
     while pending:
-        current = pending.pop(0)
+        prefix, current = pending.pop(0)
         for key, value in current.items():
-            found.setdefault(key, value)
+            found.setdefault(key, (prefix + key, value))
             if isinstance(value, Mapping):
-                pending.append(value)
+                pending.append((f"{prefix}{key}.", value))
     return found
 
 
@@ -223,14 +224,68 @@ def _field(line: str, keys: Mapping[str, Any]) -> str | None:
     return read[0] if read else None
 
 
+# A parsed JSON value's type in JSON's words.
+JSON_TYPES: dict[type, str] = {
+    type(None): "null",
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+
+
+def json_type(value: object) -> str:
+    return JSON_TYPES.get(type(value), type(value).__name__)
+
+
 def _value_text(value: object) -> str:
+    """A JSON value as a message names it: its JSON type, then the value as JSON writes it."""
     if value is None:
         return "null"
-    kind = {dict: "an object", list: "a list", str: "the string", bool: "the boolean"}.get(
-        type(value), "the value"
-    )
-    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-    return "an empty list" if value == [] else f"{kind} {shown}"
+    kind = json_type(value)
+    if value in ([], {}):
+        return f"an empty {kind}"
+    shown = json.dumps(value, default=str)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    return f"{'an' if kind in ('array', 'object') else 'the'} {kind} {shown}"
+
+
+def sglang_line(frame: traceback.FrameSummary) -> str:
+    """A line of SGLang (or a library it calls) as a message quotes it, with its place."""
+    source = re.sub(r"^.*/(?=(sglang|transformers)/)|^.*/site-packages/", "", frame.filename)
+    return f"`{(frame.line or '').strip()}` ({source}:{frame.lineno})"
+
+
+def failure_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {' '.join(str(error).split())}"
+
+
+# ModelOpt's names as SGLang matches them, exactly: the method "modelopt" (another spelling is
+# not read as ModelOpt's) and its algorithms in capitals ("NVFP4", "FP8", ...); where SGLang's
+# quantization code fails, such a name spelled another way is the field at fault.
+MODELOPT = "modelopt"
+QUANTIZATION_CODE = "/sglang/srt/layers/quantization/"
+QUANTIZATION_SECTIONS = ("quantization_config", "quantization")  # hf_quant_config.json's
+
+
+def _modelopt_misspelling(
+    files: Mapping[Path, Mapping[str, Any]],
+) -> tuple[Path, str, str, str] | None:
+    """(file, field path, value, the name SGLang matches) of a ModelOpt name spelled otherwise."""
+    for path, content in files.items():
+        for section in QUANTIZATION_SECTIONS:
+            quantization = content.get(section)
+            if not isinstance(quantization, Mapping):
+                continue
+            method, algorithm = quantization.get("quant_method"), quantization.get("quant_algo")
+            if isinstance(method, str) and method != MODELOPT and method.lower() == MODELOPT:
+                return path, f"{section}.quant_method", method, MODELOPT
+            modelopt = method in (None, MODELOPT)
+            if modelopt and isinstance(algorithm, str) and algorithm != algorithm.upper():
+                return path, f"{section}.quant_algo", algorithm, algorithm.upper()
+    return None
 
 
 def config_problem(
@@ -240,7 +295,16 @@ def config_problem(
     release: str,
 ) -> str:
     """One line for an exception SGLang raised reading the checkpoint's ``files`` (config.json
-    first): the field the failing line reads, the file holding it, and that line."""
+    first): the field the failing line reads (by its path), the file holding it, and that line."""
+    failure = failure_text(error)
+    misspelt = _modelopt_misspelling(files)
+    if misspelt and any(QUANTIZATION_CODE in frame.filename for frame in frames):
+        holder, path, value, expected = misspelt
+        return (
+            f'SGLang {release} cannot read {holder}: field "{path}" is {_value_text(value)}; '
+            f"SGLang matches ModelOpt's names exactly (here {json.dumps(expected)}), so it "
+            f"misreads the checkpoint and fails with {failure}; set it to {json.dumps(expected)}"
+        )
     keys = {}
     for content in reversed(list(files.values())):  # config.json's keys win
         keys.update(_keys(content))
@@ -253,20 +317,18 @@ def config_problem(
             break
     else:  # the line names no field; SGLang's message may ("'text_config' expected ...")
         field = next((key for key in re.findall(r"\w+", str(error)) if key in keys), None)
-    source = re.sub(r"^.*/(?=(sglang|transformers)/)|^.*/site-packages/", "", where.filename)
-    reads = f"`{(where.line or '').strip()}` ({source}:{where.lineno})"
-    failure = f"{type(error).__name__}: {' '.join(str(error).split())}"
     holder = next(
         (path for path, content in files.items() if field in _keys(content)), next(iter(files))
     )
     if field is None:
         subject = "a field it reads"
     elif field in keys:
-        subject = f'field "{field}" ({_value_text(keys[field])} here)'
+        path, value = keys[field]
+        subject = f'field "{path}" ({_value_text(value)} here)'
     else:
         subject = f'field "{field}" (missing here)'
     return (
-        f"SGLang {release} cannot read {holder}: {subject}; SGLang reads it as {reads} "
-        f"and fails with {failure}; fix that field (compare the checkpoint's published "
-        f"{holder.name})"
+        f"SGLang {release} cannot read {holder}: {subject}; SGLang reads it as "
+        f"{sglang_line(where)} and fails with {failure}; fix that field (compare the "
+        f"checkpoint's published {holder.name})"
     )

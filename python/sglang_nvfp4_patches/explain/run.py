@@ -9,18 +9,21 @@ import dataclasses
 import json
 import sys
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, LaunchRefused, UsageError
 from sglang_nvfp4_patches.explain.input import (
     CONFIG_NAME,
     architecture,
     config_problem,
+    failure_text,
     read_checkpoint,
+    sglang_line,
 )
-from sglang_nvfp4_patches.explain.layer import across, layer_outcome
+from sglang_nvfp4_patches.explain.layer import LayerOutcome, across, layer_outcome
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.process_record import decision, not_loaded_reason, read_back
@@ -28,13 +31,15 @@ from sglang_nvfp4_patches.process_record import reports as plugin_reports
 from sglang_nvfp4_patches.progress import tracked
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS, EXAMPLES_DIR
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
-from sglang_nvfp4_patches.simulation.moe_models import moe_model
+from sglang_nvfp4_patches.simulation.moe_models import moe_count_reading, moe_model
 from sglang_nvfp4_patches.simulation.server_args import (
     ResolvedBackends,
     ServerArgsRejected,
     resolve,
 )
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
+
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -46,6 +51,9 @@ def patches_suspended() -> Iterator[None]:
         yield
 
 
+Answers = tuple[ResolvedBackends, ResolvedBackends | None, str | None, LayerOutcome | None]
+
+
 def explain_one(
     model: str,
     model_dir: Path,
@@ -54,19 +62,27 @@ def explain_one(
     flags: Mapping[str, Any] | None = None,
     disabled: Mapping[str, PatchReport] | None = None,
     patches_asked: bool = True,
+    words: Sequence[str] = (),
 ) -> ExplainRow:
-    """One row; ``flags`` are ``ServerArgs`` fields as the user's command line sets them."""
+    """One row; ``flags`` are ``ServerArgs`` fields as the user's command line sets them
+    (``words``: that command line's server flags, to name those at fault)."""
     flags = dict(flags or {})
     files = read_checkpoint(model_dir)
     config = files[model_dir / CONFIG_NAME]
     arch = architecture(config)
     concerned = [patch for patch in PATCHES if patch.concerns(arch)]
-    refused = None
-    with sglang_reading(files):
+
+    def answers(given: Mapping[str, Any]) -> Answers:
         with patches_suspended():
-            unpatched = resolve(model_dir, gpu, **flags)
-        patched, refused = _patched(model_dir, gpu, flags) if with_patches else (None, None)
-        layer = layer_outcome(model_dir, gpu, flags, patches_suspended, with_patches)
+            unpatched = resolve(model_dir, gpu, **given)
+        patched, refused = _patched(model_dir, gpu, given) if with_patches else (None, None)
+        built = with_patches and refused is None  # a refused launch builds no layer
+        layer = layer_outcome(model_dir, gpu, given, patches_suspended, built)
+        return unpatched, patched, refused, layer
+
+    where = f"{model_dir} on simulated {gpu.name}"
+    reading = SglangReading(files, flags, words, where)
+    unpatched, patched, refused, layer = reading.answer(answers)
     if layer is not None:
         layer = across(layer, unpatched.layout)
     notes = tuple(
@@ -87,6 +103,7 @@ def explain_one(
         patches_asked,
         unpatched.checkpoint_quantization if is_moe else None,
         refused,
+        moe_count_reading(config),
         dense=not is_moe,
     )
 
@@ -108,19 +125,76 @@ def _off_word(report: PatchReport) -> str:
     return "off" if report.state is PatchState.DISABLED else report.state.value
 
 
-@contextlib.contextmanager
-def sglang_reading(files: Mapping[Path, Mapping[str, Any]]) -> Iterator[None]:
-    """What SGLang raises reading the checkpoint's ``files`` as one ``error:`` line; a failure
-    in this plugin's own code is a bug and keeps its traceback."""
-    try:
-        yield
-    except (UsageError, KeyboardInterrupt):
-        raise
-    except Exception as error:
-        frames = traceback.extract_tb(error.__traceback__)
-        if not frames or "sglang_nvfp4_patches" in frames[-1].filename:
+@dataclass(frozen=True)
+class SglangReading:
+    """SGLang reading a checkpoint's ``files`` with the user's server ``flags`` (``words``: as
+    given): what it raises is one ``error:`` line naming the flags at fault, where SGLang takes
+    the checkpoint without them, else the file and field; a failure in this plugin's own code
+    is a bug and keeps its traceback."""
+
+    files: Mapping[Path, Mapping[str, Any]]
+    flags: Mapping[str, Any]
+    words: Sequence[str]
+    where: str  # the checkpoint and the simulated GPU
+
+    def answer(self, answers: Callable[[Mapping[str, Any]], T]) -> T:
+        try:
+            return answers(self.flags)
+        except KeyboardInterrupt:
             raise
-        raise UsageError(config_problem(files, error, frames, sglang_version())) from error
+        except Exception as error:
+            frames = traceback.extract_tb(error.__traceback__)
+            if not isinstance(error, ServerArgsRejected) and (
+                isinstance(error, UsageError)
+                or not frames
+                or "sglang_nvfp4_patches" in frames[-1].filename
+            ):
+                raise
+            at_fault = self._at_fault(answers)
+            if at_fault:
+                raise UsageError(self._flag_problem(at_fault, error, frames)) from error
+            if isinstance(error, ServerArgsRejected):
+                raise
+            raise UsageError(config_problem(self.files, error, frames, sglang_version())) from error
+
+    def _at_fault(self, answers: Callable[[Mapping[str, Any]], object]) -> list[str]:
+        """The flags SGLang fails on: none where it fails without any (the checkpoint's fault);
+        else each without which it passes, or all of them."""
+        if not self.flags or not _passes(answers, {}):
+            return []
+        alone = [
+            name
+            for name in self.flags
+            if _passes(answers, {key: v for key, v in self.flags.items() if key != name})
+        ]
+        return alone or list(self.flags)
+
+    def _flag_problem(
+        self, at_fault: Sequence[str], error: Exception, frames: Sequence[traceback.FrameSummary]
+    ) -> str:
+        given = spelled(self.words, at_fault)
+        them = "it" if len(at_fault) == 1 else "them"
+        if isinstance(error, ServerArgsRejected):
+            failure = str(error).rstrip(".")
+        else:
+            failure = (
+                f"SGLang {sglang_version()} fails with {them} for {self.where}: "
+                f"{failure_text(error)} at {sglang_line(frames[-1])}"
+            )
+        return (
+            f"{given}: {failure}; SGLang takes this checkpoint without {them}: change or "
+            f"drop {them}"
+        )
+
+
+def _passes(answers: Callable[[Mapping[str, Any]], object], flags: Mapping[str, Any]) -> bool:
+    try:
+        answers(flags)
+    except KeyboardInterrupt:
+        raise
+    except Exception:
+        return False
+    return True
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -128,6 +202,15 @@ class _OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"sglang serve (SGLang {sglang_version()}): {message}")
+
+
+def _sglang_parser() -> argparse.ArgumentParser:
+    """SGLang's own server parser, as ``launch_server`` parses (its complaint: one line)."""
+    from sglang.srt.server_args import ServerArgs
+
+    parser = _OneLineParser(prog="sglang serve", add_help=False)
+    ServerArgs.add_cli_args(parser)
+    return parser
 
 
 def server_flags(words: Sequence[str]) -> dict[str, Any]:
@@ -141,8 +224,7 @@ def server_flags(words: Sequence[str]) -> dict[str, Any]:
     record = dataclasses.make_dataclass(
         "ParsedServerArgs", [(name, Any, dataclasses.field(default=None)) for name in fields]
     )
-    parser = _OneLineParser(prog="sglang serve", add_help=False)  # as launch_server parses
-    server_args.ServerArgs.add_cli_args(parser)
+    parser = _sglang_parser()
 
     def parsed(extra: Sequence[str]) -> dict[str, Any]:
         with contextlib.redirect_stdout(sys.stderr):  # deprecation notes stay off stdout
@@ -155,6 +237,28 @@ def server_flags(words: Sequence[str]) -> dict[str, Any]:
         for name, value in given.items()
         if name != "model_path" and value != defaults.get(name)
     }
+
+
+def spelled(words: Sequence[str], fields: Sequence[str]) -> str:
+    """The server flags among ``words`` that set ``fields`` (``--tp-size 0``), as SGLang's
+    parser maps flags to fields; a field no word is found for, by its flag's usual name."""
+    dests = {
+        option: action.dest
+        for action in _sglang_parser()._actions
+        for option in action.option_strings
+    }
+    picked: list[str] = []
+    found: set[str] = set()
+    taking = False
+    for word in words:
+        option = word.split("=", 1)[0]
+        if option in dests or word.startswith("--"):
+            taking = dests.get(option) in fields
+            found.update([dests[option]] if taking else [])
+        if taking:
+            picked.append(word)
+    missing = [f"--{field.replace('_', '-')}" for field in fields if field not in found]
+    return " ".join(picked + missing)
 
 
 # A patch acting in this process: applied, or applied as SGLang imports the code it concerns.
@@ -188,7 +292,8 @@ def _plugin_reports() -> dict[str, PatchReport]:
 def run_explain(args: argparse.Namespace) -> int:
     """Exit 0, or 1 when a patch failed (as ``doctor``); bad input raises ``UsageError``."""
     reports = {} if args.no_patches else _plugin_reports()
-    flags = server_flags(getattr(args, "server_flags", ()))
+    words = getattr(args, "server_flags", ())
+    flags = server_flags(words)
     with_patches, problems = (False, []) if args.no_patches else patch_outcome(reports)
     # Patches that do not act here: their notes say so instead of what they would do.
     inactive = (PatchState.DISABLED, PatchState.NOT_PATCHED, PatchState.UNKNOWN)
@@ -200,7 +305,7 @@ def run_explain(args: argparse.Namespace) -> int:
     gpus = [GPU_PROFILES[args.gpu]] if args.gpu else list(GPU_PROFILES.values())
     cells = [(name, path, gpu) for name, path in models for gpu in gpus]
     rows = [
-        explain_one(name, path, gpu, with_patches, flags, disabled, not args.no_patches)
+        explain_one(name, path, gpu, with_patches, flags, disabled, not args.no_patches, words)
         for name, path, gpu in tracked(cells, len(cells), "row")
     ]
     for line in problems:  # after the rows: input SGLang refuses stays one error line

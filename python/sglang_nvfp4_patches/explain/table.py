@@ -30,6 +30,8 @@ class ExplainRow:
     moe_quantization: str | None = None
     # The launch is refused before the weights load, where the patches are live: the message
     launch_refused: str | None = None
+    # What explain read off an experts count where it reads no MoE layer (moe_count_reading)
+    moe_reading: str | None = None
     # Its config builds no MoE layer
     dense: bool = False
 
@@ -84,6 +86,8 @@ class ExplainRow:
             for patch in PATCHES
             if patch.concerns(self.architecture)
         ]
+        if self.moe_reading:
+            notes.append(f"{self.model}: {self.moe_reading}")
         if self.dense:
             notes.append(f"{self.model}: {DENSE}")
         if self.launch_refused:
