@@ -33,6 +33,35 @@ def test_the_readme_is_at_most_300_lines() -> None:
     assert len(README.read_text(encoding="utf-8").splitlines()) <= 300
 
 
+WIDEST = 160  # columns; prose is wrapped near 100, a table row may run to this
+
+
+def wide_lines(path: Path) -> list[str]:
+    """``name:line: width`` of each line wider than WIDEST outside fenced blocks (those quote a
+    tool's output verbatim, checked against it: support.doc_blocks)."""
+    wide = []
+    fenced = False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and len(line) > WIDEST:
+            wide.append(f"{path.name}:{number}: {len(line)} columns")
+    return wide
+
+
+def test_no_line_outside_a_fenced_block_is_wider_than_160_columns() -> None:
+    """Once ~160 lines ran to 830 columns (table rows, prose): unreadable in a terminal or a
+    diff. Restructure a wide table (key columns, details in a list below it) rather than widen."""
+    assert [wide for path in documents() for wide in wide_lines(path)] == []
+
+
+def test_a_wide_line_is_found_and_a_wide_quoted_output_is_not(tmp_path: Path) -> None:
+    doc = tmp_path / "doc.md"
+    row = "| a | " + "x" * 160 + " |"
+    doc.write_text(f"# Doc\n\n{row}\n\n```console\n$ tool\n{'y' * 200}\n```\n{'z' * 160}\n")
+    assert wide_lines(doc) == ["doc.md:3: 168 columns"]
+
+
 def slug(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, punctuation but `-` dropped, spaces to `-`."""
     text = re.sub(r"[`*]", "", heading.strip().lower())
@@ -123,10 +152,12 @@ def test_the_matcher_skips_numbers_and_dots_and_nothing_else() -> None:
 
 def option_tables(path: Path) -> dict[str, set[str]]:
     """``{command: options}`` from the tables whose first column is `option`, under each
-    `## \\`command\\`` heading (the accuracy table: one row per subcommand)."""
+    `## \\`command\\`` heading (the accuracy table: one row per subcommand, and a row with an
+    empty first cell goes on with the row above)."""
     tables: dict[str, set[str]] = {}
     command = ""
     header = ""
+    name = ""
     for line in path.read_text(encoding="utf-8").splitlines():
         heading = re.match(r"^##+ `([a-z ]+)`", line)
         if heading:
@@ -138,7 +169,8 @@ def option_tables(path: Path) -> dict[str, set[str]]:
             if header.startswith("| option"):
                 tables.setdefault(command, set()).update(_OPTION.findall(first))
             elif header.startswith("| command"):
-                name = f"{command} {first.strip().strip('`').split()[0]}"
+                if first.strip():
+                    name = f"{command} {first.strip().strip('`').split()[0]}"
                 tables.setdefault(name, set()).update(_OPTION.findall(rest))
         elif not line.startswith("|"):
             header = ""

@@ -1,5 +1,5 @@
-"""Each exit status the docs' table lists, driven from a real input, and nothing else: the
-table and the command line agree on one meaning per code (SGLang is never imported here)."""
+"""Each exit status the docs' list names, driven from a real input, and nothing else: the
+list and the command line agree on one meaning per code (SGLang is never imported here)."""
 
 from __future__ import annotations
 
@@ -27,10 +27,10 @@ ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PYTHON_DIR), *sys.path])
 
 
 def documented_statuses() -> set[int]:
-    """The first column of the exit-status table in docs/commands.md."""
+    """The statuses of the exit-status list in docs/commands.md (`- **N**: meaning`)."""
     text = (REPO / "docs" / "commands.md").read_text()
-    table = text[text.index("## Exit statuses") :].split("\n\n| status |")[1].split("\n\n")[0]
-    return {int(code) for code in re.findall(r"^\| (\d+) \|", table, re.M)}
+    section = text[text.index("## Exit statuses") :].split("\n## ")[0]
+    return {int(code) for code in re.findall(r"^- \*\*(\d+)\*\*: ", section, re.M)}
 
 
 def _run_file(path: Path, right: int, n: int = 40) -> str:

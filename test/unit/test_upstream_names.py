@@ -1,6 +1,6 @@
 """Every private name of someone else's code this package relies on (SGLang's above all, but
-also argparse's and the like) has its row in docs/upstream.md, with the probe or test that
-notices when it changes; a row for a name the code no longer uses fails too (pure: the source
+also argparse's and the like) has its item in docs/upstream.md, with the probe or test that
+notices when it changes; an item for a name the code no longer uses fails too (pure: the source
 is parsed, never imported)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ UPSTREAM = REPO / "docs" / "upstream.md"
 SECTION = "## Private names we rely on"
 OURS_PREFIX = "_sglang_nvfp4_patches"  # attributes we set on SGLang's objects ourselves
 _PRIVATE = re.compile(r"_[A-Za-z][A-Za-z0-9_]*")
-_ROW = re.compile(r"^\| `(_\w+)` \|(.*)\|\s*$")
+_ITEM = re.compile(r"^- `(_\w+)`: (.*)$")  # an item; its lines that follow are indented
 _TEST = re.compile(r"`(test/[\w/]+\.py)::(\w+)`")
 
 
@@ -78,12 +78,21 @@ def foreign_private_names(package: Path) -> dict[str, set[str]]:
 
 
 def listed_rows(text: str) -> dict[str, str]:
-    """The rows of the section: name -> the rest of its row."""
+    """The items of the section's list: name -> the rest of its item (its lines joined)."""
     _, found, section = text.partition(SECTION)
     if not found:
         raise LookupError(f"docs/upstream.md has no {SECTION!r} section")
-    section = section.split("\n## ", 1)[0]
-    return {match[1]: match[2] for line in section.splitlines() if (match := _ROW.match(line))}
+    rows: dict[str, str] = {}
+    name = ""
+    for line in section.split("\n## ", 1)[0].splitlines():
+        if match := _ITEM.match(line):
+            name = match[1]
+            rows[name] = match[2]
+        elif name and line.startswith("  "):
+            rows[name] += " " + line.strip()
+        else:
+            name = ""
+    return rows
 
 
 def _test_functions(path: Path) -> set[str]:
