@@ -12,7 +12,13 @@ from collections.abc import Callable
 
 from sglang_nvfp4_patches.patch import Patch
 from sglang_nvfp4_patches.patches import PATCHES
-from sglang_nvfp4_patches.process_record import Decision, decision, keep, reports, with_the_reason
+from sglang_nvfp4_patches.process_record import (
+    ProcessDecision,
+    decision,
+    keep,
+    reports,
+    with_the_reason,
+)
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, ReleaseGate
 from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_ENV
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
@@ -87,7 +93,7 @@ def _observe(patch: Patch, gate: ReleaseGate) -> PatchReport:
     return report
 
 
-def install_all(decided: Decision) -> dict[str, PatchReport]:
+def install_all(decided: ProcessDecision) -> dict[str, PatchReport]:
     """Install every patch that is not disabled; report each (untested: only probe)."""
     gate = decided.gate
     _announce(gate)

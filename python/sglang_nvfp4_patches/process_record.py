@@ -24,7 +24,7 @@ from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
 
 @dataclass(frozen=True)
-class Decision:
+class ProcessDecision:
     """What the environment and the release decide for this process, read once."""
 
     gate: ReleaseGate
@@ -47,7 +47,7 @@ def _tested_release_with_these_sources() -> str | None:
 
 
 @functools.cache
-def decision() -> Decision:
+def decision() -> ProcessDecision:
     """The one reading of the release gate, DISABLE and FORCE in this process."""
     gate = release_gate(sglang_version(), sources_of=_tested_release_with_these_sources)
     try:
@@ -58,7 +58,7 @@ def decision() -> Decision:
         forced, force_error = forced_patches(), ""
     except InvalidForceError as error:
         forced, force_error = frozenset(), str(error)
-    return Decision(
+    return ProcessDecision(
         gate, disabled, disable_error, forced if gate.applies else frozenset(), force_error
     )
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from sglang_nvfp4_patches.accuracy.dataset import EvalItem, Question
+from sglang_nvfp4_patches.accuracy.dataset import EvalItem, MmluQuestion
 from sglang_nvfp4_patches.accuracy.limits import MAX_OUTPUT_CHARS
 from sglang_nvfp4_patches.accuracy.scoring import is_collapsed, make_record
 
 
 def test_the_stored_record_keeps_the_question_the_answer_and_the_raw_output() -> None:
-    question = Question("anatomy", 7, "Which bone?", ("a", "b", "c", "d"), "C")
+    question = MmluQuestion("anatomy", 7, "Which bone?", ("a", "b", "c", "d"), "C")
     record = make_record(EvalItem(question, "prompt"), " C) the femur")
     assert record == {
         "id": question.id,
@@ -27,7 +27,7 @@ def test_the_stored_record_keeps_the_question_the_answer_and_the_raw_output() ->
 @pytest.mark.parametrize("extra", [-1, 0, 1])
 def test_an_answer_is_cut_only_past_the_bound(extra: int) -> None:
     """Exactly the bound is kept whole and unmarked; one character more is cut and marked."""
-    question = Question("anatomy", 7, "Which bone?", ("a", "b", "c", "d"), "C")
+    question = MmluQuestion("anatomy", 7, "Which bone?", ("a", "b", "c", "d"), "C")
     output = " C" + "y" * (MAX_OUTPUT_CHARS - 2 + extra)
     record = make_record(EvalItem(question, "prompt"), output)
     assert record["output"] == output[:MAX_OUTPUT_CHARS]

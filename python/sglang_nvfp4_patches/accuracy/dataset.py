@@ -23,7 +23,7 @@ _COLUMNS = 1 + len(CHOICE_LETTERS) + 1  # question, four options, answer letter
 
 
 @dataclass(frozen=True)
-class Question:
+class MmluQuestion:
     """One multiple-choice row; ``index`` counts the non-blank rows of its file from 0."""
 
     subject: str
@@ -42,7 +42,7 @@ class Question:
 class EvalItem:
     """A test question together with the full prompt sent to the server."""
 
-    question: Question
+    question: MmluQuestion
     prompt: str
 
     @property
@@ -50,7 +50,7 @@ class EvalItem:
         return self.question.id
 
 
-def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
+def read_mmlu_csv(path: Path, subject: str) -> list[MmluQuestion]:
     """Parse one MMLU csv file; blank lines are ignored, anything else malformed raises."""
     try:
         raw = read_bounded(path, CSV_FILE)
@@ -68,7 +68,7 @@ def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
                 f"0x{raw[exc.start]:02x}); re-save the file as UTF-8"
             ) from None
         raise  # pragma: no cover - what utf-8-sig refuses, plain utf-8 refuses too
-    questions: list[Question] = []
+    questions: list[MmluQuestion] = []
     reader = csv.reader(io.StringIO(text, newline=""))
     while True:
         line = reader.line_num + 1  # first physical line of the next record
@@ -91,11 +91,11 @@ def read_mmlu_csv(path: Path, subject: str) -> list[Question]:
                 f"{path}:{line}: answer must be one of {'/'.join(CHOICE_LETTERS)}, found "
                 f"{row[-1]!r}"
             )
-        questions.append(Question(subject, len(questions), row[0], tuple(row[1:-1]), answer))
+        questions.append(MmluQuestion(subject, len(questions), row[0], tuple(row[1:-1]), answer))
     return questions
 
 
-def format_example(question: Question, include_answer: bool) -> str:
+def format_example(question: MmluQuestion, include_answer: bool) -> str:
     """One question block; few-shot blocks carry their answer, the asked one ends ``Answer:``."""
     options = "".join(
         f"\n{letter}. {text}" for letter, text in zip(CHOICE_LETTERS, question.choices, strict=True)
@@ -125,9 +125,9 @@ class QuestionSource(Protocol):
 
     def subjects(self) -> list[str]: ...  # sorted, those with test questions
 
-    def test_questions(self, subject: str) -> list[Question]: ...  # in order: index is id
+    def test_questions(self, subject: str) -> list[MmluQuestion]: ...  # in order: index is id
 
-    def dev_examples(self, subject: str) -> list[Question]: ...  # DatasetError when none
+    def dev_examples(self, subject: str) -> list[MmluQuestion]: ...  # DatasetError when none
 
     def where(self, subject: str, split: str) -> str: ...  # for error messages
 
@@ -157,10 +157,10 @@ class CsvSource:
             raise DatasetError(f"{test_dir}: no *{TEST_SUFFIX} files found")
         return subjects
 
-    def test_questions(self, subject: str) -> list[Question]:
+    def test_questions(self, subject: str) -> list[MmluQuestion]:
         return read_mmlu_csv(self._path(subject, "test"), subject)
 
-    def dev_examples(self, subject: str) -> list[Question]:
+    def dev_examples(self, subject: str) -> list[MmluQuestion]:
         dev_path = self._path(subject, "dev")
         if not os.path.lexists(dev_path):
             raise DatasetError(

@@ -18,7 +18,7 @@ from typing import Any
 from sglang_nvfp4_patches.accuracy.dataset import (
     CHOICE_LETTERS,
     CsvSource,
-    Question,
+    MmluQuestion,
     QuestionSource,
 )
 from sglang_nvfp4_patches.accuracy.errors import DatasetError
@@ -46,10 +46,10 @@ class HubSource:
             raise DatasetError(f"{self.dataset_id}: the '{TEST_SPLIT}' split has no rows")
         return sorted(self._test)
 
-    def test_questions(self, subject: str) -> list[Question]:
+    def test_questions(self, subject: str) -> list[MmluQuestion]:
         return self._test[subject]
 
-    def dev_examples(self, subject: str) -> list[Question]:
+    def dev_examples(self, subject: str) -> list[MmluQuestion]:
         examples = self._dev.get(subject)
         if not examples:
             raise DatasetError(
@@ -120,9 +120,9 @@ def _load(dataset_id: str) -> Mapping[str, Iterable[Mapping[str, Any]]]:
 
 def questions_by_subject(
     rows: Iterable[Mapping[str, Any]], where: str
-) -> dict[str, list[Question]]:
+) -> dict[str, list[MmluQuestion]]:
     """Rows in order, grouped by subject; index = position among that subject's rows."""
-    by_subject: dict[str, list[Question]] = {}
+    by_subject: dict[str, list[MmluQuestion]] = {}
     for position, row in enumerate(rows):  # answer: a ClassLabel index (0-3) or a letter
         where_row = f"{where} row {position}"
         missing = [column for column in COLUMNS if column not in row]
@@ -147,7 +147,7 @@ def questions_by_subject(
         else:
             raise DatasetError(f"{where_row}: 'answer' must be 0-3 or A-D, found {answer!r}")
         questions = by_subject.setdefault(subject, [])
-        questions.append(Question(subject, len(questions), question, tuple(choices), letter))
+        questions.append(MmluQuestion(subject, len(questions), question, tuple(choices), letter))
     return by_subject
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sglang_nvfp4_patches.gemma4_attention.kv_cache_path import fp8_sides
 from sglang_nvfp4_patches.gemma4_attention.rule import KvScaleHandoff, KvScaleVerdict
 from sglang_nvfp4_patches.source_reader.call_graph import roots
-from sglang_nvfp4_patches.source_reader.flow_state import Arguments, Env, Question, Side
+from sglang_nvfp4_patches.source_reader.flow_state import Arguments, Env, FlowQuestion, Side
 from sglang_nvfp4_patches.source_reader.module_code import ModuleCode
 from sglang_nvfp4_patches.source_reader.syntax import callee
 from sglang_nvfp4_patches.source_reader.values import Kind, Origin, Value, flatten
@@ -41,7 +41,7 @@ PRESERVING_CALLS = frozenset(
 CONSTANT_METHODS = frozenset({"new_ones", "new_full", "new_zeros", "fill_", "zero_"})
 
 
-class _VScaleQuestion(Question):
+class _VScaleQuestion(FlowQuestion):
     """Follow each ``trtllm_batch_*`` call's ``bmm2_scale`` back to the V scale, on the FP8
     KV-cache path."""
 

@@ -21,7 +21,7 @@ from sglang_nvfp4_patches.source_reader.flow_state import (
     Callee,
     Definition,
     Env,
-    Question,
+    FlowQuestion,
     Side,
 )
 from sglang_nvfp4_patches.source_reader.live_code import LiveContext
@@ -35,7 +35,7 @@ _READS = ast.Name | ast.Attribute | ast.Call | ast.NamedExpr  # what can stand f
 
 
 @dataclass
-class FlagQuestion(Question):
+class FlagQuestion(FlowQuestion):
     """The flag ``self.<holder>.<flag>``, branches naming one of ``backends`` decided for
     ``runner``; a test also comparing ``condition`` makes a rejection ``condition_note`` only;
     ``hidden``: reads through ``self.<holder>`` are what the view hides."""

@@ -1,4 +1,4 @@
-"""What the walker (:mod:`.walker`) is asked (:class:`Question`) and what it holds: names
+"""What the walker (:mod:`.walker`) is asked (:class:`FlowQuestion`) and what it holds: names
 (:class:`Env`), calls (:class:`Arguments`, :class:`Callee`), runs (:class:`Invocation`) (pure:
 ``ast`` only)."""
 
@@ -125,7 +125,7 @@ class Invocation:
         return "absent" if self.absent else "maybe" if self.maybe_absent else ""
 
 
-class Question:
+class FlowQuestion:
     """What the walker is asked: a patch's question overrides what it needs (each default leaves
     the walk as it is); it is handed the walker (``walker``) first."""
 

@@ -7,7 +7,7 @@ unwalked, branch ends joined, loops twice); the code it reads (:class:`.module_c
 or :class:`.live_code.LiveCode`) says which function a call runs, and the walker runs it with
 the call's arguments bound, once per distinct set. Each value is the set of
 :class:`.values.Origin` it can come from; what cannot be followed is opaque ("unknown"). The
-question (:class:`.flow_state.Question`) names the source, the sinks and the path, and judges
+question (:class:`.flow_state.FlowQuestion`) names the source, the sinks and the path, and judges
 what the walk meets.
 """
 
@@ -29,8 +29,8 @@ from sglang_nvfp4_patches.source_reader.flow_state import (
     Code,
     Comprehension,
     Env,
+    FlowQuestion,
     Invocation,
-    Question,
     join_env,
 )
 from sglang_nvfp4_patches.source_reader.syntax import Function, callee, targets
@@ -52,7 +52,7 @@ from sglang_nvfp4_patches.source_reader.values import (
 class Walker:
     """Walks the functions of ``code`` for one question; ``sinks``: what each sink is handed."""
 
-    def __init__(self, code: Code, question: Question) -> None:
+    def __init__(self, code: Code, question: FlowQuestion) -> None:
         self.code = code  # which function a call runs
         self.question = question
         question.walker = self  # type: ignore[attr-defined]

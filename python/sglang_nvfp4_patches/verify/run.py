@@ -29,7 +29,7 @@ from sglang_nvfp4_patches.supported_releases import is_tested, untested_phrase
 CHILD_MODULE = "sglang_nvfp4_patches.verify.child"
 CHILD_TIMEOUT_S = 600
 # Measured on 2 cores (docs/commands.md#verify): 30 s idle; 35-72 s with other work on them.
-DURATION = "about 85 s on 2 idle cores, up to 4 minutes on busy ones"
+DURATION = "about 100 s on 2 idle cores, about 3 minutes with both kept busy by other work"
 _STOP_WAIT_S = 10.0  # between SIGTERM and SIGKILL for a child when verify is interrupted
 
 
