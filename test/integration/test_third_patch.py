@@ -24,7 +24,7 @@ from support.forkserver import json_lines, run_cli_once
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "sglang_nvfp4_patches"
 THIRD = "nvfp4-moe-runner"
-ALL = {"gemma4-attention", "llama4-router-weight", THIRD}
+ALL = {patch.name for patch in PATCHES}
 
 
 def test_the_third_patch_is_named_only_in_its_package_and_the_patch_lists() -> None:
