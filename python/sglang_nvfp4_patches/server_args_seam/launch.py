@@ -112,13 +112,14 @@ class Launch:
         """Whether the operator set ``field`` (a value other than its default): the record's,
         else as it stood before SGLang's adjustments wrote the record in place."""
         try:
-            defaults = {f.name: f for f in _record_fields(type(self.record))}
+            fields = _record_fields(type(self.record))
         except TypeError:  # not a dataclass (a hand-built record): None is the default
-            defaults = {}
+            fields = ()
+        declared = next((f for f in fields if f.name == field), None)
         value = getattr(self.record, field) if self._given is None else self._given.get(field)
-        default = defaults[field].default if field in defaults else None
+        default = None if declared is None else declared.default
         if default is dataclasses.MISSING:
-            factory = defaults[field].default_factory
+            factory = declared.default_factory
             default = None if factory is dataclasses.MISSING else factory()
         return value != default
 

@@ -291,7 +291,6 @@ def _verdict_of(
     runner whose kernels the GPU lacks fails wherever the CPU stopped short of them."""
     from sglang_nvfp4_patches.simulation.uncomputed_kernels import KernelReached, runner_kernels
 
-    kernels = runner_kernels(runner, gpu)
     if isinstance(error, KernelReached):
         if error.has_kernels is False:
             return LayerVerdict.NO_KERNEL, f"{error.kernel} has no kernels for {gpu.label}"
@@ -305,6 +304,7 @@ def _verdict_of(
         return LayerVerdict.FAILS, f"{stage.value}: {message}"
     if whose != "gpu only":
         raise error  # the simulation's own failure: a bug, never a verdict on SGLang
+    kernels = runner_kernels(runner, gpu)
     if kernels is not None and kernels[1] is False:
         return LayerVerdict.NO_KERNEL, f"{kernels[0]} has no kernels for {gpu.label}"
     call = f"{stage.done(runner)}; {stage.value} it calls GPU-only code ({message})"
