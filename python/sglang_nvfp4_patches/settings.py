@@ -1,4 +1,5 @@
-"""Environment settings of the plugin (pure: no SGLang import)."""
+"""Environment settings of the plugin (pure: no SGLang import; the patch list is read only
+where a variable names patches)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sglang_nvfp4_patches.errors import UsageError
-from sglang_nvfp4_patches.patch_names import NOT_FORCEABLE_BECAUSE, PATCH_NAMES
 from sglang_nvfp4_patches.write_probe import probe_write
 
 DISABLE_ENV = "SGLANG_NVFP4_PATCHES_DISABLE"
@@ -17,10 +17,6 @@ FORCE_ENV = "SGLANG_NVFP4_PATCHES_FORCE"
 UNTESTED_ENV = "SGLANG_NVFP4_PATCHES_UNTESTED"
 RECORDS_ENV = "SGLANG_NVFP4_PATCHES_RECORDS"
 UNTESTED_APPLY = "apply"  # the one value that applies the patches on an untested release
-# A patch is forceable unless ``patch_names.NOT_FORCEABLE_BECAUSE`` says why not.
-FORCEABLE_PATCHES: tuple[str, ...] = tuple(
-    name for name in PATCH_NAMES if name not in NOT_FORCEABLE_BECAUSE
-)
 
 
 class UnknownPatchNameError(ValueError):
@@ -40,14 +36,25 @@ def _names(environ: Mapping[str, str] | None, variable: str) -> tuple[str, set[s
     return raw, {part.strip() for part in raw.split(",") if part.strip()}
 
 
+def _patches() -> tuple[list[str], dict[str, str]]:
+    """Every patch's name, and why each patch that cannot be forced is not."""
+    from sglang_nvfp4_patches.patches import PATCHES
+
+    names = [patch.name for patch in PATCHES]
+    return names, {p.name: p.not_forceable_because for p in PATCHES if p.not_forceable_because}
+
+
 def disabled_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
     """Patch names switched off by ``SGLANG_NVFP4_PATCHES_DISABLE``; an unknown one is an error."""
     raw, names = _names(environ, DISABLE_ENV)
-    unknown = sorted(names - set(PATCH_NAMES))
+    if not names:
+        return frozenset()
+    known = _patches()[0]
+    unknown = sorted(names - set(known))
     if unknown:
         raise UnknownPatchNameError(
             f"{DISABLE_ENV}={raw!r} names unknown patch(es) {', '.join(unknown)}; "
-            f"known patches are {', '.join(PATCH_NAMES)} (comma-separated)."
+            f"known patches are {', '.join(known)} (comma-separated)."
         )
     return frozenset(names)
 
@@ -56,20 +63,22 @@ def forced_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
     """Patch names whose rule ``SGLANG_NVFP4_PATCHES_FORCE`` applies even where SGLang fixed
     the root cause (comma-separated); any unknown or unforceable name invalidates the value."""
     raw, names = _names(environ, FORCE_ENV)
-    unknown = sorted(names - set(PATCH_NAMES))
+    if not names:
+        return frozenset()
+    known, not_forceable = _patches()
+    forceable = ", ".join(name for name in known if name not in not_forceable)
+    unknown = sorted(names - set(known))
     if unknown:
         raise InvalidForceError(
             f"{FORCE_ENV}={raw!r} names unknown patch(es) {', '.join(unknown)}; only "
-            f"{', '.join(FORCEABLE_PATCHES)} can be forced. Nothing is forced."
+            f"{forceable} can be forced. Nothing is forced."
         )
-    refused = sorted(names - set(FORCEABLE_PATCHES))
+    refused = [name for name in known if name in names and name in not_forceable]
     if refused:
-        because = "; ".join(
-            because for name, because in NOT_FORCEABLE_BECAUSE.items() if name in refused
-        )
+        because = "; ".join(not_forceable[name] for name in refused)
         raise InvalidForceError(
             f"{FORCE_ENV}={raw!r}: {', '.join(refused)} cannot be forced ({because}); "
-            f"only {', '.join(FORCEABLE_PATCHES)} can be forced. Nothing is forced."
+            f"only {forceable} can be forced. Nothing is forced."
         )
     return frozenset(names)
 

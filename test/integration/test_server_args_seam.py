@@ -12,8 +12,8 @@ import pytest
 
 from sglang_nvfp4_patches.models import LLAMA4_ARCHITECTURES
 from sglang_nvfp4_patches.server_args_seam import hooks
+from sglang_nvfp4_patches.server_args_seam import question as questions
 from sglang_nvfp4_patches.server_args_seam.launch import Launch
-from sglang_nvfp4_patches.server_args_seam.question import Question
 from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
 from support.gemma4_cases import resolved
 
@@ -46,10 +46,11 @@ def planted(
         asked.append(launch.architecture)
         return value
 
-    question = Question("fourth-patch", FIELD, pick, LLAMA4_ARCHITECTURES)
     monkeypatch.setattr(hooks, "_questions", list(hooks._questions))
-    hooks.ask(question, now=True)
-    assert hooks.times_asked(question) == 1  # the one hook, already on the seam
+    monkeypatch.setattr(questions, "REGISTERED", dict(questions.REGISTERED))
+    questions.question("fourth-patch", FIELD, LLAMA4_ARCHITECTURES)(pick)
+    assert hooks.ask("fourth-patch") is None
+    assert hooks.times_asked("fourth-patch") == 1  # the one hook, already on the seam
     yield value, asked
 
 
@@ -83,14 +84,15 @@ def test_the_question_is_not_answered_where_sglang_resolves_alone(
     assert planted[1] == []
 
 
-def test_a_second_question_on_one_field_is_refused_when_it_is_asked(
+def test_a_second_question_on_one_field_is_refused_where_it_is_defined(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Two questions on one field once ended silently as last-writer-wins."""
-    first = Question("fourth-patch", FIELD, lambda launch: "pytorch")
-    second = Question("fifth-patch", FIELD, lambda launch: "flashinfer")
-    monkeypatch.setattr(hooks, "_questions", list(hooks._questions))
-    hooks.ask(first, now=True)
+    monkeypatch.setattr(questions, "REGISTERED", dict(questions.REGISTERED))
+    first = questions.question("fourth-patch", FIELD)(lambda launch: "pytorch")
     with pytest.raises(ValueError, match=r"\[fifth-patch\] asks about the ServerArgs field "):
-        hooks.ask(second, now=True)
-    assert second not in hooks._questions
+        questions.question("fifth-patch", FIELD)(lambda launch: "flashinfer")
+    assert questions.REGISTERED[FIELD] is first
+    # a patch's own field too: the question already defined for it stays the only one
+    with pytest.raises(ValueError, match=r"\[nvfp4-moe-runner\] already asks"):
+        questions.question("fifth-patch", "moe_runner_backend")(lambda launch: "triton")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sglang_nvfp4_patches.patch_names import PATCH_NAMES
+from sglang_nvfp4_patches.patches import PATCHES
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "sglang_nvfp4_patches"
@@ -101,7 +101,7 @@ def test_every_test_it_names_exists(file: str, function: str) -> None:
 
 
 def test_every_patch_has_its_section() -> None:
-    for name in PATCH_NAMES:
+    for name in [patch.name for patch in PATCHES]:
         assert f"\n## `{name}`\n" in MAP_TEXT, f"docs/code-map.md has no section for {name}"
 
 

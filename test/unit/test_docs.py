@@ -274,14 +274,16 @@ def test_the_package_and_its_description_count_and_name_every_patch() -> None:
     import tomllib
 
     import sglang_nvfp4_patches
-    from sglang_nvfp4_patches.patch_names import PATCH_NAMES
+    from sglang_nvfp4_patches.patches import PATCHES
 
-    count = _COUNT_WORDS[len(PATCH_NAMES)]
+    names = [patch.name for patch in PATCHES]
+
+    count = _COUNT_WORDS[len(names)]
     described = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     summary = sglang_nvfp4_patches.__doc__ or ""
     assert f"fixing {count} " in described["project"]["description"]
     assert f"fixing {count} " in summary
-    assert [name for name in PATCH_NAMES if f"``{name}``" not in summary] == []
+    assert [name for name in names if f"``{name}``" not in summary] == []
 
 
 def test_the_readme_lists_what_gpu_takes() -> None:

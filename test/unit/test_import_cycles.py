@@ -19,7 +19,7 @@ import ast
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from sglang_nvfp4_patches.patch_names import PATCH_NAMES
+from sglang_nvfp4_patches.patches import PATCHES
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / "python" / "sglang_nvfp4_patches"
 ROOT = PACKAGE_DIR.name
@@ -151,8 +151,8 @@ def test_only_the_list_of_patches_imports_a_patch() -> None:
     no module outside a patch package imports it but ``patches.py``, the list of them (nor
     does one patch import another)."""
     graph = top_level(import_graph(module_files(PACKAGE_DIR)))
-    for name in PATCH_NAMES:
-        package = f"{ROOT}.{name.replace('-', '_')}"
+    for patch in PATCHES:
+        package = f"{ROOT}.{patch.name.replace('-', '_')}"
         assert package in graph, package
         importers = {unit for unit, targets in graph.items() if package in targets}
         assert importers == {f"{ROOT}.patches"}, (package, importers)

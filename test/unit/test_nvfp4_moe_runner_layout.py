@@ -21,10 +21,10 @@ from sglang_nvfp4_patches.moe_layout import (
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     CUTLASS,
     NO_QUANTIZATION,
+    EvidenceKey,
     EvidenceState,
     LaunchFacts,
     decide,
-    evidence_key,
     refusal,
 )
 
@@ -154,7 +154,7 @@ def _facts(state: EvidenceState, layout: Layout, **changes: Any) -> tuple[Launch
         runners_for=runners_for,
         shown=lambda: TP_EP,
     )
-    key = evidence_key("silu, top-k", "sm120", NO_QUANTIZATION)
+    key = EvidenceKey("silu, top-k", "sm120", NO_QUANTIZATION)
     found = {key: {"state": state.value, "detail": "why"}}
     return replace(facts, **changes), lambda: found
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from sglang_nvfp4_patches.nvfp4_moe_runner.read_back import summary
-from sglang_nvfp4_patches.nvfp4_moe_runner.rule import evidence_key
+from sglang_nvfp4_patches.nvfp4_moe_runner.rule import EvidenceKey
 from sglang_nvfp4_patches.status import PatchState
 
 SETTINGS = {"llama": "silu, top-1", "gemma": "gelu, top-k"}
@@ -20,7 +20,7 @@ def facts(**states: str) -> dict[str, Any]:
     found = {}
     for name, state in states.items():
         settings, gpu, launch = name.split("_")
-        key = evidence_key(SETTINGS[settings], gpu, LAUNCHES[launch])
+        key = EvidenceKey(SETTINGS[settings], gpu, LAUNCHES[launch])
         found[key] = {"state": state, "detail": f"{settings} {gpu} {state}"}
     return found
 

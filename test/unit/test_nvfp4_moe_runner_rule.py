@@ -15,15 +15,14 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     CUTLASS,
     NO_QUANTIZATION,
     STATE_REASONS,
+    EvidenceKey,
     EvidenceState,
     LaunchFacts,
     decide,
-    evidence_key,
     evidence_of,
     launch_name,
     launch_that_works,
     refusal,
-    split_key,
 )
 
 SM120, SM121, SM100, SM110, SM90 = (12, 0), (12, 1), (10, 0), (11, 0), (9, 0)
@@ -50,9 +49,9 @@ def record(
     launch_line: str = NO_QUANTIZATION,
     **others: EvidenceState,
 ) -> Any:
-    found = {evidence_key(settings, gpu, launch_line): {"state": state.value, "detail": "why"}}
+    found = {EvidenceKey(settings, gpu, launch_line): {"state": state.value, "detail": "why"}}
     for spelling, other in others.items():
-        key = evidence_key(settings, gpu, launch_name(spelling))
+        key = EvidenceKey(settings, gpu, launch_name(spelling))
         found[key] = {"state": other.value, "detail": f"{spelling} {other.value}"}
     return lambda: found
 
@@ -84,7 +83,7 @@ def test_a_launch_the_patch_does_not_concern_is_left_without_reading_evidence(
 def test_a_live_failure_publishes_cutlass() -> None:
     decision = decide(PLAIN, record(EvidenceState.LIVE))
     assert decision.runner == CUTLASS and decision.state is EvidenceState.LIVE
-    assert decision.reason == "why" and decision.key == "silu, top-k on sm120, no --quantization"
+    assert decision.reason == "why" and str(decision.key) == "silu, top-k on sm120, no --quantization"
 
 
 @pytest.mark.parametrize(
@@ -117,7 +116,7 @@ def test_the_model_card_launch_line_is_decided_by_its_own_evidence() -> None:
     evidence = record(EvidenceState.NOT_AFFECTED, modelopt_fp4=EvidenceState.LIVE)
     decision = decide(card, evidence)
     assert decision.runner == CUTLASS
-    assert decision.key == "silu, top-k on sm120, --quantization modelopt_fp4"
+    assert str(decision.key) == "silu, top-k on sm120, --quantization modelopt_fp4"
 
 
 def test_a_quantization_the_evidence_does_not_concern_is_sglangs() -> None:
@@ -156,14 +155,12 @@ def test_the_way_out_never_names_a_line_that_fails_or_is_unknown() -> None:
         modelopt=EvidenceState.NO_REMEDY,
         modelopt_fp4=EvidenceState.NOT_COVERED,
     )()
-    assert (
-        launch_that_works(facts, evidence_key(SILU_K, "sm100", "--quantization modelopt")) is None
-    )
+    assert launch_that_works(facts, EvidenceKey(SILU_K, "sm100", "--quantization modelopt")) is None
 
 
-def test_keys_split_back_into_their_parts() -> None:
-    key = evidence_key("gelu, top-k", "sm121", "--quantization modelopt_fp4")
-    assert split_key(key) == ("gelu, top-k", "sm121", "--quantization modelopt_fp4")
+def test_a_key_reads_as_the_messages_name_it() -> None:
+    key = EvidenceKey("gelu, top-k", "sm121", "--quantization modelopt_fp4")
+    assert str(key) == "gelu, top-k on sm121, --quantization modelopt_fp4"
 
 
 @pytest.mark.parametrize(

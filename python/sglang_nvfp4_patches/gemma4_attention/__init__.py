@@ -5,27 +5,33 @@ SGLang's ``trtllm_mha`` drops the FP8 KV-cache scales (sglang#26518; fixed by sg
   ``test/integration/test_gemma4_resolution.py``;
 * the root cause: :mod:`.v_scale_question` reads ``trtllm_mha_backend.py``, found by
   :mod:`.backend_source`;
-* where it is wired: :data:`.rule_state.QUESTION`, asked through :mod:`..server_args_seam`;
+* where it is wired: :func:`.rule_state.answer`, asked through :mod:`..server_args_seam`;
 * what the commands call: :mod:`.install`, :mod:`.read_back`, :mod:`.explain_facts`,
   :mod:`.checks`.
 """
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
-from sglang_nvfp4_patches.patch import declare
-from sglang_nvfp4_patches.patch_names import GEMMA4_ATTENTION
+NAME = "gemma4-attention"
 
-NAME = GEMMA4_ATTENTION
-PATCH = declare(
-    __name__,
-    name=NAME,
-    architectures=GEMMA4_ARCHITECTURES,
-    install="install.install",
-    state="read_back.verified_state",  # doctor also asks SGLang to resolve the bundled config
-    unpatched="read_back.unpatched_report",
-    explain_note="explain_facts.explain_note",
-    verify_checks="checks.run_checks",
-    suspended="rule_state.suspended",  # explain's unpatched column
-    declares=frozenset({"attention_backend"}),
+# Its modules read NAME; ``rule_state`` registers the question where it is defined.
+from sglang_nvfp4_patches.gemma4_attention import (  # noqa: E402
+    checks,
+    explain_facts,
+    install,
+    read_back,
+    rule_state,
+)
+from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES  # noqa: E402
+from sglang_nvfp4_patches.patch import Patch  # noqa: E402
+
+PATCH = Patch(
+    NAME,
+    GEMMA4_ARCHITECTURES,
+    install.install,
+    read_back.verified_state,  # doctor also asks SGLang to resolve the bundled config
+    read_back.unpatched_report,
+    explain_facts.explain_note,
+    checks.run_checks,
+    suspended=rule_state.suspended,  # explain's unpatched column
 )

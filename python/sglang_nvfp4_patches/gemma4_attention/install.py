@@ -1,24 +1,21 @@
 """Install ``gemma4-attention`` (the declaration's ``install``): where its root cause is fixed
 (:func:`.backend_source.mode_for`) nothing; where it is live or forced, the rule's question
-(:data:`.rule_state.QUESTION`) is asked through the server-args seam.
+(:func:`.rule_state.answer`) is asked through the server-args seam.
 """
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.gemma4_attention import backend_source
+from sglang_nvfp4_patches.gemma4_attention import NAME, backend_source
 from sglang_nvfp4_patches.gemma4_attention.read_back import (
     already_upstream,
     current_state,
     unpatched_report,
 )
 from sglang_nvfp4_patches.gemma4_attention.rule import Gemma4Mode
-from sglang_nvfp4_patches.gemma4_attention.rule_state import QUESTION, set_mode
+from sglang_nvfp4_patches.gemma4_attention.rule_state import set_mode
 from sglang_nvfp4_patches.server_args_seam import hooks
-from sglang_nvfp4_patches.server_args_seam.seam import SeamKind, find_override_seam
-from sglang_nvfp4_patches.status import PatchReport, PatchUnavailable
-
-# SGLang's SM10X probe, read where the seam hands the rule the record.
-SM100_PROBE = "is_sm100_supported"
+from sglang_nvfp4_patches.server_args_seam.seam import seam_module
+from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 
 def install(forced: bool, observe: bool) -> PatchReport:
@@ -30,8 +27,9 @@ def install(forced: bool, observe: bool) -> PatchReport:
     set_mode(mode)
     if mode is Gemma4Mode.FIXED:
         return already_upstream()
-    seam = find_override_seam()
-    if seam.kind is not SeamKind.REGISTRY and not hasattr(seam.module, SM100_PROBE):
-        raise PatchUnavailable(f"{seam.module.__name__} has no {SM100_PROBE}")
-    hooks.ask(QUESTION, now=True)
+    failure = hooks.ask(NAME)
+    if failure is not None:
+        return PatchReport(NAME, PatchState.FAILED, failure)
+    if not hooks.wired():
+        return PatchReport(NAME, PatchState.PENDING, f"hooked when {seam_module()} is imported")
     return current_state()

@@ -11,7 +11,7 @@ from sglang_nvfp4_patches.gemma4_attention.rule import (
     Gemma4Mode,
     fixed_note,
 )
-from sglang_nvfp4_patches.gemma4_attention.rule_state import QUESTION, current_mode
+from sglang_nvfp4_patches.gemma4_attention.rule_state import current_mode
 from sglang_nvfp4_patches.server_args_seam import hooks
 from sglang_nvfp4_patches.status import PatchReport, PatchState
 
@@ -42,7 +42,7 @@ def current_state() -> PatchReport:
         if not backend_source.kv_scale_verdict().bug_live:
             return already_upstream()
         return PatchReport(NAME, PatchState.FAILED, "the rule was never installed")
-    if hooks.times_asked(QUESTION) == 1:
+    if hooks.times_asked(NAME) == 1:
         return PatchReport(NAME, PatchState.APPLIED, f"{hooks.where()}: {_rule_summary(mode)}")
     return PatchReport(NAME, PatchState.FAILED, f"not installed in the {hooks.where()}")
 

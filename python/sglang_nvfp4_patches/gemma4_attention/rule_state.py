@@ -1,6 +1,6 @@
 """The rule as this process runs it: its mode (set once by ``install``), its suspension, the
-mark left on records it saw, and its :data:`QUESTION` to the server-args seam (the facts read
-off the launch, the rule with its log lines, and the check of records resolved early)."""
+mark left on records it saw, and its question to the server-args seam (:func:`answer`: the
+facts read off the launch, the rule with its log lines, the check of records resolved early)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from sglang_nvfp4_patches.gemma4_attention.rule import (
     why_triton,
 )
 from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
-from sglang_nvfp4_patches.server_args_seam.question import Question
+from sglang_nvfp4_patches.server_args_seam.question import question
 from sglang_nvfp4_patches.suspension import Suspension
 
 if TYPE_CHECKING:
@@ -95,15 +95,6 @@ def backends_of(source: Any) -> tuple[str | None, ...]:
     )
 
 
-def answer(launch: Launch) -> str | None:
-    """The ``attention_backend`` to declare for ``launch`` (``None``: SGLang's stands)."""
-    with contextlib.suppress(AttributeError, TypeError):
-        setattr(launch.record, SEEN_MARK, True)
-    return decide_and_log(
-        facts_of(launch, backends_of(launch.view)), launch.model_path
-    ).attention_backend
-
-
 def warn_if_bypassed(launch: Launch) -> bool:
     """One WARNING where a record resolved before SGLang loaded plugins (which launch paths:
     docs/releases.md) never met the rule and runs where it would not (checked by the
@@ -132,12 +123,18 @@ def warn_if_bypassed(launch: Launch) -> bool:
     return True
 
 
-QUESTION = Question(
+@question(
     NAME,
     "attention_backend",
-    answer,
     GEMMA4_ARCHITECTURES,
     is_suspended,
     before_adjustments=True,  # exactly as if the operator had typed --attention-backend triton
     check_record=warn_if_bypassed,
 )
+def answer(launch: Launch) -> str | None:
+    """The ``attention_backend`` to declare for ``launch`` (``None``: SGLang's stands)."""
+    with contextlib.suppress(AttributeError, TypeError):
+        setattr(launch.record, SEEN_MARK, True)
+    return decide_and_log(
+        facts_of(launch, backends_of(launch.view)), launch.model_path
+    ).attention_backend

@@ -10,20 +10,50 @@ docs/code-map.md.
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.models import LLAMA4_ARCHITECTURES
-from sglang_nvfp4_patches.patch import declare
-from sglang_nvfp4_patches.patch_names import LLAMA4_ROUTER_WEIGHT
+from typing import TYPE_CHECKING
 
-NAME = LLAMA4_ROUTER_WEIGHT
-PATCH = declare(
-    __name__,
-    name=NAME,
-    architectures=LLAMA4_ARCHITECTURES,
-    install="install.install",
-    state="read_back.current_state",
-    unpatched="read_back.unpatched_report",
-    explain_note="explain_facts.explain_note",
-    verify_checks="checks.run_checks",
-    suspended="suspension.suspended",  # explain's unpatched column
-    runner_may_lift="refusals.another_runner_may_serve",
+NAME = "llama4-router-weight"
+
+from sglang_nvfp4_patches.llama4_router_weight import (  # noqa: E402 (they read NAME)
+    explain_facts,
+    install,
+    read_back,
+    refusals,
+    suspension,
+)
+from sglang_nvfp4_patches.models import LLAMA4_ARCHITECTURES  # noqa: E402
+from sglang_nvfp4_patches.patch import Patch  # noqa: E402
+
+if TYPE_CHECKING:
+    from sglang_nvfp4_patches.check_result import CheckResult
+
+
+def verify_checks() -> list[CheckResult]:
+    from sglang_nvfp4_patches.llama4_router_weight.checks import run_checks  # the simulation
+
+    return run_checks()
+
+
+def release_facts() -> dict[str, str]:
+    from sglang_nvfp4_patches.llama4_router_weight import evidence  # the simulation
+    from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
+
+    with quiet_sglang():
+        return evidence.cells(evidence.gather(), evidence.PARTS)
+
+
+PATCH = Patch(
+    NAME,
+    LLAMA4_ARCHITECTURES,
+    install.install,
+    read_back.current_state,
+    read_back.unpatched_report,
+    explain_facts.explain_note,
+    verify_checks,
+    release_facts,
+    suspension.suspended,  # explain's unpatched column
+    refusals.another_runner_may_serve,
+    not_forceable_because=(
+        "where SGLang pre-scales the router weight itself, a forced pre-scale would apply it twice"
+    ),
 )

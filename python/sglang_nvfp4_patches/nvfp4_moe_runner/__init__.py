@@ -8,26 +8,55 @@ serves is refused before the weights load where another line serves it.
   ``test/integration/test_nvfp4_moe_runner.py``;
 * the evidence: :mod:`.evidence` runs stand-in checkpoints' first MoE layer on simulated
   Blackwell GPUs, its states ``moe:`` columns of the release facts;
-* where it is wired: :data:`.question.QUESTION`, asked through :mod:`..server_args_seam`;
+* where it is wired: :func:`.question.answer`, asked through :mod:`..server_args_seam`;
 * what the commands call: :mod:`.install`, :mod:`.read_back`, :mod:`.explain_facts`,
   :mod:`.checks`.
 """
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.patch import declare
-from sglang_nvfp4_patches.patch_names import NVFP4_MOE_RUNNER
+from typing import TYPE_CHECKING
 
-NAME = NVFP4_MOE_RUNNER
-PATCH = declare(
-    __name__,
-    name=NAME,
-    architectures=None,  # every architecture: decided by the checkpoint's MoE layer
-    install="install.install",
-    state="read_back.current_state",
-    unpatched="read_back.unpatched_report",
-    explain_note="explain_facts.explain_note",
-    verify_checks="checks.run_checks",
-    suspended="suspension.suspended",
-    declares=frozenset({"moe_runner_backend"}),
+NAME = "nvfp4-moe-runner"
+
+# Its modules read NAME; ``question`` registers the question where it is defined.
+from sglang_nvfp4_patches.nvfp4_moe_runner import (  # noqa: E402
+    explain_facts,
+    install,
+    question,  # noqa: F401
+    read_back,
+    suspension,
+)
+from sglang_nvfp4_patches.patch import Patch  # noqa: E402
+
+if TYPE_CHECKING:
+    from sglang_nvfp4_patches.check_result import CheckResult
+
+
+def verify_checks() -> list[CheckResult]:
+    from sglang_nvfp4_patches.nvfp4_moe_runner.checks import run_checks  # the simulation
+
+    return run_checks()
+
+
+def release_facts() -> dict[str, str]:
+    from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import facts_cells  # the simulation
+
+    return facts_cells()
+
+
+PATCH = Patch(
+    NAME,
+    None,  # every architecture: decided by the checkpoint's MoE layer
+    install.install,
+    read_back.current_state,
+    read_back.unpatched_report,
+    explain_facts.explain_note,
+    verify_checks,
+    release_facts,
+    suspension.suspended,
+    not_forceable_because=(
+        "it publishes a runner only where the evidence shows SGLang's own layer failing; pass "
+        "--moe-runner-backend flashinfer_cutlass to choose that runner yourself"
+    ),
 )

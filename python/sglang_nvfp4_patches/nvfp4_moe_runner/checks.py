@@ -27,8 +27,9 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     EVIDENCE_GPUS,
     NO_QUANTIZATION,
     NVFP4,
+    Evidence,
+    EvidenceKey,
     EvidenceState,
-    evidence_key,
     launch_name,
 )
 
@@ -42,14 +43,14 @@ GIVEN_FLAGS: tuple[dict[str, str], ...] = (
 )
 
 
-def _evidence(found: dict[str, Any]) -> str:
+def _evidence(found: Evidence) -> str:
     states = [fact["state"] for fact in found.values()]
     counts = ", ".join(f"{state} {states.count(state)}" for state in sorted(set(states)))
     summary = f"{len(found)} MoE layer settings x GPU x launch line: {counts}"
     return agrees_or_kept(cells(found), summary)
 
 
-def _current_facts() -> dict[str, Any]:
+def _current_facts() -> Evidence:
     record = current_facts()
     if record is None:
         raise CheckFailed("no release facts for this SGLang, so the patch cannot act")
@@ -66,7 +67,7 @@ def _launch(model_dir: Path, gpu: str, quantization: str | None) -> str:
 
     record = _current_facts()
     launch = launch_name(quantization)
-    fact = record[evidence_key(settings_of(model_dir), gpu, launch)]
+    fact = record[EvidenceKey(settings_of(model_dir), gpu, launch)]
     state = EvidenceState(fact["state"])
     flags = {} if quantization is None else {"quantization": quantization}
     profile = GPU_PROFILES[gpu]
@@ -102,7 +103,7 @@ def _stand_in_launches(model_dir: Path) -> str:
 
 def _refusals() -> str:
     """Each launch line no runner serves, where another line does, is refused naming it."""
-    from sglang_nvfp4_patches.nvfp4_moe_runner.rule import launch_that_works, split_key
+    from sglang_nvfp4_patches.nvfp4_moe_runner.rule import launch_that_works
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.server_args import ServerArgsRejected, resolve
 
@@ -113,7 +114,7 @@ def _refusals() -> str:
         instead = launch_that_works(record, key)
         if fact["state"] != EvidenceState.NO_REMEDY.value or instead is None:
             continue
-        settings, gpu, launch = split_key(key)
+        settings, gpu, launch = key
         flags = {} if launch == NO_QUANTIZATION else {"quantization": launch.split()[-1]}
         try:
             resolve(by_settings[settings], GPU_PROFILES[gpu], **flags)
@@ -161,7 +162,7 @@ def run_checks() -> list[CheckResult]:
     from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
 
     with quiet_sglang():
-        found: dict[str, Any] = {}
+        found: dict[EvidenceKey, Any] = {}
 
         def evidence() -> str:
             found.update(gather())

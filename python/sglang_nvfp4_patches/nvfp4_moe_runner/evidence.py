@@ -21,11 +21,11 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     EVIDENCE_GPUS,
     NVFP4,
     STATE_REASONS,
+    Evidence,
+    EvidenceKey,
     EvidenceState,
-    evidence_key,
     evidence_of,
     launch_name,
-    split_key,
 )
 from sglang_nvfp4_patches.release_facts import Row, current_row
 
@@ -54,11 +54,11 @@ STATES = {letter: state for state, letter in LETTERS.items()}
 ABSENT = "."
 
 
-def cells(facts: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+def cells(facts: Evidence) -> dict[str, str]:
     """The release-facts cells of gathered ``facts`` (states only)."""
     by_settings: dict[str, dict[tuple[str, str], str]] = {}
     for key, fact in facts.items():
-        settings, gpu, launch = split_key(key)
+        settings, gpu, launch = key
         by_settings.setdefault(settings, {})[gpu, launch] = LETTERS[EvidenceState(fact["state"])]
     return {
         COLUMN + settings.replace(" ", ""): "/".join(
@@ -69,9 +69,9 @@ def cells(facts: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     }
 
 
-def facts_of(row: Row) -> dict[str, dict[str, str]] | None:
-    """A row's ``moe:`` facts per :func:`.rule.evidence_key` (``None``: it has none)."""
-    found: dict[str, dict[str, str]] = {}
+def facts_of(row: Row) -> dict[EvidenceKey, dict[str, str]] | None:
+    """A row's ``moe:`` facts per :class:`.rule.EvidenceKey` (``None``: it has none)."""
+    found: dict[EvidenceKey, dict[str, str]] = {}
     for column in row.cells:
         cell = row.cell(column)
         if not column.startswith(COLUMN) or cell is None:
@@ -81,7 +81,7 @@ def facts_of(row: Row) -> dict[str, dict[str, str]] | None:
             for launch, letter in zip(LAUNCHES, letters, strict=True):
                 if letter != ABSENT:
                     state = STATES[letter]
-                    key = evidence_key(settings, gpu, launch)
+                    key = EvidenceKey(settings, gpu, launch)
                     found[key] = {"state": state.value, "detail": STATE_REASONS[state]}
     return found or None
 
@@ -100,7 +100,7 @@ def settings_of(model_dir: Path) -> str:
     return found.key
 
 
-def current_facts() -> dict[str, Any] | None:
+def current_facts() -> Evidence | None:
     """The facts of the row for the SGLang this process imported, if it has them."""
     row = current_row()
     return None if row is None else facts_of(row)
@@ -169,12 +169,12 @@ def merged(
     return kept
 
 
-def gather() -> dict[str, Any]:
+def gather() -> dict[EvidenceKey, dict[str, Any]]:
     """Every settings key the stand-ins give, on every simulated GPU and launch line (the
     control first)."""
     from sglang_nvfp4_patches.simulation.bundled import EVIDENCE_CONTROL
 
-    found: dict[str, Any] = {}
+    found: dict[EvidenceKey, dict[str, Any]] = {}
     general: dict[tuple[str, str], str | None] = {}
     models = sorted(stand_ins().items(), key=lambda item: item[1] != EVIDENCE_CONTROL)
     spellings = nvfp4_spellings()
@@ -186,7 +186,7 @@ def gather() -> dict[str, Any]:
                 fact = gather_one(model_dir, gpu, quantization)
                 if model_dir == EVIDENCE_CONTROL:
                     general[gpu, launch] = fact["published"]
-                key = evidence_key(settings, gpu, launch)
+                key = EvidenceKey(settings, gpu, launch)
                 found[key] = merged(stand_in, fact, found.get(key), general[gpu, launch])
     return dict(sorted(found.items()))
 
@@ -215,3 +215,11 @@ def gather_layouts() -> tuple[dict[str, str], list[str]]:
             f"ep_size,ep_rank,tp_size,tp_rank per rank: {placement or 'none'})"
         )
     return {LAYOUTS_COLUMN: shown_cell(shown - failed)}, lines
+
+
+def facts_cells() -> dict[str, str]:
+    """Every release-facts cell of this patch, gathered here (``scripts/release_facts.py``)."""
+    from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
+
+    with quiet_sglang():
+        return {**cells(gather()), **gather_layouts()[0]}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 
 from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
-from sglang_nvfp4_patches.nvfp4_moe_runner.question import QUESTION
 from sglang_nvfp4_patches.nvfp4_moe_runner.read_back import unpatched_report
 from sglang_nvfp4_patches.server_args_seam import hooks
 from sglang_nvfp4_patches.server_args_seam.seam import seam_module
@@ -31,7 +30,7 @@ def install(forced: bool, observe: bool) -> PatchReport:
                 report.reason,
             )
         return report
-    failure = hooks.ask(QUESTION)
+    failure = hooks.ask(NAME)
     if failure is not None:
         return PatchReport(NAME, PatchState.FAILED, failure)
     module = seam_module()

@@ -25,7 +25,7 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
 )
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.server_args_seam.launch import Launch
-from sglang_nvfp4_patches.server_args_seam.question import Question
+from sglang_nvfp4_patches.server_args_seam.question import question
 from sglang_nvfp4_patches.server_args_seam.seam import SeamKind
 from sglang_nvfp4_patches.status import sglang_version
 
@@ -35,6 +35,7 @@ _logged: set[tuple[str, ...]] = set()  # the decisions logged, per model
 _lock = threading.Lock()
 
 
+@question(NAME, FIELD, is_suspended=suspension.is_suspended, before_adjustments=False)
 def answer(launch: Launch) -> str | None:
     """The runner to declare where the decision publishes one (``None``: SGLang's stands)."""
     from sglang_nvfp4_patches.moe_layout import shown_layouts
@@ -141,6 +142,3 @@ def decide_and_log(facts: LaunchFacts, launch: Launch) -> Decision:
             CUTLASS,
         )
     return decision
-
-
-QUESTION = Question(NAME, FIELD, answer, None, suspension.is_suspended, before_adjustments=False)

@@ -3,16 +3,14 @@ what the release facts for this SGLang say, per launch line, MoE layer settings 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     CUTLASS,
     EVIDENCE_GPUS,
     NO_QUANTIZATION,
+    Evidence,
+    EvidenceKey,
     EvidenceState,
-    split_key,
 )
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
@@ -28,13 +26,13 @@ PHRASES = {
 }
 
 
-def _clauses(facts: Mapping[str, Any], live_verb: str) -> list[tuple[EvidenceState, str]]:
+def _clauses(facts: Evidence, live_verb: str) -> list[tuple[EvidenceState, str]]:
     """One clause per launch line and state: ``no --quantization: silu, top-1 on sm100,
     sm120; gelu, top-k on sm120 get flashinfer_cutlass (why)``."""
     gpus = list(EVIDENCE_GPUS.values())
     groups: dict[tuple[str, EvidenceState], dict[str, list[str]]] = {}
     for key, fact in facts.items():
-        settings, gpu, launch = split_key(key)
+        settings, gpu, launch = key
         where = groups.setdefault((launch, EvidenceState(fact["state"])), {})
         where.setdefault(settings, []).append(gpu)
     clauses = []
@@ -47,7 +45,7 @@ def _clauses(facts: Mapping[str, Any], live_verb: str) -> list[tuple[EvidenceSta
             for settings, found in sorted(where.items())
         )
         first, found = min(where.items())
-        detail = facts[f"{first} on {sorted(found, key=gpus.index)[0]}, {launch}"]["detail"]
+        detail = facts[EvidenceKey(first, sorted(found, key=gpus.index)[0], launch)]["detail"]
         what = live_verb if state is EvidenceState.LIVE else PHRASES[state]
         clauses.append((state, f"{launch}: {layers} {what} ({detail})"))
     return clauses
@@ -62,7 +60,7 @@ def no_record() -> PatchReport:
     )
 
 
-def summary(facts: Mapping[str, Any], origin: str, live_state: PatchState) -> PatchReport:
+def summary(facts: Evidence, origin: str, live_state: PatchState) -> PatchReport:
     """One report from the record's facts; ``live_state``: what a live failure means here."""
     verb = "get" if live_state is PatchState.APPLIED else "would get"
     clauses = _clauses(facts, f"{verb} {CUTLASS}")
@@ -94,10 +92,9 @@ def _evidence(live_state: PatchState) -> PatchReport:
 
 def current_state() -> PatchReport:
     """The hook on the seam, and the evidence it decides from."""
-    from sglang_nvfp4_patches.nvfp4_moe_runner.question import QUESTION
     from sglang_nvfp4_patches.server_args_seam import hooks
 
-    if hooks.times_asked(QUESTION) != 1:
+    if hooks.times_asked(NAME) != 1:
         return PatchReport(NAME, PatchState.FAILED, f"not installed in the {hooks.where()}")
     report = _evidence(PatchState.APPLIED)
     if report.state is PatchState.APPLIED:

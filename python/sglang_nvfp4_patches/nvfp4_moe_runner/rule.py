@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from sglang_nvfp4_patches.moe_layout import ONE_GPU, Layout, Registered, fate
 
@@ -66,17 +66,16 @@ def launch_name(quantization: str | None) -> str:
     return NO_QUANTIZATION if quantization is None else f"--quantization {quantization}"
 
 
-def evidence_key(settings: str, gpu: str, launch: str) -> str:
-    """``silu, top-k on sm120, no --quantization``: one MoE layer's settings
-    (:attr:`..models.MoeSettings.key`) on one GPU, launched one way."""
-    return f"{settings} on {gpu}, {launch}"
+class EvidenceKey(NamedTuple):
+    """One MoE layer's settings (:attr:`..models.MoeSettings.key`) on one GPU, launched one
+    way; it reads ``silu, top-k on sm120, no --quantization``."""
 
+    settings: str
+    gpu: str
+    launch: str
 
-def split_key(key: str) -> tuple[str, str, str]:
-    """``(settings, gpu, launch)`` of an :func:`evidence_key`."""
-    settings, _, rest = key.rpartition(" on ")
-    gpu, _, launch = rest.partition(", ")
-    return settings, gpu, launch
+    def __str__(self) -> str:
+        return f"{self.settings} on {self.gpu}, {self.launch}"
 
 
 def evidence_of(
@@ -118,12 +117,16 @@ class LaunchFacts:
     shown: Callable[[], frozenset[str] | None] = lambda: None
 
 
+# Per :class:`EvidenceKey`, what the evidence found: ``{"state", "detail"}``.
+Evidence = Mapping[EvidenceKey, Mapping[str, Any]]
+
+
 @dataclass(frozen=True)
 class Decision:
     runner: str | None  # the MoE runner backend to publish, or None: leave SGLang's
     reason: str
     state: EvidenceState | None = None  # the evidence consulted, if any
-    key: str = ""  # the evidence key consulted
+    key: EvidenceKey | None = None  # the evidence key consulted
     # No runner this patch can publish serves the launch, but this launch line does
     instead: str | None = None
     # The launch's layout: its layer fails when it is built (why, and what works), or the
@@ -136,23 +139,21 @@ class Decision:
 WORKING_STATES = frozenset({"live", "upstream", "not affected"})
 
 
-def launch_that_works(record: Mapping[str, Any], key: str) -> str | None:
+def launch_that_works(record: Evidence, key: EvidenceKey) -> str | None:
     """Another launch line of the same settings and GPU shown serving (``--quantization``
     spellings first: the nearest change of the line)."""
-    settings, gpu, launch = split_key(key)
     found = [
-        other
-        for other_key, fact in record.items()
-        for s, g, other in [split_key(other_key)]
-        if (s, g) == (settings, gpu) and other != launch and fact.get("state") in WORKING_STATES
+        other.launch
+        for other, fact in record.items()
+        if other[:2] == key[:2] and other != key and fact.get("state") in WORKING_STATES
     ]
-    found.sort(key=lambda other: other == NO_QUANTIZATION)
+    found.sort(key=lambda launch: launch == NO_QUANTIZATION)
     return found[0] if found else None
 
 
 def refusal(decision: Decision, model_path: str, version: str, layout: Layout = ONE_GPU) -> str:
     """The message of a :class:`LaunchRefused`: what fails, and the launch that works."""
-    settings, gpu, launch = split_key(decision.key)
+    settings, gpu, launch = decision.key or EvidenceKey("", "", "")
     if decision.layout_refusal is not None:
         return (
             f"{model_path}: launched with {layout.flags} on {gpu.upper()}, SGLang {version}'s "
@@ -171,12 +172,9 @@ def refusal(decision: Decision, model_path: str, version: str, layout: Layout = 
     )
 
 
-Evidence = Mapping[str, Any]
-
-
 def decide(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Decision:
     """Publish ``flashinfer_cutlass`` for this launch, or leave SGLang's runner, or refuse the
-    launch. ``evidence()`` (asked only when needed) maps :func:`evidence_key` to ``{"state",
+    launch. ``evidence()`` (asked only when needed) maps :class:`EvidenceKey` to ``{"state",
     "detail"}``, or is ``None`` where this SGLang has no record. The one-GPU decision holds
     for a layout only where its runner has a fused function for the all-to-all backend
     (else the launch is refused); where the layout was not shown on CPU it says so."""
@@ -210,9 +208,9 @@ def _one_gpu(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Dec
     record = evidence()
     if record is None:
         return Decision(None, "no verified record for this SGLang", EvidenceState.UNKNOWN)
-    if launch not in {split_key(key)[2] for key in record}:
+    if launch not in {key.launch for key in record}:
         return Decision(None, f"{launch} is given, a launch the evidence does not concern")
-    key = evidence_key(facts.settings, gpu, launch)
+    key = EvidenceKey(facts.settings, gpu, launch)
     found = record.get(key)
     if not isinstance(found, Mapping):
         return Decision(

@@ -17,7 +17,7 @@ from sglang_nvfp4_patches.server_args_seam.launch import (
     Launch,
     sglang_alone_suspension,
 )
-from sglang_nvfp4_patches.server_args_seam.question import Question
+from sglang_nvfp4_patches.server_args_seam.question import Question, questions_of
 from sglang_nvfp4_patches.server_args_seam.seam import (
     OverrideSeam,
     SeamKind,
@@ -32,7 +32,7 @@ REGISTER_PREDICATE = "register_model_override_predicate"
 SCHEDULER_MODULE = "sglang.srt.managers.scheduler"
 SCHEDULER_INIT = f"{SCHEDULER_MODULE}.Scheduler.__init__"
 
-_questions: list[Question] = []
+_questions: list[Question] = []  # the questions asked: their patches are installed
 _seam: OverrideSeam | None = None  # the seam the hook is on
 
 
@@ -127,21 +127,14 @@ def _wire() -> None:
     _seam = seam
 
 
-def ask(question: Question, now: bool = False) -> str | None:
-    """Serve ``question`` from the hook (idempotent), ``now`` or as SGLang imports the seam; a
-    seam that cannot be hooked then logs one ERROR (returned where it was imported already)."""
-    if question not in _questions:
-        other = next((q for q in _questions if q.field == question.field), None)
-        if other is not None:
-            raise ValueError(
-                f"[{question.patch}] asks about the ServerArgs field {question.field}, which "
-                f"[{other.patch}] already asks about: a field has one question, so fold the "
-                "two answers into one"
-            )
-        _questions.append(question)
+def ask(patch: str) -> str | None:
+    """Serve ``patch``'s questions from the hook (idempotent) as SGLang imports the seam; a seam
+    that cannot be hooked then logs one ERROR (returned where it was imported already)."""
+    asked = questions_of(patch)
+    _questions.extend(question for question in asked if question not in _questions)
     failures: list[str] = []
 
-    def wire(_module: ModuleType | None = None) -> None:
+    def wire(_module: ModuleType) -> None:
         try:
             _wire()
         except PatchUnavailable as error:
@@ -149,23 +142,25 @@ def ask(question: Question, now: bool = False) -> str | None:
             logger.error(
                 "[%s] could not be applied on SGLang %s: %s. SGLang is left unchanged for "
                 "this patch.",
-                question.patch,
+                patch,
                 sglang_version(),
                 error,
             )
 
-    if now:
-        _wire()
-    else:
-        when_imported(seam_module(), wire)
-    if question.check_record is not None:
+    when_imported(seam_module(), wire)
+    if any(question.check_record is not None for question in asked):
         when_imported(SCHEDULER_MODULE, _hook_scheduler)
     return failures[0] if failures else None
 
 
-def times_asked(question: Question) -> int:
-    """How many times the hook serving ``question`` is on the seam (0: not asked)."""
-    if question not in _questions:
+def wired() -> bool:
+    """Whether the hook is on this SGLang's seam already."""
+    return _seam is not None
+
+
+def times_asked(patch: str) -> int:
+    """How many times the hook serving ``patch``'s questions is on the seam (0: not asked)."""
+    if not any(question.patch == patch for question in _questions):
         return 0
     seam = _current_seam()
     if seam.kind is SeamKind.ADJUSTMENTS_METHOD:

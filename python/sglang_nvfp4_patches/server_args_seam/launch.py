@@ -169,9 +169,11 @@ class Launch:
 
     @cached_property
     def is_sm100(self) -> bool:
-        """SGLang's SM10X probe as the release's model defaults read it."""
+        """SGLang's SM10X probe as the release's model defaults read it (without the probe:
+        the GPU's major version)."""
         if not self.pristine:
-            return bool(self.seam.module.is_sm100_supported())
+            probe = getattr(self.seam.module, "is_sm100_supported", None)
+            return bool(probe()) if probe else (self.capability or (0,))[0] == 10
         from sglang.srt.runtime_context import get_platform
 
         return bool(get_platform().is_sm100)

@@ -1,6 +1,7 @@
 """What a patch asks of a launch (pure): the one ServerArgs field it may default, for which
 architectures, and its answer from the launch's facts (:class:`.launch.Launch`). A patch states
-only this; :mod:`.hooks` serves every question from one hook on the seam."""
+only this, with the :func:`question` decorator where the answer is defined; :mod:`.hooks`
+serves every asked question from one hook on the seam."""
 
 from __future__ import annotations
 
@@ -31,3 +32,46 @@ class Question:
 
     def asks_about(self, architecture: str | None) -> bool:
         return self.architectures is None or architecture in self.architectures
+
+
+# Every question defined in this process, by its field: a field has one question.
+REGISTERED: dict[str, Question] = {}
+
+
+def register(question: Question) -> Question:
+    """Keep ``question``; a second question on its field is refused (:class:`ValueError`)."""
+    other = REGISTERED.get(question.field)
+    if other is not None and other is not question:
+        raise ValueError(
+            f"[{question.patch}] asks about the ServerArgs field {question.field}, which "
+            f"[{other.patch}] already asks about: a field has one question, so fold the two "
+            "answers into one"
+        )
+    REGISTERED[question.field] = question
+    return question
+
+
+def question(
+    patch: str,
+    field: str,
+    architectures: frozenset[str] | None = None,
+    is_suspended: Callable[[], bool] = never,
+    before_adjustments: bool = True,
+    check_record: Callable[[Launch], bool] | None = None,
+) -> Callable[[Callable[[Launch], Any]], Question]:
+    """Register the decorated answer as ``patch``'s question on ``field``, where it is
+    defined (the other arguments: :class:`Question`'s)."""
+
+    def registered(answer: Callable[[Launch], Any]) -> Question:
+        options = (architectures, is_suspended, before_adjustments, check_record)
+        return register(Question(patch, field, answer, *options))
+
+    return registered
+
+
+def questions_of(patch: str) -> list[Question]:
+    return [question for question in REGISTERED.values() if question.patch == patch]
+
+
+def fields_asked_by(patch: str) -> frozenset[str]:
+    return frozenset(question.field for question in questions_of(patch))

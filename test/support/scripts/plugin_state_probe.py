@@ -83,7 +83,7 @@ def main() -> None:
 
         register()
 
-    from sglang_nvfp4_patches.gemma4_attention.rule_state import QUESTION
+    from sglang_nvfp4_patches.gemma4_attention import NAME
     from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE
     from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
     from sglang_nvfp4_patches.post_import import module_exists
@@ -92,7 +92,7 @@ def main() -> None:
     from sglang_nvfp4_patches.status import PATCHED_MARK, PatchUnavailable, sglang_version
 
     try:
-        asked = hooks.times_asked(QUESTION)
+        asked = hooks.times_asked(NAME)
         seam = find_override_seam()
     except PatchUnavailable:  # the --without case: nothing to count
         asked, seam = 0, None
