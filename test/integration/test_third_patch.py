@@ -1,7 +1,6 @@
-"""A third patch is one package, its import in ``patches.py`` and its name in ``patch_names.py``
-(which settings reads without the packages), besides the package docstring that names every
-patch: ``nvfp4-moe-runner`` is named nowhere else in the plugin, yet ``doctor``, ``explain``
-and ``verify`` cover it as they cover the other two (its state, its note and what it decided
+"""A third patch is one package and its line in ``patches.py``, besides the package docstring
+that names every patch: ``nvfp4-moe-runner`` is named nowhere else in the plugin, yet
+``doctor``, ``explain`` and ``verify`` cover it as they cover the other two (its state, its note and what it decided
 on a row, its checks in a fresh process of their own).
 
 This is also where ``verify`` runs as the command a user types (fresh check processes, one
@@ -36,7 +35,7 @@ def test_the_third_patch_is_named_only_in_its_package_and_the_patch_lists() -> N
         if naming.search(path.read_text(encoding="utf-8"))
         and path.parent.name != "nvfp4_moe_runner"
     )
-    assert outside == ["__init__.py", "patch_names.py", "patches.py"]
+    assert outside == ["__init__.py", "patches.py"]
 
 
 @pytest.fixture(scope="module")

@@ -83,7 +83,8 @@ def test_a_launch_the_patch_does_not_concern_is_left_without_reading_evidence(
 def test_a_live_failure_publishes_cutlass() -> None:
     decision = decide(PLAIN, record(EvidenceState.LIVE))
     assert decision.runner == CUTLASS and decision.state is EvidenceState.LIVE
-    assert decision.reason == "why" and str(decision.key) == "silu, top-k on sm120, no --quantization"
+    assert decision.reason == "why"
+    assert str(decision.key) == "silu, top-k on sm120, no --quantization"
 
 
 @pytest.mark.parametrize(
