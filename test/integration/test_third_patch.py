@@ -1,7 +1,7 @@
 """A third patch is one package and its line in ``patches.py``, besides the package docstring
 that names every patch: ``nvfp4-moe-runner`` is named nowhere else in the plugin, yet
-``doctor``, ``explain`` and ``verify`` cover it as they cover the other two (its state, its note and what it decided
-on a row, its checks in a fresh process of their own).
+``doctor``, ``explain`` and ``verify`` cover it as they cover the other two (its state, its
+note and what it decided on a row, its checks in a fresh process of their own).
 
 This is also where ``verify`` runs as the command a user types (fresh check processes, one
 per patch: the README's run of it, shared with ``test_docs_outputs.py``): every patch's checks
