@@ -3,9 +3,10 @@
 ``python/sglang_nvfp4_patches/release_facts.txt`` (``release_facts.py`` reads them).
 
 Each release runs in its own process on its overlay (``scripts/build_overlay.sh``), with SGLang
-loading the plugin as a server does, and derives each cell as ``verify`` does: the Gemma 4
-root-cause reading, and the CPU simulations of ``llama4-router-weight`` and
-``nvfp4-moe-runner``. CI checks the file: ``verify`` on each release derives its row again.
+loading the plugin as a server does, and derives each patch's cells as ``verify`` does (each
+patch's ``release_facts``, its CPU simulations). A column no patch derives keeps the shipped
+cell (a new row: not derived). CI checks the file: ``verify`` on each release derives its row
+again.
 
 Usage: ``.venv/bin/python scripts/release_facts.py [--check] [RELEASE ...]`` (default: every
 tested release; named releases replace their rows and keep the others; ``--check`` writes
@@ -29,20 +30,16 @@ def derive_here() -> None:
     """Child: this interpreter's SGLang's row, as one ``ROW`` line of JSON on stdout."""
     from sglang.srt.plugins import load_plugins
 
-    from sglang_nvfp4_patches.gemma4_attention import backend_source
-    from sglang_nvfp4_patches.llama4_router_weight import evidence as llama4
-    from sglang_nvfp4_patches.nvfp4_moe_runner import evidence as moe
+    from sglang_nvfp4_patches.patches import PATCHES
     from sglang_nvfp4_patches.release_facts import fingerprint
-    from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
     from sglang_nvfp4_patches.status import sglang_version
 
     os.environ["SGLANG_NVFP4_PATCHES_UNTESTED"] = "apply"
     load_plugins()
-    cells = {backend_source.COLUMN: backend_source.read_verdict().handoff.value}
-    with quiet_sglang():
-        cells.update(llama4.cells(llama4.gather(), llama4.PARTS))
-        cells.update(moe.cells(moe.gather()))
-        cells.update(moe.gather_layouts()[0])
+    cells: dict[str, str] = {}
+    for patch in PATCHES:
+        if patch.release_facts is not None:
+            cells.update(patch.release_facts())
     row = {"release": sglang_version(), "fingerprint": fingerprint(), "cells": cells}
     print("ROW " + json.dumps(row))
 
@@ -92,7 +89,9 @@ def main(arguments: list[str]) -> int:
         if found is None:
             failed.append(release)
             continue
-        row = Row(release, found["fingerprint"], found["cells"])
+        old = rows.get(release)
+        kept = dict(old.cells) if old and old.fingerprint == found["fingerprint"] else {}
+        row = Row(release, found["fingerprint"], {**kept, **found["cells"]})
         columns = tuple(dict.fromkeys([*columns, *row.cells]))
         if check and rows.get(release) != row:
             print(f"release_facts: {release} differs: {row} (shipped: {rows.get(release)})")
