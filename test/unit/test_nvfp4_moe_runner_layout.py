@@ -209,5 +209,18 @@ def test_an_operators_runner_or_one_gpu_never_asks_the_layout() -> None:
         shown=planted,
     )
     assert decide(facts, evidence).layout_refusal is None
-    facts, evidence = _facts(EvidenceState.LIVE, Layout(), own_runner=planted, shown=planted)
+    facts, evidence = _facts(EvidenceState.LIVE, Layout(), own_runner=lambda: None, shown=planted)
     assert decide(facts, evidence).runner == CUTLASS
+
+
+def test_where_sglang_publishes_a_runner_itself_the_patch_stands_down() -> None:
+    """Asked only where the patch would act (a model's later pass may publish a runner)."""
+    facts, evidence = _facts(EvidenceState.LIVE, Layout(), own_runner=lambda: "triton")
+    decision = decide(facts, evidence)
+    assert decision.runner is None and decision.reason == "SGLang publishes triton itself"
+    facts, evidence = _facts(EvidenceState.NOT_AFFECTED, Layout(), own_runner=_never)
+    assert decide(facts, evidence).runner is None
+
+
+def _never() -> Any:
+    raise AssertionError("asked where the patch does not act")

@@ -77,18 +77,12 @@ def _once(model_path: str, decision: Decision) -> bool:
 
 
 def decide_and_log(facts: LaunchFacts, launch: Launch) -> Decision:
-    """The decision for one launch, with its INFO or ERROR line; :class:`LaunchRefused` where
-    no runner serves the layer but another launch line does. Before it acts on a registry,
-    SGLang's whole resolution alone is asked (a model's later pass may publish a runner)."""
+    """The decision for one launch, carried out: its INFO, WARNING or ERROR line, or
+    :class:`LaunchRefused` where it refuses the launch."""
     from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import current_facts
 
     decision = decide(facts, current_facts)
     model_path = launch.model_path
-    acts = decision.runner is not None or decision.instead is not None
-    if acts and launch.seam.kind is not SeamKind.ADJUSTMENTS_METHOD:
-        own = facts.own_runner()
-        if own is not None:
-            return Decision(None, f"SGLang publishes {own} itself")
     if decision.instead is not None or decision.layout_refusal is not None:
         message = refusal(decision, model_path, sglang_version(), facts.layout)
         raise LaunchRefused(f"[{NAME}] {message}")

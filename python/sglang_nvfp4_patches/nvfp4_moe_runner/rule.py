@@ -108,9 +108,10 @@ class LaunchFacts:
     # What SGLang detects from the checkpoint (it builds the model config: asked last)
     checkpoint_quantization: Callable[[], str | None]
     layout: Layout = ONE_GPU
-    # Asked only for a launch across GPUs or with an all-to-all backend: the runner SGLang's
-    # whole resolution publishes alone (None: auto), SGLang's fused-function registry
-    # (:mod:`.fused_functions`), and the layout dimensions the release facts show.
+    # Asked only where the patch would act: the runner SGLang's whole resolution publishes
+    # alone (None: auto); and for a launch across GPUs or with an all-to-all backend,
+    # SGLang's fused-function registry (:mod:`.fused_functions`) and the layout dimensions
+    # the release facts show.
     own_runner: Callable[[], str | None] = lambda: None
     registered: Registered = lambda _a2a, _runner: None
     runners_for: Callable[[str], tuple[str, ...] | None] = lambda _a2a: None
@@ -173,15 +174,25 @@ def refusal(decision: Decision, model_path: str, version: str, layout: Layout = 
 
 
 def decide(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Decision:
-    """Publish ``flashinfer_cutlass`` for this launch, or leave SGLang's runner, or refuse the
-    launch. ``evidence()`` (asked only when needed) maps :class:`EvidenceKey` to ``{"state",
+    """Every behaviour of the patch for one launch: publish ``flashinfer_cutlass``, leave
+    SGLang's runner, or refuse the launch (and the WARNING of a layout not shown on CPU).
+    ``evidence()`` (asked only when needed) maps :class:`EvidenceKey` to ``{"state",
     "detail"}``, or is ``None`` where this SGLang has no record. The one-GPU decision holds
-    for a layout only where its runner has a fused function for the all-to-all backend
-    (else the launch is refused); where the layout was not shown on CPU it says so."""
+    for a layout only where its runner has a fused function for the all-to-all backend (else
+    the launch is refused); where SGLang's whole resolution publishes a runner itself, the
+    plugin leaves it."""
     decision = _one_gpu(facts, evidence)
-    if decision.state is None or decision.instead is not None or not facts.layout.dimensions:
-        return decision
-    own = facts.own_runner()  # where SGLang publishes a runner itself, the plugin leaves it
+    if decision.state is not None and decision.instead is None and facts.layout.dimensions:
+        decision = _across_gpus(facts, decision)
+    if decision.runner is not None or decision.instead is not None:
+        own = facts.own_runner()
+        if own is not None:
+            return Decision(None, f"SGLang publishes {own} itself")
+    return decision
+
+
+def _across_gpus(facts: LaunchFacts, decision: Decision) -> Decision:
+    own = facts.own_runner()  # the runner weighed is SGLang's own, where it publishes one
     runner = own if own is not None else decision.runner
     found = fate(facts.layout, runner, facts.registered, facts.runners_for, facts.shown())
     if found.failure is not None:
