@@ -161,7 +161,7 @@ def test_the_stop_handling_is_in_place_before_any_module_python_did_not_load_alr
     probe = (
         "import sys\n"
         "before = set(sys.modules)\n"
-        "import sglang_nvfp4_patches.console\n"
+        "import sglang_nvfp4_patches.__main__\n"
         "from sglang_nvfp4_patches.interrupts import stop_requests_as_interrupt\n"
         "with stop_requests_as_interrupt():\n"
         "    added = set(sys.modules) - before\n"
@@ -172,7 +172,7 @@ def test_the_stop_handling_is_in_place_before_any_module_python_did_not_load_alr
     ).stdout.split()
     ours = {
         "sglang_nvfp4_patches",
-        "sglang_nvfp4_patches.console",
+        "sglang_nvfp4_patches.__main__",
         "sglang_nvfp4_patches.interrupts",
     }
     light = {"contextlib", "signal", "enum", "collections", "functools", "keyword", "operator"}
