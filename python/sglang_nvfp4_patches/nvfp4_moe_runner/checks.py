@@ -109,7 +109,7 @@ def _refusals() -> str:
 
     record = _current_facts()
     by_settings = {settings_of(model_dir): model_dir for model_dir in stand_ins().values()}
-    refused = []
+    refused: list[str] = []
     for key, fact in record.items():
         instead = launch_that_works(record, key)
         if fact["state"] != EvidenceState.NO_REMEDY.value or instead is None:
@@ -121,7 +121,7 @@ def _refusals() -> str:
         except ServerArgsRejected as error:
             if not isinstance(error.__cause__, LaunchRefused) or instead not in str(error):
                 raise CheckFailed(f"{key}: refused, but not naming {instead}: {error}") from error
-            refused.append(key)
+            refused.append(str(key))
             continue
         raise CheckFailed(f"{key}: fails on every runner, yet the launch was not refused")
     if not refused:
