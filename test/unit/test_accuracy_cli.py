@@ -26,7 +26,7 @@ import sglang_nvfp4_patches.accuracy.report
 import sglang_nvfp4_patches.accuracy.server
 light = sorted(m for m in ("aiohttp", "datasets", "torch", "sglang") if m in sys.modules)
 import sglang_nvfp4_patches.accuracy.ab
-import sglang_nvfp4_patches.accuracy.hub
+import sglang_nvfp4_patches.accuracy.dataset
 import sglang_nvfp4_patches.accuracy.run
 heavy = sorted(m for m in ("datasets", "torch", "sglang") if m in sys.modules)
 print(json.dumps({"light": light, "heavy": heavy}))

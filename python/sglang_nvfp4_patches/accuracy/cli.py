@@ -332,9 +332,8 @@ def _run_config(args: argparse.Namespace, base_url: str, out: Path, **extra: obj
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from sglang_nvfp4_patches.accuracy.client import Api
     from sglang_nvfp4_patches.accuracy.report import format_run_report, kept_line, run_notes
-    from sglang_nvfp4_patches.accuracy.run import run_accuracy
+    from sglang_nvfp4_patches.accuracy.run import Api, run_accuracy
     from sglang_nvfp4_patches.accuracy.store import answers_on_disk as on_disk
     from sglang_nvfp4_patches.accuracy.store import ensure_output_file, run_file_lock
 
