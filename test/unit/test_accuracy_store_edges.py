@@ -22,10 +22,10 @@ from sglang_nvfp4_patches.accuracy.store import (
     answers_on_disk,
     ensure_output_dir,
     ensure_output_file,
-    is_valid_record,
     load_finished_run,
     load_partial,
     partial_path,
+    record_problem,
     run_file_text,
     write_json_atomic,
 )
@@ -139,8 +139,10 @@ def test_unreadable_partial_and_run_files_say_so(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("prediction", [5, ["B"], True])
 def test_a_record_whose_prediction_is_not_text_or_none_is_damaged(prediction: object) -> None:
-    assert is_valid_record({**RECORD, "prediction": None})
-    assert not is_valid_record({**RECORD, "prediction": prediction})
+    assert record_problem({**RECORD, "prediction": None, "correct": False}) is None
+    assert record_problem({**RECORD, "prediction": prediction}) == (
+        "lacks a valid id/subject/answer/correct/prediction"
+    )
 
 
 def test_an_out_dir_that_is_a_file_or_cannot_be_written_is_refused(

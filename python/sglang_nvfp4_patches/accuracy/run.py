@@ -159,15 +159,9 @@ class ResumePlan:
     source: Path  # the file the answers are read from first, for messages
     todo: list[EvalItem]  # this run's questions without a stored answer
     has_partial: bool
-    has_run_file: bool
     subset_note: str | None  # set when stored answers go beyond this run: it writes nothing
-    notes: tuple[str, ...] = ()  # what reading the stored files left out (NOTE lines)
-
-    @property
-    def writes(self) -> bool:
-        """Whether the run writes RUN.json: not for a subset, nor when it holds these answers."""
-        fresh = bool(self.todo) or self.has_partial or not self.has_run_file
-        return self.subset_note is None and fresh
+    notes: tuple[str, ...]  # what reading the stored files left out (NOTE lines)
+    writes: bool  # RUN.json: not for a subset, nor when it holds these answers already
 
 
 def plan_resume(config: RunConfig, items: Sequence[EvalItem]) -> ResumePlan:
@@ -208,7 +202,8 @@ def plan_resume(config: RunConfig, items: Sequence[EvalItem]) -> ResumePlan:
             "leaves the stored files as they are"
         )
     notes = (*partial.notes, *finished.notes)
-    return ResumePlan(done, meta, source, todo, has_partial, config.out.exists(), note, notes)
+    writes = note is None and (bool(todo) or has_partial or not config.out.exists())
+    return ResumePlan(done, meta, source, todo, has_partial, note, notes, writes)
 
 
 def _scope_changes(stored: Mapping[str, Any], now: Mapping[str, Any]) -> str:
@@ -267,7 +262,7 @@ def check_endpoint(config: RunConfig, plan: ResumePlan) -> tuple[dict[str, Any],
 def run_accuracy(
     config: RunConfig, items: Sequence[EvalItem], say: Callable[[str], None]
 ) -> RunOutcome:
-    """Evaluate, resuming earlier answers; write RUN.json atomically (:attr:`ResumePlan.writes`)."""
+    """Evaluate, resuming earlier answers; write RUN.json atomically (``plan.writes``)."""
     ensure_output_file(config.out, "--out")
     plan = plan_resume(config, items)
     endpoint, notes = check_endpoint(config, plan)
