@@ -155,7 +155,6 @@ def _run_side(
 
 
 def free_port() -> int:
-    """A loopback port nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((HOST, 0))
         return int(sock.getsockname()[1])

@@ -311,7 +311,6 @@ def _add_valued_options(parser: argparse.ArgumentParser, options: tuple[_Option,
 
 
 def _run_config(args: argparse.Namespace, base_url: str, out: Path, **extra: Any) -> RunConfig:
-    """The run options of ``run`` and ``ab`` as a RunConfig."""
     from sglang_nvfp4_patches.accuracy.run import RunConfig
 
     same = ("shots", "max_new_tokens", "parallel", "subjects", "limit", "max_retries", "progress")

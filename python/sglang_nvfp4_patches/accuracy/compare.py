@@ -55,7 +55,6 @@ def exact_binomial_p(b: int, c: int) -> float:
 
 
 def mcnemar(b: int, c: int) -> McNemar:
-    """McNemar's test on the discordant counts."""
     n = b + c
     chi2 = 0.0 if n == 0 else (abs(b - c) - 1) ** 2 / n
     if n < EXACT_TEST_BELOW:
@@ -65,8 +64,6 @@ def mcnemar(b: int, c: int) -> McNemar:
 
 @dataclass(frozen=True)
 class SubjectDelta:
-    """Accuracies of A and B on the shared questions of one subject."""
-
     subject: str
     n: int
     acc_a: float
@@ -166,7 +163,6 @@ def run_from_document(label: str, data: Mapping[str, Any]) -> LoadedRun:
 
 
 def verdict_text(test: McNemar, alpha: float) -> str:
-    """One line a human can act on."""
     p = f"p={test.p_value:.4g}, alpha={alpha:g}"
     if test.significant(alpha):
         direction = "worse" if test.b > test.c else "better"

@@ -47,8 +47,6 @@ class MmluQuestion:
 
 @dataclass(frozen=True)
 class EvalItem:
-    """A test question together with the full prompt sent to the server."""
-
     question: MmluQuestion
     prompt: str
 

@@ -54,8 +54,6 @@ _BODY_SNIPPET_CHARS = 200
 
 
 class Api(str, enum.Enum):
-    """Which HTTP API of the server to call."""
-
     NATIVE = "native"  # SGLang /generate
     OPENAI = "openai"  # OpenAI-compatible /v1/completions
 
@@ -318,7 +316,6 @@ async def _evaluate(
         queue = iter(todo)
 
         async def worker() -> None:
-            """Take the next question, ask it, store the answer at once."""
             for item in queue:
                 if outcome.aborted:
                     return

@@ -84,8 +84,7 @@ def ensure_output_dir(directory: Path, option: str, target: Path | None = None) 
     writable with a probe file; ConfigError before any server starts."""
     target = target or directory
     where = f"{option} {target}"
-    existing = directory
-    for existing in (directory, *directory.parents):
+    for existing in (directory, *directory.parents):  # at least once: ``existing`` is bound
         if existing.exists():
             break
         if existing.is_symlink():  # dangling, or a loop: mkdir would fail on it
