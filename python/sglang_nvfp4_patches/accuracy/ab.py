@@ -20,7 +20,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,19 +46,11 @@ _BANNER = re.compile(r"^===== .*: accuracy ab starts ")
 
 
 @dataclass(frozen=True)
-class Side:
-    """One configuration under test: ``A`` (reference) or ``B`` (candidate)."""
-
-    name: str
-    args: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class AbConfig:
     """Everything ``accuracy ab`` needs; ``questions`` carries the run options of both sides."""
 
     model_path: str
-    sides: tuple[Side, Side]
+    sides: Mapping[str, tuple[str, ...]]  # server flags of A (reference), then B (candidate)
     out_dir: Path
     launcher: tuple[str, ...]
     startup_timeout_s: float
@@ -66,10 +58,10 @@ class AbConfig:
     alpha: float
     questions: RunConfig
 
-    def run_file(self, side: Side) -> Path:
-        return self.out_dir / f"{side.name}.json"
+    def run_file(self, side: str) -> Path:
+        return self.out_dir / f"{side}.json"
 
-    def side_config(self, side: Side, base_url: str | None = None) -> RunConfig:
+    def side_config(self, side: str, base_url: str | None = None) -> RunConfig:
         """The side's ``run`` settings; ``base_url`` only matters once its server is up."""
         return dataclasses.replace(
             self.questions,
@@ -77,7 +69,7 @@ class AbConfig:
             out=self.run_file(side),
             server={
                 "model_path": self.model_path,
-                "args": shlex.join(side.args),
+                "args": shlex.join(self.sides[side]),
                 "launcher": shlex.join(self.launcher),
             },
         )
@@ -97,24 +89,19 @@ def run_ab(config: AbConfig, say: Say, tick: Say) -> Comparison:
             try:
                 plan_resume(config.side_config(side), items)
             except (ResumeError, RunFileError) as exc:
-                raise type(exc)(f"side {side.name}: {exc}") from None
+                raise type(exc)(f"side {side}: {exc}") from None
         a, b = (_run_side(config, side, items, say, tick) for side in config.sides)
     return compare_runs(a, b, alpha=config.alpha)
 
 
 def _run_side(
-    config: AbConfig,
-    side: Side,
-    items: Sequence[EvalItem],
-    say: Say,
-    tick: Say,
+    config: AbConfig, side: str, items: Sequence[EvalItem], say: Say, tick: Say
 ) -> LoadedRun:
     """The side's answers to ``items``; its server is started only when some are missing."""
-    name = side.name
     out = config.run_file(side)
 
     def note(line: str) -> None:
-        say(f"side {name}: {line}")
+        say(f"side {side}: {line}")
 
     if not plan_resume(config.side_config(side), items).todo:
         outcome = run_accuracy(config.side_config(side), items, note)  # asks nothing
@@ -122,8 +109,9 @@ def _run_side(
         notes = run_notes(outcome)
     else:
         port = free_port()
-        command = server_command(config.launcher, config.model_path, port, side.args)
-        log = config.out_dir / f"{side.name}.server.log"
+        command = [*config.launcher, "--model-path", config.model_path, "--host", HOST]
+        command += ["--port", str(port), *config.sides[side]]
+        log = config.out_dir / f"{side}.server.log"
         note(f"starting {shlex.join(command)}")
         note(f"server log {log}")
         with ServerProcess.running(command, port, log, config.stop_grace_s) as server:
@@ -132,12 +120,12 @@ def _run_side(
                 ready_s = server.wait_healthy(
                     config.startup_timeout_s,
                     lambda elapsed: tick(
-                        f"side {name}: waiting for /health ... {elapsed:.0f} s of "
+                        f"side {side}: waiting for /health ... {elapsed:.0f} s of "
                         f"{config.startup_timeout_s:g} s"
                     ),
                 )
             except ServerError as exc:
-                raise ServerError(f"side {name}: {exc}", exc.log) from None
+                raise ServerError(f"side {side}: {exc}", exc.log) from None
             note(f"server ready after {ready_s:.1f} s")
             outcome = run_accuracy(config.side_config(side, server.base_url), items, note)
             if outcome.interrupted or outcome.run is None:
@@ -145,7 +133,7 @@ def _run_side(
             notes = run_notes(outcome)
             if outcome.exit_code:
                 message = "the server did not answer every question:\n" + "\n".join(notes)
-                raise ServerError(f"side {name}: {message}", log)
+                raise ServerError(f"side {side}: {message}", log)
         note(f"{run_summary(outcome.run)}; server stopped")
     for line in notes:
         note(line)
@@ -158,13 +146,6 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((HOST, 0))
         return int(sock.getsockname()[1])
-
-
-def server_command(
-    launcher: Sequence[str], model_path: str, port: int, args: Sequence[str]
-) -> list[str]:
-    """``LAUNCHER --model-path M --host 127.0.0.1 --port PORT <side args>``."""
-    return [*launcher, "--model-path", model_path, "--host", HOST, "--port", str(port), *args]
 
 
 def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> list[str]:

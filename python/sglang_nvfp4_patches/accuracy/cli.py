@@ -354,7 +354,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_ab(args: argparse.Namespace) -> int:
-    from sglang_nvfp4_patches.accuracy.ab import DEFAULT_LAUNCHER, AbConfig, Side, log_tail, run_ab
+    from sglang_nvfp4_patches.accuracy.ab import DEFAULT_LAUNCHER, AbConfig, log_tail, run_ab
     from sglang_nvfp4_patches.accuracy.compare import verdict_exit_code
     from sglang_nvfp4_patches.accuracy.report import format_comparison
 
@@ -362,7 +362,7 @@ def _cmd_ab(args: argparse.Namespace) -> int:
     try:
         config = AbConfig(
             model_path=args.model_path,
-            sides=(Side("A", args.a_args), Side("B", args.b_args)),
+            sides={"A": args.a_args, "B": args.b_args},
             out_dir=args.out_dir,
             launcher=args.launcher or DEFAULT_LAUNCHER,
             startup_timeout_s=args.startup_timeout,
