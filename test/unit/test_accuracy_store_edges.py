@@ -78,9 +78,8 @@ def test_a_writer_closes_once_and_refuses_appends_after(tmp_path: Path) -> None:
     writer = PartialWriter(path, SETTINGS, [])
     writer.close()
     writer.close()
-    with pytest.raises(ValueError) as closed:
+    with pytest.raises(ValueError, match="closed file"):
         writer.append(RECORD)
-    assert str(closed.value) == f"{path}: writer already closed"
 
 
 def test_other_settings_are_named_field_by_field(tmp_path: Path) -> None:

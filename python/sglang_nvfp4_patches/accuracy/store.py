@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from sglang_nvfp4_patches.accuracy.errors import BusyError, ConfigError, ResumeError, RunFileError
 from sglang_nvfp4_patches.accuracy.files import kind_of, read_bounded, require_writable_target
@@ -399,21 +399,18 @@ class PartialWriter:
         self.path = path
         header = {"format": PARTIAL_FORMAT, "version": RUN_VERSION, **fields}
         _replace_atomically(path, b"".join([_line(header), *map(_line, carried)]))
-        self._handle: BinaryIO | None = path.open("ab")
+        self._handle = path.open("ab")
 
     def append(self, record: Record) -> None:
         """One line per answer, handed to the OS immediately."""
-        if self._handle is None:
-            raise ValueError(f"{self.path}: writer already closed")
         with _naming(self.path):
             self._handle.write(_line(record))
             self._handle.flush()
 
     def close(self) -> None:
-        if self._handle is not None:
-            handle, self._handle = self._handle, None
-            with _naming(self.path):
-                handle.close()
+        """Closes the file once (a file is closed even when its last flush fails)."""
+        with _naming(self.path):
+            self._handle.close()
 
 
 def _line(obj: Mapping[str, Any]) -> bytes:
