@@ -61,18 +61,14 @@ def read_mmlu_csv(path: Path, subject: str) -> list[MmluQuestion]:
         raw = read_bounded(path, CSV_FILE)
     except OSError as exc:  # read_bounded leaves a missing file to its caller
         raise DatasetError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        try:  # again as plain UTF-8, so that the offset counts from the start of the file (BOM)
-            raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = raw.count(b"\n", 0, exc.start) + 1
-            raise DatasetError(
-                f"{path}:{line}: not valid UTF-8 at offset {exc.start} of the file (byte "
-                f"0x{raw[exc.start]:02x}); re-save the file as UTF-8"
-            ) from None
-        raise  # pragma: no cover - what utf-8-sig refuses, plain utf-8 refuses too
+    try:  # a BOM is dropped after decoding, so that the offset counts from the start of the file
+        text = raw.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DatasetError(
+            f"{path}:{line}: not valid UTF-8 at offset {exc.start} of the file (byte "
+            f"0x{raw[exc.start]:02x}); re-save the file as UTF-8"
+        ) from None
     questions: list[MmluQuestion] = []
     reader = csv.reader(io.StringIO(text, newline=""))
     while True:
