@@ -118,7 +118,7 @@ def _bench(questions: int, parallel: int, subjects: int) -> float:
                 progress=False,
             )
             start, cpu_start = time.perf_counter(), time.process_time()
-            outcome = run_accuracy(config)
+            outcome = run_accuracy(config, config.load_items(), print)
             total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     finally:
         server.terminate()

@@ -371,7 +371,7 @@ def test_a_second_ab_on_the_same_out_dir_is_refused_before_any_server(
 def test_a_restarted_server_keeps_its_earlier_log(tmp_path: Path) -> None:
     """Once a resumed ``ab`` overwrote A.server.log and B.server.log; the tail shown after a
     failure is the last start's."""
-    from sglang_nvfp4_patches.accuracy.server import ServerProcess, log_tail
+    from sglang_nvfp4_patches.accuracy.ab import ServerProcess, log_tail
 
     log = tmp_path / "A.server.log"
     for run in ("first", "second"):

@@ -16,8 +16,8 @@ import pytest
 from accuracy_support import PYTHON_DIR
 from accuracy_support.dataset_writer import WrittenQuestion, write_dataset
 from accuracy_support.fake_server import FakeServer, Script
+from sglang_nvfp4_patches.accuracy.dataset import questions_by_subject
 from sglang_nvfp4_patches.accuracy.errors import DatasetError
-from sglang_nvfp4_patches.accuracy.hub import questions_by_subject
 from sglang_nvfp4_patches.cli import main
 
 SIZES = {"anatomy": 7, "astronomy": 4, "virology": 5}

@@ -9,9 +9,8 @@ import pytest
 import accuracy_support  # noqa: F401  (makes the package importable)
 from accuracy_support.dataset_writer import write_dataset
 from accuracy_support.special_files import fifo, sparse, within
-from sglang_nvfp4_patches.accuracy.dataset import load_eval_items, read_mmlu_csv
+from sglang_nvfp4_patches.accuracy.dataset import load_eval_items, open_source, read_mmlu_csv
 from sglang_nvfp4_patches.accuracy.errors import DatasetError
-from sglang_nvfp4_patches.accuracy.hub import open_source
 from sglang_nvfp4_patches.accuracy.limits import MAX_CSV_BYTES
 from sglang_nvfp4_patches.accuracy.scoring import parse_prediction
 from sglang_nvfp4_patches.cli import main

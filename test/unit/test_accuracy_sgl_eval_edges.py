@@ -11,7 +11,7 @@ import pytest
 
 from sglang_nvfp4_patches.accuracy.compare import compare_runs
 from sglang_nvfp4_patches.accuracy.errors import RunFileError
-from sglang_nvfp4_patches.accuracy.sgl_eval import load_sgl_eval, paired_runs, repeat_of
+from sglang_nvfp4_patches.accuracy.sgl_eval import load_sgl_eval, paired_runs
 from sglang_nvfp4_patches.accuracy.store import RUN_FORMAT, RUN_VERSION, write_json_atomic
 
 FINISHED = {"partial": False}
@@ -162,11 +162,6 @@ def test_missing_and_unreadable_paths_are_named(tmp_path: Path) -> None:
     with pytest.raises(RunFileError) as gone:
         load_sgl_eval(dangling.parent, allow_partial=False)
     assert str(gone.value) == f"{dangling}: no such file"
-    with pytest.raises(RunFileError) as not_a_repeat:
-        repeat_of(tmp_path / "output.jsonl")
-    assert str(not_a_repeat.value) == (
-        f"{tmp_path / 'output.jsonl'}: not an sgl-eval repeat file (output-rs<k>.jsonl)"
-    )
 
 
 def test_sides_that_do_not_pair_name_their_repeats_and_an_example(tmp_path: Path) -> None:

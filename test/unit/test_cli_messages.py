@@ -106,7 +106,6 @@ def _stopped(failures: int, answered: int) -> RunOutcome:
     return RunOutcome(
         run=run,
         partial=Path("run.json.partial.jsonl"),
-        answered_this_run=answered,
         resumed=0,
         failures=[(f"s/{n}", "HTTP 503") for n in range(failures)],
         not_attempted=1000,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from accuracy_support.processes import is_running
-from sglang_nvfp4_patches.accuracy import server as server_module
+from sglang_nvfp4_patches.accuracy import ab as server_module
 
 
 def test_ctrl_c_while_the_server_starts_stops_it(

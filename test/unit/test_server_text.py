@@ -10,8 +10,8 @@ import pytest
 
 from accuracy_support.dataset_writer import write_dataset
 from accuracy_support.fake_server import FakeServer, Script
-from sglang_nvfp4_patches.accuracy.client import _snippet, served_model
 from sglang_nvfp4_patches.accuracy.limits import MAX_OUTPUT_CHARS
+from sglang_nvfp4_patches.accuracy.run import _snippet, served_model
 from sglang_nvfp4_patches.cli import main
 from sglang_nvfp4_patches.streams import printable
 

@@ -14,7 +14,7 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sglang_nvfp4_patches.accuracy.errors import ServerError
 from sglang_nvfp4_patches.accuracy.limits import MAX_SECONDS
@@ -227,11 +227,11 @@ def _shell_words(text: str) -> list[str]:
 
 
 def _server_args(text: str) -> tuple[str, ...]:
-    """A side's server flags; ab sets --model-path, --host and --port itself."""
-    from sglang_nvfp4_patches.accuracy.server import reserved_flag
-
+    """A side's server flags, without those ab sets itself (also as ``--port=N``): a side's own
+    copy would start a server the tool cannot reach."""
     words = _shell_words(text)
-    flag = reserved_flag(words)
+    names = (word.split("=", 1)[0] for word in words)
+    flag = next((name for name in names if name in ("--model-path", "--host", "--port")), None)
     if flag is not None:
         raise argparse.ArgumentTypeError(
             f"{flag} is set by ab itself (--model-path for both sides; host and port are a "
@@ -310,31 +310,24 @@ def _add_valued_options(parser: argparse.ArgumentParser, options: tuple[_Option,
         parser.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
 
 
-def _run_config(args: argparse.Namespace, base_url: str, out: Path, **extra: object) -> RunConfig:
-    """The run options of ``run`` and ``ab`` as a RunConfig."""
+def _run_config(args: argparse.Namespace, base_url: str, out: Path, **extra: Any) -> RunConfig:
     from sglang_nvfp4_patches.accuracy.run import RunConfig
 
+    same = ("shots", "max_new_tokens", "parallel", "subjects", "limit", "max_retries", "progress")
     return RunConfig(
         base_url=base_url,
         data_dir=args.data,
         out=out,
-        shots=args.shots,
-        max_new_tokens=args.max_new_tokens,
-        parallel=args.parallel,
-        subjects=args.subjects,
-        limit=args.limit,
         timeout_s=args.timeout,
-        max_retries=args.max_retries,
         backoff_s=args.backoff,
-        progress=args.progress,
-        **extra,  # type: ignore[arg-type]
+        **{name: getattr(args, name) for name in same},
+        **extra,
     )
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from sglang_nvfp4_patches.accuracy.client import Api
     from sglang_nvfp4_patches.accuracy.report import format_run_report, kept_line, run_notes
-    from sglang_nvfp4_patches.accuracy.run import run_accuracy
+    from sglang_nvfp4_patches.accuracy.run import Api, run_accuracy
     from sglang_nvfp4_patches.accuracy.store import answers_on_disk as on_disk
     from sglang_nvfp4_patches.accuracy.store import ensure_output_file, run_file_lock
 
@@ -361,16 +354,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_ab(args: argparse.Namespace) -> int:
-    from sglang_nvfp4_patches.accuracy.ab import AbConfig, Side, run_ab
+    from sglang_nvfp4_patches.accuracy.ab import DEFAULT_LAUNCHER, AbConfig, log_tail, run_ab
     from sglang_nvfp4_patches.accuracy.compare import verdict_exit_code
     from sglang_nvfp4_patches.accuracy.report import format_comparison
-    from sglang_nvfp4_patches.accuracy.server import DEFAULT_LAUNCHER, log_tail
 
     status = _StatusLines(sys.stderr)
     try:
         config = AbConfig(
             model_path=args.model_path,
-            sides=(Side("A", args.a_args), Side("B", args.b_args)),
+            sides={"A": args.a_args, "B": args.b_args},
             out_dir=args.out_dir,
             launcher=args.launcher or DEFAULT_LAUNCHER,
             startup_timeout_s=args.startup_timeout,

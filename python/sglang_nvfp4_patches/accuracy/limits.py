@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import math
 import re
 import urllib.parse
 
@@ -53,12 +52,3 @@ def _valid_host(host: str) -> bool:
     except UnicodeError:
         return False
     return len(ascii_name) <= 253 and _HOST_NAME.fullmatch(ascii_name) is not None
-
-
-def seconds_problem(value: float, minimum_inclusive: bool) -> str | None:
-    """Why ``value`` cannot be a number of seconds (> 0, or >= 0), or None."""
-    low_ok = value >= 0 if minimum_inclusive else value > 0
-    if math.isfinite(value) and low_ok and value <= MAX_SECONDS:
-        return None
-    low = ">= 0" if minimum_inclusive else "> 0"
-    return f"must be a finite number of seconds {low} and <= {MAX_SECONDS:g} (a week)"

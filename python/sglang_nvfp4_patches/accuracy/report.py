@@ -13,7 +13,7 @@ from sglang_nvfp4_patches.accuracy.scoring import CHANCE_ACCURACY, COLLAPSE_MARG
 if TYPE_CHECKING:  # run.py imports aiohttp; compare should not pay for it
     from sglang_nvfp4_patches.accuracy.run import RunOutcome
 
-# Why a run stopped early, by the kind of its last failure (client.Failure values).
+# Why a run stopped early, by the kind of its last failure (run.Failure values).
 ABORT_CAUSES = {
     "connection": "no connection to the server could be made: is it up, at that --base-url?",
     "timeout": "every request timed out: is the server overloaded or stuck? (--timeout)",

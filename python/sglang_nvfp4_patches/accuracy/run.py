@@ -2,15 +2,22 @@
 
 Each answer is appended to the partial JSONL at once, so a rerun only asks what is missing,
 and never drops a stored answer (:func:`plan_resume`). Callers hold ``run_file_lock``.
+Requests go to SGLang's ``/generate`` or OpenAI's ``/v1/completions``: connection failures,
+timeouts and HTTP 5xx are retried with backoff; a 4xx or bad 200 is not.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import enum
+import http.client
 import inspect
+import json
+import random
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,22 +25,9 @@ from typing import Any
 
 import aiohttp
 
-from sglang_nvfp4_patches.accuracy.client import (
-    Api,
-    CompletionClient,
-    Failure,
-    RequestFailedError,
-    RetryPolicy,
-    served_model,
-)
-from sglang_nvfp4_patches.accuracy.dataset import EvalItem, load_eval_items
+from sglang_nvfp4_patches.accuracy.dataset import EvalItem, load_eval_items, open_source
 from sglang_nvfp4_patches.accuracy.errors import ConfigError, ResumeError
-from sglang_nvfp4_patches.accuracy.hub import open_source
-from sglang_nvfp4_patches.accuracy.limits import (
-    ABORT_AFTER_CONSECUTIVE_FAILURES,
-    seconds_problem,
-    url_problem,
-)
+from sglang_nvfp4_patches.accuracy.limits import ABORT_AFTER_CONSECUTIVE_FAILURES, url_problem
 from sglang_nvfp4_patches.accuracy.scoring import make_record, score_by_subject, total_score
 from sglang_nvfp4_patches.accuracy.store import (
     RUN_FORMAT,
@@ -46,19 +40,46 @@ from sglang_nvfp4_patches.accuracy.store import (
     partial_path,
     write_json_atomic,
 )
-from sglang_nvfp4_patches.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER
+from sglang_nvfp4_patches.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_SERVER, loads_json
 from sglang_nvfp4_patches.interrupts import python_ctrl_c, until_stop_request
 from sglang_nvfp4_patches.progress import Progress, progress_bar
+from sglang_nvfp4_patches.streams import printable
 
 # Seconds to wait for the server to name its model before the first question.
 _MODEL_PROBE_S = 10.0
 # Where the question set of a run comes from, by RUN.json key: what a rerun must not shrink.
 SCOPE_OPTIONS = {"data_dir": "--data", "subjects": "--subjects", "limit": "--limit"}
+_JSON_HEADERS = {"Content-Type": "application/json"}
+_BODY_SNIPPET_CHARS = 200
+
+
+class Api(str, enum.Enum):
+    NATIVE = "native"  # SGLang /generate
+    OPENAI = "openai"  # OpenAI-compatible /v1/completions
+
+
+class Failure(str, enum.Enum):
+    """What went wrong with a request, as a report words the cause of many failures."""
+
+    CONNECTION = "connection"  # refused, reset or dropped: no HTTP answer at all
+    TIMEOUT = "timeout"
+    SERVER_ERROR = "server error"  # HTTP 5xx
+    REJECTED = "rejected"  # HTTP 4xx
+    BAD_REPLY = "bad reply"  # an answer that is not a completion of this API
+
+
+class RequestFailedError(Exception):
+    """A request failed: ``kind`` says how, ``retry`` whether another attempt may help."""
+
+    def __init__(self, message: str, kind: Failure, retry: bool = False) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retry = retry
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything ``accuracy run`` needs; validated on construction."""
+    """Everything ``accuracy run`` needs (the command line has checked the numbers)."""
 
     base_url: str
     data_dir: str | Path  # an MMLU csv folder or a Hugging Face dataset id (cais/mmlu)
@@ -77,22 +98,9 @@ class RunConfig:
     server: Mapping[str, str] | None = None  # model path and flags, when ab started the server
 
     def __post_init__(self) -> None:
-        timeout = seconds_problem(self.timeout_s, False)
-        backoff = seconds_problem(self.backoff_s, True)
-        url = url_problem(self.base_url)
-        checks = [
-            (self.shots >= 0, f"--shots must be >= 0, got {self.shots}"),
-            (self.max_new_tokens >= 1, f"--max-new-tokens must be >= 1, got {self.max_new_tokens}"),
-            (self.parallel >= 1, f"--parallel must be >= 1, got {self.parallel}"),
-            (self.limit is None or self.limit >= 1, f"--limit must be >= 1, got {self.limit}"),
-            (timeout is None, f"--timeout {timeout}, got {self.timeout_s}"),
-            (self.max_retries >= 0, f"--max-retries must be >= 0, got {self.max_retries}"),
-            (backoff is None, f"--backoff {backoff}, got {self.backoff_s}"),
-            (url is None, f"--base-url {self.base_url!r} {url}"),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ConfigError(message)
+        problem = url_problem(self.base_url)
+        if problem is not None:
+            raise ConfigError(f"--base-url {self.base_url!r} {problem}")
 
     def settings(self) -> dict[str, Any]:
         """What shapes prompts and answers; must match for stored answers to be reused."""
@@ -105,7 +113,6 @@ class RunConfig:
         }
 
     def load_items(self) -> list[EvalItem]:
-        """The questions and prompts this run asks."""
         return load_eval_items(open_source(self.data_dir), self.shots, self.subjects, self.limit)
 
     def scope(self, items: Sequence[EvalItem]) -> dict[str, Any]:
@@ -119,16 +126,17 @@ class RunConfig:
 
 @dataclass
 class RunOutcome:
-    """What happened; ``run`` is the RUN.json content (None when interrupted)."""
+    """What happened, tallied by the workers; ``run`` is RUN.json's content (None: interrupted)."""
 
-    run: dict[str, Any] | None
     partial: Path
-    answered_this_run: int
     resumed: int
-    failures: list[tuple[str, str]]
-    not_attempted: int
-    aborted: bool
-    interrupted: bool
+    run: dict[str, Any] | None = None
+    records: dict[str, Record] = field(default_factory=dict)  # answered by this run
+    failures: list[tuple[str, str]] = field(default_factory=list)
+    not_attempted: int = 0
+    consecutive_failures: int = 0
+    aborted: bool = False
+    interrupted: bool = False
     abort_cause: Failure | None = None  # what the failures that stopped the run were
     notes: list[str] = field(default_factory=list)
 
@@ -140,17 +148,6 @@ class RunOutcome:
         return EXIT_SERVER if self.failures or self.not_attempted else EXIT_OK
 
 
-@dataclass
-class _Tally:
-    """Shared between workers (single event loop thread, so no locking)."""
-
-    records: dict[str, Record] = field(default_factory=dict)
-    failures: list[tuple[str, str]] = field(default_factory=list)
-    consecutive_failures: int = 0
-    stop: bool = False
-    abort_cause: Failure | None = None
-
-
 @dataclass(frozen=True)
 class ResumePlan:
     """What a run does with what earlier runs of its ``out`` stored."""
@@ -160,15 +157,9 @@ class ResumePlan:
     source: Path  # the file the answers are read from first, for messages
     todo: list[EvalItem]  # this run's questions without a stored answer
     has_partial: bool
-    has_run_file: bool
     subset_note: str | None  # set when stored answers go beyond this run: it writes nothing
-    notes: tuple[str, ...] = ()  # what reading the stored files left out (NOTE lines)
-
-    @property
-    def writes(self) -> bool:
-        """Whether the run writes RUN.json: not for a subset, nor when it holds these answers."""
-        fresh = bool(self.todo) or self.has_partial or not self.has_run_file
-        return self.subset_note is None and fresh
+    notes: tuple[str, ...]  # what reading the stored files left out (NOTE lines)
+    writes: bool  # RUN.json: not for a subset, nor when it holds these answers already
 
 
 def plan_resume(config: RunConfig, items: Sequence[EvalItem]) -> ResumePlan:
@@ -209,7 +200,8 @@ def plan_resume(config: RunConfig, items: Sequence[EvalItem]) -> ResumePlan:
             "leaves the stored files as they are"
         )
     notes = (*partial.notes, *finished.notes)
-    return ResumePlan(done, meta, source, todo, has_partial, config.out.exists(), note, notes)
+    writes = note is None and (bool(todo) or has_partial or not config.out.exists())
+    return ResumePlan(done, meta, source, todo, has_partial, note, notes, writes)
 
 
 def _scope_changes(stored: Mapping[str, Any], now: Mapping[str, Any]) -> str:
@@ -266,60 +258,40 @@ def check_endpoint(config: RunConfig, plan: ResumePlan) -> tuple[dict[str, Any],
 
 
 def run_accuracy(
-    config: RunConfig,
-    items: Sequence[EvalItem] | None = None,
-    say: Callable[[str], None] | None = None,
+    config: RunConfig, items: Sequence[EvalItem], say: Callable[[str], None]
 ) -> RunOutcome:
-    """Evaluate, resuming earlier answers; write RUN.json atomically (:attr:`ResumePlan.writes`)."""
+    """Evaluate, resuming earlier answers; write RUN.json atomically (``plan.writes``)."""
     ensure_output_file(config.out, "--out")
-    items = config.load_items() if items is None else items
     plan = plan_resume(config, items)
     endpoint, notes = check_endpoint(config, plan)
-    if say is None:
-        notes[:0] = plan.notes
-    else:
-        for note in plan.notes:
-            say(note)
+    for note in plan.notes:
+        say(note)
     if plan.subset_note is not None:
         notes.insert(0, plan.subset_note)
     ppath = partial_path(config.out)
     done = dict(plan.done)
-    resumed = len(items) - len(plan.todo)
+    outcome = RunOutcome(ppath, resumed=len(items) - len(plan.todo), notes=notes)
 
     started = _utc_now()
     start = time.perf_counter()
-    tally = _Tally()
-    interrupted = False
     if plan.todo:
         header = {**config.settings(), **endpoint, **config.scope(items)}
         writer = PartialWriter(ppath, header, done.values())
-        progress = progress_bar(len(items), "q", show=config.progress, initial=resumed)
+        progress = progress_bar(len(items), "q", show=config.progress, initial=outcome.resumed)
         try:
-            _run_coroutine(_evaluate(config, plan.todo, writer, tally, progress))
+            _run_coroutine(_evaluate(config, plan.todo, writer, outcome, progress))
         except KeyboardInterrupt:
-            interrupted = True
+            outcome.interrupted = True
         finally:
             progress.close()
             writer.close()
-            if not (plan.has_partial or done or tally.records):
+            if not (plan.has_partial or done or outcome.records):
                 ppath.unlink(missing_ok=True)  # made by this run, it holds no answer
     wall = time.perf_counter() - start
-
-    outcome = RunOutcome(
-        run=None,
-        partial=ppath,
-        answered_this_run=len(tally.records),
-        resumed=resumed,
-        failures=tally.failures,
-        not_attempted=len(plan.todo) - len(tally.records) - len(tally.failures),
-        aborted=tally.stop,
-        interrupted=interrupted,
-        abort_cause=tally.abort_cause,
-        notes=notes,
-    )
-    if interrupted:
+    outcome.not_attempted = len(plan.todo) - len(outcome.records) - len(outcome.failures)
+    if outcome.interrupted:
         return outcome
-    done.update(tally.records)
+    done.update(outcome.records)
     records = [done[item.id] for item in items if item.id in done]
     outcome.run = _run_document(config, items, records, outcome, started, wall, endpoint)
     if plan.writes and records:  # no file is written to hold no answer
@@ -333,42 +305,33 @@ async def _evaluate(
     config: RunConfig,
     todo: Sequence[EvalItem],
     writer: PartialWriter,
-    tally: _Tally,
+    outcome: RunOutcome,
     progress: Progress,
 ) -> None:
     """Run ``parallel`` workers over one session until the questions are used up."""
     workers = min(config.parallel, len(todo))
     connector = aiohttp.TCPConnector(limit=workers, ttl_dns_cache=300)
+    rng = random.Random()
     async with aiohttp.ClientSession(connector=connector) as session:
-        client = CompletionClient(
-            session,
-            base_url=config.base_url,
-            api=config.api,
-            model=config.model,
-            max_new_tokens=config.max_new_tokens,
-            timeout_s=config.timeout_s,
-            retry=RetryPolicy(max_retries=config.max_retries, backoff_base_s=config.backoff_s),
-        )
         queue = iter(todo)
 
         async def worker() -> None:
-            """Take the next question, ask it, store the answer at once."""
             for item in queue:
-                if tally.stop:
+                if outcome.aborted:
                     return
                 try:
-                    output = await client.complete(item.prompt)
+                    output = await _ask(session, config, item.prompt, rng)
                 except RequestFailedError as exc:
-                    tally.failures.append((item.id, str(exc)))
-                    tally.consecutive_failures += 1
-                    if tally.consecutive_failures >= ABORT_AFTER_CONSECUTIVE_FAILURES:
-                        tally.stop = True
-                        tally.abort_cause = exc.kind
+                    outcome.failures.append((item.id, str(exc)))
+                    outcome.consecutive_failures += 1
+                    if outcome.consecutive_failures >= ABORT_AFTER_CONSECUTIVE_FAILURES:
+                        outcome.aborted = True
+                        outcome.abort_cause = exc.kind
                     continue
-                tally.consecutive_failures = 0
+                outcome.consecutive_failures = 0
                 record = make_record(item, output)
                 writer.append(record)
-                tally.records[item.id] = record
+                outcome.records[item.id] = record
                 progress.update(1)
 
         tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
@@ -404,9 +367,9 @@ def _run_document(
         "started_at": started,
         "finished_at": _utc_now(),
         "wall_time_s": round(wall, 3),
-        "answered_this_run": outcome.answered_this_run,
+        "answered_this_run": len(outcome.records),
         "resumed": outcome.resumed,
-        "questions_per_s": round(outcome.answered_this_run / wall, 2) if wall > 0 else None,
+        "questions_per_s": round(len(outcome.records) / wall, 2) if wall > 0 else None,
         "n_questions": len(items),
         "n_answered": len(records),
         "n_failed": len(outcome.failures),
@@ -450,3 +413,113 @@ def _run_coroutine(coro: Coroutine[Any, Any, None]) -> None:
 
 def _utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def backoff_delay(retry: int, base_s: float, rng: random.Random, max_s: float = 10.0) -> float:
+    """base * 2^retry, at most ``max_s``, with equal jitter: workers failing together (a
+    restart) do not retry in lockstep."""
+    step = min(max_s, base_s * 2.0 ** min(retry, 64))
+    return step / 2 + rng.uniform(0, step / 2)
+
+
+def endpoint_url(base_url: str, api: Api) -> str:
+    """Full URL for ``api``; an OpenAI-style base URL ending in ``/v1`` is accepted too."""
+    base = base_url.rstrip("/")
+    if api is Api.NATIVE:
+        return f"{base}/generate"
+    if base.endswith("/v1"):
+        return f"{base}/completions"
+    return f"{base}/v1/completions"
+
+
+def request_body(api: Api, prompt: str, max_new_tokens: int, model: str) -> bytes:
+    """Greedy request for the first few tokens after ``Answer:``."""
+    if api is Api.NATIVE:
+        payload: dict[str, object] = {
+            "text": prompt,
+            "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens},
+        }
+    else:
+        payload = {"model": model, "prompt": prompt, "max_tokens": max_new_tokens, "temperature": 0}
+    return json.dumps(payload, ensure_ascii=False).encode()
+
+
+def response_text(api: Api, raw: bytes) -> str:
+    """The generated text from a 200 response; raises ValueError on an unexpected shape."""
+    data = loads_json(raw)
+    if api is Api.NATIVE:
+        text = data.get("text") if isinstance(data, dict) else None
+    else:
+        choices = data.get("choices") if isinstance(data, dict) else None
+        first = choices[0] if isinstance(choices, list) and choices else None
+        text = first.get("text") if isinstance(first, dict) else None
+    if not isinstance(text, str):
+        expected = '"text"' if api is Api.NATIVE else '"choices"[0]."text"'
+        raise ValueError(f"response JSON has no string {expected}")
+    return text
+
+
+def served_model(base_url: str, timeout_s: float) -> str | None:
+    """The model path the server names (``GET /get_model_info``), or None when it does not."""
+    base = base_url.rstrip("/").removesuffix("/v1")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"{base}/get_model_info", timeout=timeout_s) as response:
+            data = loads_json(response.read(64 * 1024))
+    except (OSError, ValueError, http.client.HTTPException):
+        return None
+    model = data.get("model_path") if isinstance(data, dict) else None
+    return printable(model) if isinstance(model, str) and model else None
+
+
+def _snippet(raw: bytes) -> str:
+    text = printable(raw.decode("utf-8", errors="replace").strip())
+    return text if len(text) <= _BODY_SNIPPET_CHARS else text[:_BODY_SNIPPET_CHARS] + "..."
+
+
+async def _ask(
+    session: aiohttp.ClientSession, config: RunConfig, prompt: str, rng: random.Random
+) -> str:
+    """Generated text for ``prompt``; raises RequestFailedError once retries are spent."""
+    body = request_body(config.api, prompt, config.max_new_tokens, config.model)
+    retry = 0
+    while True:
+        try:
+            return await _attempt(session, config, body)
+        except RequestFailedError as exc:
+            if not exc.retry:
+                raise RequestFailedError(f"{exc} (not retried)", exc.kind) from None
+            if retry >= config.max_retries:
+                message = f"{exc} (gave up after {retry + 1} attempt(s))"
+                raise RequestFailedError(message, exc.kind) from None
+        await asyncio.sleep(backoff_delay(retry, config.backoff_s, rng))
+        retry += 1
+
+
+async def _attempt(session: aiohttp.ClientSession, config: RunConfig, body: bytes) -> str:
+    """One POST, with the failure classified as retryable or permanent."""
+    url = endpoint_url(config.base_url, config.api)
+    try:
+        timeout = aiohttp.ClientTimeout(total=config.timeout_s)
+        async with session.post(url, data=body, headers=_JSON_HEADERS, timeout=timeout) as resp:
+            status = resp.status
+            raw = await resp.read()
+    except asyncio.TimeoutError:
+        message = f"timed out after {config.timeout_s:g} s"
+        raise RequestFailedError(message, Failure.TIMEOUT, retry=True) from None
+    except aiohttp.ClientError as exc:
+        message = f"{type(exc).__name__}: {exc}"
+        raise RequestFailedError(message, Failure.CONNECTION, retry=True) from None
+    if status >= 500:
+        raise RequestFailedError(f"HTTP {status}: {_snippet(raw)}", Failure.SERVER_ERROR, True)
+    if status >= 400:
+        message = f"HTTP {status} from {url}: {_snippet(raw)}"
+        raise RequestFailedError(message, Failure.REJECTED)
+    if status != 200:
+        message = f"unexpected HTTP {status} from {url}: {_snippet(raw)}"
+        raise RequestFailedError(message, Failure.BAD_REPLY)
+    try:
+        return response_text(config.api, raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        message = f"bad response from {url}: {exc}: {_snippet(raw)}"
+        raise RequestFailedError(message, Failure.BAD_REPLY) from None

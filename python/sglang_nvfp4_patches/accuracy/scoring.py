@@ -41,8 +41,6 @@ def make_record(item: EvalItem, output: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Score:
-    """Correct count out of n."""
-
     n: int
     correct: int
 

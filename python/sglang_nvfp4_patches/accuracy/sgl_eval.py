@@ -32,21 +32,13 @@ def is_sgl_eval(path: Path) -> bool:
     return path.is_dir() or REPEAT_FILE.match(path.name) is not None
 
 
-def repeat_of(path: Path) -> int:
-    """``output-rs3.jsonl`` -> 3."""
-    match = REPEAT_FILE.match(path.name)
-    if match is None:
-        raise RunFileError(f"{path}: not an sgl-eval repeat file (output-rs<k>.jsonl)")
-    return int(match.group(1))
-
-
 def load_sgl_eval(path: Path, allow_partial: bool) -> dict[int, LoadedRun]:
     """Every repeat of a run directory, or the one repeat a file names, by repeat number."""
     run_dir = path if path.is_dir() else path.parent
     if not path.exists():
         raise RunFileError(f"{path}: no such file")
     candidates = run_dir.glob("output-rs*.jsonl") if path.is_dir() else [path]
-    files = sorted((f for f in candidates if REPEAT_FILE.match(f.name)), key=repeat_of)
+    files = {int(match[1]): f for f in candidates if (match := REPEAT_FILE.match(f.name))}
     if not files:
         raise RunFileError(
             f"{path}: no output-rs<k>.jsonl in this directory; give an sgl-eval run directory "
@@ -77,7 +69,7 @@ def load_sgl_eval(path: Path, allow_partial: bool) -> dict[int, LoadedRun]:
     match = RUN_DIR.match(run_dir.name)  # the benchmark is the table's subject column
     bench = match.group("bench") if match else "all"
     settings = {key: (metrics or {}).get(key) for key in SETTING_KEYS}
-    return {repeat_of(file): _load_repeat(file, bench, complete, settings) for file in files}
+    return {k: _load_repeat(files[k], bench, complete, settings) for k in sorted(files)}
 
 
 def _load_repeat(path: Path, bench: str, complete: bool, settings: Mapping[str, Any]) -> LoadedRun:

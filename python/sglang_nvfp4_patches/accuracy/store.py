@@ -15,7 +15,7 @@ import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any
 
 from sglang_nvfp4_patches.accuracy.errors import BusyError, ConfigError, ResumeError, RunFileError
 from sglang_nvfp4_patches.accuracy.files import kind_of, read_bounded, require_writable_target
@@ -61,16 +61,11 @@ def lock_path(out: Path) -> Path:
     return out.with_name(f".{out.name}.lock")
 
 
-def ensure_output_dir(directory: Path, option: str) -> None:
-    """Refuse an ``--out-dir`` that cannot be made or written, before any server starts."""
-    _writable_dir(directory, option, directory)
-
-
 def ensure_output_file(out: Path, option: str) -> None:
     """``out`` and its partial file can be written, with a name this file system takes."""
     for path in (out, partial_path(out)):
         require_writable_target(path, option)
-    existing = _writable_dir(out.parent, option, out)
+    existing = ensure_output_dir(out.parent, option, out)
     longest = _temporary(partial_path(out), int("9" * _PID_DIGITS)).name  # the longest used
     try:
         limit = os.pathconf(existing, "PC_NAME_MAX")
@@ -84,11 +79,12 @@ def ensure_output_file(out: Path, option: str) -> None:
         )
 
 
-def _writable_dir(directory: Path, option: str, target: Path) -> Path:
-    """The nearest existing ancestor of ``directory``, checked writable with a probe file."""
+def ensure_output_dir(directory: Path, option: str, target: Path | None = None) -> Path:
+    """The nearest existing ancestor of ``directory`` (``target``'s, else itself), checked
+    writable with a probe file; ConfigError before any server starts."""
+    target = target or directory
     where = f"{option} {target}"
-    existing = directory
-    for existing in (directory, *directory.parents):
+    for existing in (directory, *directory.parents):  # at least once: ``existing`` is bound
         if existing.exists():
             break
         if existing.is_symlink():  # dangling, or a loop: mkdir would fail on it
@@ -229,29 +225,22 @@ def run_file_text(data: Mapping[str, Any]) -> str:
     return f'{prefix} "records": {body}\n}}\n'
 
 
-def is_valid_record(record: object) -> bool:
-    """Shape check for one stored answer: every key a verdict rests on."""
-    return (
+def record_problem(record: object) -> str | None:
+    """What is wrong with one stored answer (a key a verdict rests on, or an unfounded
+    ``correct``), or None."""
+    if not (
         isinstance(record, dict)
-        and isinstance(record.get("id"), str)
-        and isinstance(record.get("subject"), str)
-        and isinstance(record.get("answer"), str)
+        and all(isinstance(record.get(key), str) for key in ("id", "subject", "answer"))
         and isinstance(record.get("correct"), bool)
         and "prediction" in record
         and (record["prediction"] is None or isinstance(record["prediction"], str))
-    )
-
-
-def record_problem(record: object) -> str | None:
-    """What is wrong with one stored answer (shape, or an unfounded ``correct``), or None."""
-    if not is_valid_record(record):
+    ):
         return "lacks a valid id/subject/answer/correct/prediction"
-    checked = cast(Record, record)
-    if checked["correct"] == (checked["prediction"] == checked["answer"]):
+    if record["correct"] == (record["prediction"] == record["answer"]):
         return None
     return (
-        f"({checked['id']}) says correct: {str(checked['correct']).lower()}, but its prediction "
-        f"is {checked['prediction']!r} and its answer {checked['answer']!r}; the file was edited "
+        f"({record['id']}) says correct: {str(record['correct']).lower()}, but its prediction "
+        f"is {record['prediction']!r} and its answer {record['answer']!r}; the file was edited "
         "or damaged, so its verdict cannot be trusted"
     )
 
@@ -410,21 +399,18 @@ class PartialWriter:
         self.path = path
         header = {"format": PARTIAL_FORMAT, "version": RUN_VERSION, **fields}
         _replace_atomically(path, b"".join([_line(header), *map(_line, carried)]))
-        self._handle: BinaryIO | None = path.open("ab")
+        self._handle = path.open("ab")
 
     def append(self, record: Record) -> None:
         """One line per answer, handed to the OS immediately."""
-        if self._handle is None:
-            raise ValueError(f"{self.path}: writer already closed")
         with _naming(self.path):
             self._handle.write(_line(record))
             self._handle.flush()
 
     def close(self) -> None:
-        if self._handle is not None:
-            handle, self._handle = self._handle, None
-            with _naming(self.path):
-                handle.close()
+        """Closes the file once (a file is closed even when its last flush fails)."""
+        with _naming(self.path):
+            self._handle.close()
 
 
 def _line(obj: Mapping[str, Any]) -> bytes:
