@@ -3,9 +3,11 @@
 ``python/sglang_nvfp4_patches/release_facts.txt`` (``release_facts.py`` reads them).
 
 Each release runs in its own process on its overlay (``scripts/build_overlay.sh``), with SGLang
-loading the plugin as a server does, and derives each cell as ``verify`` does: the Gemma 4
-root-cause reading, and the CPU simulations of ``llama4-router-weight`` and
-``nvfp4-moe-runner``. CI checks the file: ``verify`` on each release derives its row again.
+loading the plugin as a server does, and derives each cell as ``verify`` does: the CPU
+simulations of ``llama4-router-weight`` and ``nvfp4-moe-runner``. Gemma 4's root cause
+(``gemma4:v-scale``) is not derived (reading code cannot prove the fix): a row keeps the shipped
+cell of its fingerprint, and a new one says ``unknown``. CI checks the file: ``verify`` on each
+release derives its row again.
 
 Usage: ``.venv/bin/python scripts/release_facts.py [--check] [RELEASE ...]`` (default: every
 tested release; named releases replace their rows and keep the others; ``--check`` writes
@@ -29,7 +31,6 @@ def derive_here() -> None:
     """Child: this interpreter's SGLang's row, as one ``ROW`` line of JSON on stdout."""
     from sglang.srt.plugins import load_plugins
 
-    from sglang_nvfp4_patches.gemma4_attention import backend_source
     from sglang_nvfp4_patches.llama4_router_weight import evidence as llama4
     from sglang_nvfp4_patches.nvfp4_moe_runner import evidence as moe
     from sglang_nvfp4_patches.release_facts import fingerprint
@@ -38,9 +39,8 @@ def derive_here() -> None:
 
     os.environ["SGLANG_NVFP4_PATCHES_UNTESTED"] = "apply"
     load_plugins()
-    cells = {backend_source.COLUMN: backend_source.read_verdict().handoff.value}
     with quiet_sglang():
-        cells.update(llama4.cells(llama4.gather(), llama4.PARTS))
+        cells = llama4.cells(llama4.gather(), llama4.PARTS)
         cells.update(moe.cells(moe.gather()))
         cells.update(moe.gather_layouts()[0])
     row = {"release": sglang_version(), "fingerprint": fingerprint(), "cells": cells}
@@ -77,6 +77,7 @@ def main(arguments: list[str]) -> int:
 
     from packaging.version import Version
 
+    from sglang_nvfp4_patches.gemma4_attention.rule import V_SCALE_COLUMN
     from sglang_nvfp4_patches.release_facts import SHIPPED, Row, parse, render
     from sglang_nvfp4_patches.supported_releases import TESTED_RELEASES
 
@@ -92,7 +93,9 @@ def main(arguments: list[str]) -> int:
         if found is None:
             failed.append(release)
             continue
-        row = Row(release, found["fingerprint"], found["cells"])
+        same = [r.cell(V_SCALE_COLUMN) for r in shipped if r.fingerprint == found["fingerprint"]]
+        v_scale = next((cell for cell in same if cell is not None), "unknown")
+        row = Row(release, found["fingerprint"], {V_SCALE_COLUMN: v_scale, **found["cells"]})
         columns = tuple(dict.fromkeys([*columns, *row.cells]))
         if check and rows.get(release) != row:
             print(f"release_facts: {release} differs: {row} (shipped: {rows.get(release)})")
