@@ -16,8 +16,6 @@ from sglang_nvfp4_patches.gemma4_attention.rule_state import (
     verdict_phrase,
 )
 
-EXPLICIT = "trtllm_mha"  # what an operator passes to keep the fast backend
-
 
 def _verdict() -> str:
     """The release facts' verdict, never derived here (reading code cannot prove the fix)."""
@@ -40,12 +38,13 @@ def _default() -> str:
 
 
 def _explicit() -> str:
-    got = bundled_on_sm100(EXPLICIT)
-    if got != EXPLICIT:
+    got = bundled_on_sm100(AFFECTED_BACKEND)
+    if got != AFFECTED_BACKEND:
         raise CheckFailed(
-            f"--attention-backend {EXPLICIT} resolves to {got}: the user's choice is overridden"
+            f"--attention-backend {AFFECTED_BACKEND} resolves to {got}: the user's choice is "
+            "overridden"
         )
-    return f"--attention-backend {EXPLICIT} stays {EXPLICIT}"
+    return f"--attention-backend {AFFECTED_BACKEND} stays {AFFECTED_BACKEND}"
 
 
 def run_checks() -> list[CheckResult]:

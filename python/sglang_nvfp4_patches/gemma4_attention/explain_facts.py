@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.gemma4_attention.rule import ROOT_CAUSE_ISSUE, Gemma4Mode, fixed_note
+from sglang_nvfp4_patches.gemma4_attention.rule import FIXED_NOTE, Gemma4Mode
 from sglang_nvfp4_patches.gemma4_attention.rule_state import (
     current_mode,
     kv_scale_verdict,
@@ -19,8 +19,8 @@ def explain_note(moe_runner: str | None = None, moe_quantization: str | None = N
             f"root-cause probe says {verdict.handoff.value} here)"
         )
     if not verdict.bug_live:
-        return fixed_note()
+        return FIXED_NOTE
     return (
-        f"{verdict_phrase(verdict)} ({ROOT_CAUSE_ISSUE}); Gemma 4 NVFP4 MoE with an "
-        "FP8 KV cache on SM10X gets triton unless a backend is given"
+        f"{verdict_phrase(verdict)}; Gemma 4 NVFP4 MoE with an FP8 KV cache on SM10X gets "
+        "triton unless a backend is given"
     )

@@ -3,13 +3,14 @@ where nothing is installed, and SGLang's own resolution of the bundled config.""
 
 from __future__ import annotations
 
+import dataclasses
+
 from sglang_nvfp4_patches.gemma4_attention import NAME
 from sglang_nvfp4_patches.gemma4_attention.rule import (
     AFFECTED_BACKEND,
-    ROOT_CAUSE_ISSUE,
+    FIXED_NOTE,
     SAFE_BACKEND,
     Gemma4Mode,
-    fixed_note,
 )
 from sglang_nvfp4_patches.gemma4_attention.rule_state import (
     QUESTION,
@@ -23,7 +24,7 @@ from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 def already_upstream() -> PatchReport:
     evidence = kv_scale_verdict().evidence
-    return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, f"{fixed_note()}: {evidence}")
+    return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, f"{FIXED_NOTE}: {evidence}")
 
 
 def _rule_summary(mode: Gemma4Mode) -> str:
@@ -35,8 +36,8 @@ def _rule_summary(mode: Gemma4Mode) -> str:
             "backend is given"
         )
     return (
-        f"{verdict_phrase(verdict)} ({ROOT_CAUSE_ISSUE}); NVFP4 MoE with an FP8 KV "
-        "cache on SM10X defaults to triton unless an attention backend is given"
+        f"{verdict_phrase(verdict)}; NVFP4 MoE with an FP8 KV cache on SM10X defaults to "
+        "triton unless an attention backend is given"
     )
 
 
@@ -60,8 +61,8 @@ def unpatched_report() -> PatchReport:
     return PatchReport(
         NAME,
         PatchState.NOT_PATCHED,
-        f"{verdict_phrase(verdict)} ({ROOT_CAUSE_ISSUE}); Gemma 4 NVFP4 MoE with "
-        f"an FP8 KV cache on SM10X keeps {AFFECTED_BACKEND}",
+        f"{verdict_phrase(verdict)}; Gemma 4 NVFP4 MoE with an FP8 KV cache on SM10X keeps "
+        f"{AFFECTED_BACKEND}",
     )
 
 
@@ -91,8 +92,6 @@ def verified_state() -> PatchReport:
             f"{report.reason}, yet SGLang resolves the bundled NVFP4 MoE config on simulated "
             f"SM100 to {got}, not {expected[report.state]}",
         )
-    return PatchReport(
-        report.name,
-        report.state,
-        f"{report.reason} (verified: SGLang resolves it to {got} on SM100)",
+    return dataclasses.replace(
+        report, reason=f"{report.reason} (verified: SGLang resolves it to {got} on SM100)"
     )

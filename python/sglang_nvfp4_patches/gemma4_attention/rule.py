@@ -21,6 +21,11 @@ SM10X_MAJOR = 10
 ROOT_CAUSE_ISSUE = "sglang#26518"
 ROOT_CAUSE_FIX = "sglang#28144"
 V_SCALE_COLUMN = "gemma4:v-scale"  # the release facts' cell: a KvScaleHandoff's value
+WAYS_OUT = "--attention-backend triton or --kv-cache-dtype bfloat16"
+FIXED_NOTE = (
+    f"{AFFECTED_BACKEND} applies FP8 KV-cache scales here ({ROOT_CAUSE_FIX}); "
+    "SGLang's default stands"
+)
 
 
 class KvScaleHandoff(enum.Enum):
@@ -109,10 +114,6 @@ def why_triton(mode: Gemma4Mode) -> str:
     )
 
 
-def ways_out() -> str:
-    return "--attention-backend triton or --kv-cache-dtype bfloat16"
-
-
 def _rule_26791(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decision:
     """#26791's rule as SGLang's own provider has it: with no backend, or one split side,
     given, ``attention_backend`` (the unset side's fallback) defaults; otherwise nothing."""
@@ -129,7 +130,7 @@ def _rule_26791(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decision:
             f"{AFFECTED_BACKEND} is honoured as given, but this SGLang's {AFFECTED_BACKEND} "
             f"drops the FP8 KV-cache scales ({ROOT_CAUSE_ISSUE}; fixed upstream in "
             f"{ROOT_CAUSE_FIX}): Gemma 4 NVFP4 MoE loses accuracy with it (MMLU 0.622 -> "
-            f"0.037 in one report). Use {ways_out()}"
+            f"0.037 in one report). Use {WAYS_OUT}"
         )
     if facts.attention_backend is not None or len(given) == 2:
         explicit = "the attention backend was given explicitly (" + ", ".join(given) + ")"
@@ -157,7 +158,7 @@ def decide_gemma4_attention(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decis
             Gemma4Action.LEAVE, "not Gemma 4 NVFP4 MoE on SM10X; SGLang's default is unaffected"
         )
     if mode is Gemma4Mode.FIXED:
-        return Gemma4Decision(Gemma4Action.LEAVE, fixed_note())
+        return Gemma4Decision(Gemma4Action.LEAVE, FIXED_NOTE)
     if mode is Gemma4Mode.LIVE and facts.kv_cache_fp8 is False:
         return Gemma4Decision(
             Gemma4Action.LEAVE,
@@ -165,13 +166,6 @@ def decide_gemma4_attention(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decis
             "not apply; SGLang's default stands",
         )
     return _rule_26791(facts, mode)
-
-
-def fixed_note() -> str:
-    return (
-        f"{AFFECTED_BACKEND} applies FP8 KV-cache scales here ({ROOT_CAUSE_FIX}); "
-        "SGLang's default stands"
-    )
 
 
 def override_hint(mode: Gemma4Mode) -> str:

@@ -11,24 +11,8 @@ import functools
 import logging
 from typing import TYPE_CHECKING, Any
 
-from sglang_nvfp4_patches.gemma4_attention import NAME
-from sglang_nvfp4_patches.gemma4_attention.rule import (
-    AFFECTED_BACKEND,
-    SM10X_MAJOR,
-    V_SCALE_COLUMN,
-    Gemma4Action,
-    Gemma4Decision,
-    Gemma4Facts,
-    Gemma4Mode,
-    KvScaleHandoff,
-    KvScaleVerdict,
-    decide_gemma4_attention,
-    is_nvfp4_moe_on_sm10x,
-    kv_cache_is_fp8,
-    override_hint,
-    ways_out,
-    why_triton,
-)
+from sglang_nvfp4_patches.gemma4_attention import NAME, rule
+from sglang_nvfp4_patches.gemma4_attention.rule import Gemma4Action, Gemma4Facts, Gemma4Mode
 from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
 from sglang_nvfp4_patches.server_args_seam.question import Question
 from sglang_nvfp4_patches.suspension import Suspension
@@ -55,25 +39,27 @@ SEEN_MARK = "_sglang_nvfp4_patches_gemma4_seen"
 
 
 @functools.cache
-def kv_scale_verdict() -> KvScaleVerdict:
+def kv_scale_verdict() -> rule.KvScaleVerdict:
     """The release facts' ``gemma4:v-scale`` for these SGLang sources (once). Reading the code
     could prove the bug present, never absent: with no row that says, it is unknown."""
     from sglang_nvfp4_patches.release_facts import current_row
     from sglang_nvfp4_patches.status import sglang_version
 
     row = current_row()
-    cell = None if row is None else row.cell(V_SCALE_COLUMN)
+    cell = None if row is None else row.cell(rule.V_SCALE_COLUMN)
     if row is None or cell is None:
-        return KvScaleVerdict(KvScaleHandoff.UNKNOWN, NO_FACTS)
+        return rule.KvScaleVerdict(rule.KvScaleHandoff.UNKNOWN, NO_FACTS)
     path = f"trtllm_mha_backend.py, FP8 KV-cache path: {cell}"
-    return KvScaleVerdict(KvScaleHandoff(cell), f"{path}, {row.origin(sglang_version())}")
+    return rule.KvScaleVerdict(rule.KvScaleHandoff(cell), f"{path}, {row.origin(sglang_version())}")
 
 
-def verdict_phrase(verdict: KvScaleVerdict) -> str:
+def verdict_phrase(verdict: rule.KvScaleVerdict) -> str:
     """How ``doctor`` and ``explain`` name a live verdict (unknown: how to check)."""
-    if verdict.handoff is KvScaleHandoff.UNKNOWN:
-        return f"root cause unknown, counted as live: {verdict.evidence}; {HOW_TO_CHECK}"
-    return f"root cause live, trtllm_mha drops the FP8 KV-cache V scale: {verdict.evidence}"
+    if verdict.handoff is rule.KvScaleHandoff.UNKNOWN:
+        phrase = f"root cause unknown, counted as live: {verdict.evidence}; {HOW_TO_CHECK}"
+    else:
+        phrase = f"root cause live, trtllm_mha drops the FP8 KV-cache V scale: {verdict.evidence}"
+    return f"{phrase} ({rule.ROOT_CAUSE_ISSUE})"
 
 
 def mode_for(forced: bool) -> Gemma4Mode:
@@ -91,12 +77,12 @@ def current_mode() -> Gemma4Mode | None:
     return _mode
 
 
-def decide_and_log(facts: Gemma4Facts, model_path: str) -> Gemma4Decision:
+def decide_and_log(facts: Gemma4Facts, model_path: str) -> rule.Gemma4Decision:
     """The rule in this process's mode, with its INFO line and at most one WARNING."""
     mode = _mode or Gemma4Mode.FIXED
-    decision = decide_gemma4_attention(facts, mode)
+    decision = rule.decide_gemma4_attention(facts, mode)
     if decision.action is Gemma4Action.USE_TRITON:
-        logger.info("[%s] %s: %s; %s.", NAME, model_path, decision.reason, override_hint(mode))
+        logger.info("[%s] %s: %s; %s.", NAME, model_path, decision.reason, rule.override_hint(mode))
     if decision.warning is not None:
         logger.warning("[%s] %s: %s.", NAME, model_path, decision.warning)
     return decision
@@ -111,13 +97,13 @@ def facts_of(launch: Launch, backends: tuple[str | None, ...]) -> Gemma4Facts:
         launch.architecture,
         launch.model_config.quantization,
         getattr(hf_config if text_config is None else text_config, "enable_moe_block", None),
-        SM10X_MAJOR if launch.is_sm100 else None,  # SM10X exactly as SGLang's default sees it
+        rule.SM10X_MAJOR if launch.is_sm100 else None,  # SM10X exactly as SGLang's default sees it
         *backends,
     )
-    if not is_nvfp4_moe_on_sm10x(facts):
+    if not rule.is_nvfp4_moe_on_sm10x(facts):
         return facts
     try:
-        fp8 = kv_cache_is_fp8(launch.view.kv_cache_dtype, launch.kv_cache_quant_algo)
+        fp8 = rule.kv_cache_is_fp8(launch.view.kv_cache_dtype, launch.kv_cache_quant_algo)
     except Exception as error:  # unreadable: counted as FP8, the checkpoint's default
         logger.debug("[%s] KV-cache dtype unknown (%s); assuming FP8", NAME, error)
         return dataclasses.replace(facts, kv_cache_fp8=None)
@@ -148,9 +134,9 @@ def warn_if_bypassed(launch: Launch) -> bool:
         return False
     # Where resolution wrote the record in place, what the operator typed is gone.
     given = backends_of(launch.record) if launch.pristine else (None, None, None)
-    decision = decide_gemma4_attention(facts_of(launch, given), _mode)
+    decision = rule.decide_gemma4_attention(facts_of(launch, given), _mode)
     if decision.action is not Gemma4Action.USE_TRITON or (
-        AFFECTED_BACKEND not in backends_of(launch.view)
+        rule.AFFECTED_BACKEND not in backends_of(launch.view)
     ):
         return False
     logger.warning(
@@ -161,9 +147,9 @@ def warn_if_bypassed(launch: Launch) -> bool:
         "sglang.srt.plugins.load_plugins() before building ServerArgs, or pass %s.",
         NAME,
         launch.record.model_path,
-        AFFECTED_BACKEND,
-        why_triton(_mode),
-        ways_out(),
+        rule.AFFECTED_BACKEND,
+        rule.why_triton(_mode),
+        rule.WAYS_OUT,
     )
     return True
 
