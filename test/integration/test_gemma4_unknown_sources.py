@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sglang_nvfp4_patches.gemma4_attention.rule import ROOT_CAUSE_ISSUE
 from sglang_nvfp4_patches.gemma4_attention.rule_state import HOW_TO_CHECK, NO_FACTS
 from sglang_nvfp4_patches.simulation.bundled import EXAMPLES_DIR
 from support import edited_sglang
@@ -18,7 +19,7 @@ from support.forkserver import json_lines, server
 
 CLI = Path(edited_sglang.__file__)
 NVFP4_MOE_FP8_KV = EXAMPLES_DIR / "gemma-4-26b-a4b-nvfp4"  # kv_cache_scheme: 8-bit float
-UNKNOWN = f"root cause unknown, counted as live: {NO_FACTS}; {HOW_TO_CHECK}"
+UNKNOWN = f"root cause unknown, counted as live: {NO_FACTS} ({ROOT_CAUSE_ISSUE}); {HOW_TO_CHECK}"
 
 
 @pytest.fixture(scope="module")

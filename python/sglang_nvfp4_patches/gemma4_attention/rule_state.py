@@ -22,10 +22,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("sglang_nvfp4_patches.gemma4_attention")
 
-NO_FACTS = "no release facts for these SGLang sources (an untested release or edited sources)"
+NO_FACTS = "no release facts for these SGLang sources, an untested release or edited ones"
 HOW_TO_CHECK = (
     "to check, compare triton and trtllm_mha with `sglang-nvfp4-patches accuracy ab` on an SM10X "
-    "GPU; where they agree, pass --attention-backend trtllm_mha"
+    "GPU, and where they agree pass --attention-backend trtllm_mha"
 )
 
 _mode: Gemma4Mode | None = None  # set by ``install`` once per process; the hooks read it
@@ -55,11 +55,10 @@ def kv_scale_verdict() -> rule.KvScaleVerdict:
 
 def verdict_phrase(verdict: rule.KvScaleVerdict) -> str:
     """How ``doctor`` and ``explain`` name a live verdict (unknown: how to check)."""
+    said = f"{verdict.evidence} ({rule.ROOT_CAUSE_ISSUE})"
     if verdict.handoff is rule.KvScaleHandoff.UNKNOWN:
-        phrase = f"root cause unknown, counted as live: {verdict.evidence}; {HOW_TO_CHECK}"
-    else:
-        phrase = f"root cause live, trtllm_mha drops the FP8 KV-cache V scale: {verdict.evidence}"
-    return f"{phrase} ({rule.ROOT_CAUSE_ISSUE})"
+        return f"root cause unknown, counted as live: {said}; {HOW_TO_CHECK}"
+    return f"root cause live, trtllm_mha drops the FP8 KV-cache V scale: {said}"
 
 
 def mode_for(forced: bool) -> Gemma4Mode:
