@@ -23,6 +23,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sglang_nvfp4_patches.gemma4_attention.rule import V_SCALE_COLUMN
+from sglang_nvfp4_patches.release_facts import Row
+
 REPO = Path(__file__).resolve().parents[1]
 ONE = "--this-environment"
 
@@ -72,13 +75,20 @@ def derive(release: str, primary: str) -> dict | None:
     return rows[0]
 
 
+def row_of(release: str, found: dict, shipped: list[Row]) -> Row:
+    """The derived row, its ``gemma4:v-scale`` the shipped cell of its fingerprint (``unknown``
+    for new sources): reading code cannot prove the fix, so that cell is never derived."""
+    same = [row.cell(V_SCALE_COLUMN) for row in shipped if row.fingerprint == found["fingerprint"]]
+    v_scale = next((cell for cell in same if cell is not None), "unknown")
+    return Row(release, found["fingerprint"], {V_SCALE_COLUMN: v_scale, **found["cells"]})
+
+
 def main(arguments: list[str]) -> int:
     import importlib.metadata
 
     from packaging.version import Version
 
-    from sglang_nvfp4_patches.gemma4_attention.rule import V_SCALE_COLUMN
-    from sglang_nvfp4_patches.release_facts import SHIPPED, Row, parse, render
+    from sglang_nvfp4_patches.release_facts import SHIPPED, parse, render
     from sglang_nvfp4_patches.supported_releases import TESTED_RELEASES
 
     check = arguments[:1] == ["--check"]
@@ -93,9 +103,7 @@ def main(arguments: list[str]) -> int:
         if found is None:
             failed.append(release)
             continue
-        same = [r.cell(V_SCALE_COLUMN) for r in shipped if r.fingerprint == found["fingerprint"]]
-        v_scale = next((cell for cell in same if cell is not None), "unknown")
-        row = Row(release, found["fingerprint"], {V_SCALE_COLUMN: v_scale, **found["cells"]})
+        row = row_of(release, found, shipped)
         columns = tuple(dict.fromkeys([*columns, *row.cells]))
         if check and rows.get(release) != row:
             print(f"release_facts: {release} differs: {row} (shipped: {rows.get(release)})")
