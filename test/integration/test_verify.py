@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from sglang_nvfp4_patches.check_result import Outcome
+from sglang_nvfp4_patches.check_result import Outcome, run_check
 from sglang_nvfp4_patches.gemma4_attention import checks as gemma4
+from sglang_nvfp4_patches.gemma4_attention.rule import KvScaleHandoff, KvScaleVerdict
+from sglang_nvfp4_patches.gemma4_attention.rule_state import HOW_TO_CHECK, NO_FACTS
 from sglang_nvfp4_patches.llama4_router_weight import checks as llama4
 from sglang_nvfp4_patches.llama4_router_weight import method_lift
 from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
@@ -64,3 +66,15 @@ def test_a_lift_that_leaves_the_flag_on_the_method_fails_the_top1_checks(
         pytest.skip("not applicable: this SGLang has no FlashInfer CUTLASS MoE runner")
     assert top1.outcome is Outcome.FAILED
     assert "apply_router_weight_on_input" in top1.reason
+
+
+def test_with_no_row_the_verdict_check_has_nothing_to_show_and_says_how_to_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sources no row has (an untested release, edited sources): nothing derives the verdict."""
+    unknown = KvScaleVerdict(KvScaleHandoff.UNKNOWN, NO_FACTS)
+    monkeypatch.setattr(gemma4, "kv_scale_verdict", lambda: unknown)
+    result = run_check(gemma4.NAME, "root-cause verdict", gemma4._verdict)
+    assert result.outcome is Outcome.NOT_APPLICABLE
+    assert result.reason.startswith(f"root cause unknown, counted as live: {NO_FACTS}")
+    assert HOW_TO_CHECK in result.reason
