@@ -5,8 +5,9 @@
 Each release runs in its own process on its overlay (``scripts/build_overlay.sh``), with SGLang
 loading the plugin as a server does, and derives each patch's cells as ``verify`` does (each
 patch's ``release_facts``, its CPU simulations). A column no patch derives keeps the shipped
-cell (a new row: not derived). CI checks the file: ``verify`` on each release derives its row
-again.
+cell of the same sources, and a new row says ``unknown`` there: Gemma 4's root cause
+(``gemma4:v-scale``) is never derived, as reading code cannot prove a fix. CI checks the file:
+``verify`` on each release derives its row again.
 
 Usage: ``.venv/bin/python scripts/release_facts.py [--check] [RELEASE ...]`` (default: every
 tested release; named releases replace their rows and keep the others; ``--check`` writes
@@ -21,6 +22,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+from sglang_nvfp4_patches.release_facts import Row
 
 REPO = Path(__file__).resolve().parents[1]
 ONE = "--this-environment"
@@ -69,12 +72,23 @@ def derive(release: str, primary: str) -> dict | None:
     return rows[0]
 
 
+def row_of(release: str, found: dict, shipped: list[Row]) -> Row:
+    """The derived row; a column no patch derives keeps the shipped cell of the same sources
+    (``unknown`` for new sources)."""
+    same = [row for row in shipped if row.fingerprint == found["fingerprint"]]
+    kept = {
+        column: next((row.cell(column) for row in same if row.cell(column)), "unknown")
+        for column in dict.fromkeys(column for row in shipped for column in row.cells)
+    }
+    return Row(release, found["fingerprint"], {**kept, **found["cells"]})
+
+
 def main(arguments: list[str]) -> int:
     import importlib.metadata
 
     from packaging.version import Version
 
-    from sglang_nvfp4_patches.release_facts import SHIPPED, Row, parse, render
+    from sglang_nvfp4_patches.release_facts import SHIPPED, parse, render
     from sglang_nvfp4_patches.supported_releases import TESTED_RELEASES
 
     check = arguments[:1] == ["--check"]
@@ -89,9 +103,7 @@ def main(arguments: list[str]) -> int:
         if found is None:
             failed.append(release)
             continue
-        old = rows.get(release)
-        kept = dict(old.cells) if old and old.fingerprint == found["fingerprint"] else {}
-        row = Row(release, found["fingerprint"], {**kept, **found["cells"]})
+        row = row_of(release, found, shipped)
         columns = tuple(dict.fromkeys([*columns, *row.cells]))
         if check and rows.get(release) != row:
             print(f"release_facts: {release} differs: {row} (shipped: {rows.get(release)})")

@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from sglang_nvfp4_patches.gemma4_attention import backend_source as root_cause
-from sglang_nvfp4_patches.gemma4_attention.v_scale_question import KvScaleHandoff
+from sglang_nvfp4_patches.gemma4_attention import rule_state as root_cause
+from sglang_nvfp4_patches.gemma4_attention.rule import KvScaleHandoff
 from sglang_nvfp4_patches.status import sglang_version
 from support import SCRIPTS
 from support.configs import GEMMA4_BF16_MOE, GEMMA4_NVFP4_MOE
-from support.edited_sglang import installed_package_dir, make_bug_window_copy
+from support.edited_sglang import make_bug_window_copy
 from support.forkserver import server
 from support.gemma4_cases import resolved
 from support.release import KV_SCALES_APPLIED, ships
@@ -153,14 +153,12 @@ def answers(result: dict) -> tuple[list[str], list[list[str]]]:
     )
 
 
-def test_probe_answers_per_release() -> None:
-    """0.5.12.x/0.5.13.x drop the V scale; 0.5.14+ carry sglang#28144."""
+def test_release_facts_give_the_verdict_per_release() -> None:
+    """0.5.12.x/0.5.13.x drop the V scale; 0.5.14+ carry sglang#28144 (their rows say so)."""
     verdict = root_cause.kv_scale_verdict()
     live = not ships(KV_SCALES_APPLIED)
     assert verdict.handoff is (KvScaleHandoff.DROPPED if live else KvScaleHandoff.APPLIED)
-    assert root_cause.backend_source_path() == (
-        installed_package_dir() / "srt" / "layers" / "attention" / "trtllm_mha_backend.py"
-    )
+    assert f"FP8 KV-cache path: {verdict.handoff.value}, recorded by CI" in verdict.evidence
 
 
 def test_bug_window_build_gets_the_rule_without_force(scenarios: dict, own: list[str]) -> None:
@@ -170,8 +168,11 @@ def test_bug_window_build_gets_the_rule_without_force(scenarios: dict, own: list
     assert result["state"]["status"] == "applied"
     if root_cause.kv_scale_verdict().bug_live:  # the release itself: its row of release facts
         assert "FP8 KV-cache path: dropped, recorded by CI for" in result["state"]["reason"]
-    else:  # an edited copy, which no row has: the line read off its source
-        assert "is a constant: `bmm2_scale = 1.0`" in result["state"]["reason"]
+    else:  # an edited copy, which no row has: unknown, counted as live, and how to check
+        assert (
+            f"root cause unknown, counted as live: {root_cause.NO_FACTS}"
+            in (result["state"]["reason"])
+        )
     assert result["imported_at_load"] == []
     got, warned = answers(result)
     # FP8 KV cache on SM10X, nothing given: triton; other GPUs: SGLang's own.

@@ -52,7 +52,7 @@ def test_entry_point_is_installed_where_sglang_looks() -> None:
 @pytest.mark.release_matrix
 def test_fresh_process_gets_every_hook_from_load_plugins() -> None:
     """Unforced: the Gemma 4 rule is wired only where its root cause is live."""
-    from sglang_nvfp4_patches.gemma4_attention import backend_source as root_cause
+    from sglang_nvfp4_patches.gemma4_attention import rule_state as root_cause
 
     state, stderr = probe(SGLANG_NVFP4_PATCHES_FORCE="")
     live = root_cause.kv_scale_verdict().bug_live

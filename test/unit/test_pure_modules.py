@@ -21,7 +21,6 @@ PURE_TAG = re.compile(r"\(pure\b")
 # Named here so that dropping a tag cannot quietly take a module out of the check.
 DECISION_LOGIC = (
     "sglang_nvfp4_patches.gemma4_attention.rule",
-    "sglang_nvfp4_patches.gemma4_attention.v_scale_question",
     "sglang_nvfp4_patches.llama4_router_weight.rule",
     "sglang_nvfp4_patches.llama4_router_weight.refusals",
     "sglang_nvfp4_patches.nvfp4_moe_runner.rule",

@@ -28,6 +28,7 @@ from sglang_nvfp4_patches.release_facts import (
     render,
 )
 from sglang_nvfp4_patches.supported_releases import TESTED_RELEASES
+from support.repo_scripts import load_script
 
 SOURCES = ("srt/layers/moe", "srt/server_args.py")
 SHIPPED_TEXT = release_facts.SHIPPED.read_text()
@@ -258,3 +259,14 @@ def test_every_shipped_cell_reads_back_as_written(row: Row) -> None:
 def test_no_kept_file_is_no_row(package: Path, shipped: Path) -> None:
     assert not os.path.exists(release_facts.records_dir() / release_facts.KEPT_NAME)
     assert find_row("0.5.23", digest(package)) is None
+
+
+def test_the_script_keeps_gemma4s_cell_of_a_fingerprint_and_says_unknown_for_new_sources() -> None:
+    """scripts/release_facts.py never derives ``gemma4:v-scale`` (reading proves no fix)."""
+    script = load_script("release_facts")
+    shipped = [Row("0.5.13", "a" * 16, {"gemma4:v-scale": "dropped", "l4:runner": "fails"})]
+    same = {"fingerprint": "a" * 16, "cells": {"l4:runner": "upstream"}}
+    row = script.row_of("0.5.13.post1", same, shipped)
+    assert row.cells == {"gemma4:v-scale": "dropped", "l4:runner": "upstream"}
+    new = {"fingerprint": "b" * 16, "cells": {"l4:runner": "upstream"}}
+    assert script.row_of("0.5.24", new, shipped).cells["gemma4:v-scale"] == "unknown"

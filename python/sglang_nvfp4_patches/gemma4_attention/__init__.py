@@ -3,8 +3,8 @@ SGLang's ``trtllm_mha`` drops the FP8 KV-cache scales (sglang#26518; fixed by sg
 
 * the rule, pure: :func:`.rule.decide_gemma4_attention`, shown by
   ``test/integration/test_gemma4_resolution.py``;
-* the root cause: :mod:`.v_scale_question` reads ``trtllm_mha_backend.py``, found by
-  :mod:`.backend_source`;
+* the root cause: the release facts' ``gemma4:v-scale``, :func:`.rule_state.kv_scale_verdict`
+  (none: unknown, counted as live);
 * where it is wired: :func:`.rule_state.answer`, asked through :mod:`..server_args_seam`;
 * what the commands call: :mod:`.install`, :mod:`.read_back`, :mod:`.explain_facts`,
   :mod:`.checks`.

@@ -1,28 +1,32 @@
-"""``gemma4-attention``'s contract: the root-cause verdict, and SGLang's own resolution of the
-bundled Gemma 4 NVFP4 MoE config on a simulated SM100: ``triton`` where the verdict is live,
-``trtllm_mha`` where it is fixed; an explicit ``--attention-backend`` is always the user's.
+"""``gemma4-attention``'s contract: the root-cause verdict and the row it is from, and SGLang's
+own resolution of the bundled Gemma 4 NVFP4 MoE config on a simulated SM100: ``triton`` where
+the verdict is live, ``trtllm_mha`` where it is fixed; an explicit ``--attention-backend`` is
+always the user's.
 """
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.check_result import CheckFailed, CheckResult, run_check
-from sglang_nvfp4_patches.gemma4_attention import NAME, backend_source
+from sglang_nvfp4_patches.check_result import CheckFailed, CheckResult, NotApplicable, run_check
+from sglang_nvfp4_patches.gemma4_attention import NAME
 from sglang_nvfp4_patches.gemma4_attention.read_back import bundled_on_sm100
 from sglang_nvfp4_patches.gemma4_attention.rule import AFFECTED_BACKEND, SAFE_BACKEND
-
-EXPLICIT = "trtllm_mha"  # what an operator passes to keep the fast backend
+from sglang_nvfp4_patches.gemma4_attention.rule_state import (
+    NO_FACTS,
+    kv_scale_verdict,
+    verdict_phrase,
+)
 
 
 def _verdict() -> str:
-    from sglang_nvfp4_patches.evidence_check import agrees_or_kept
-
-    verdict = backend_source.read_verdict()
-    summary = f"{verdict.handoff.value}: {verdict.evidence}"
-    return agrees_or_kept({backend_source.COLUMN: verdict.handoff.value}, summary)
+    """The release facts' verdict, never derived here (reading code cannot prove the fix)."""
+    verdict = kv_scale_verdict()
+    if verdict.evidence == NO_FACTS:
+        raise NotApplicable(verdict_phrase(verdict))
+    return verdict.evidence
 
 
 def _default() -> str:
-    verdict = backend_source.kv_scale_verdict()
+    verdict = kv_scale_verdict()
     expected = SAFE_BACKEND if verdict.bug_live else AFFECTED_BACKEND
     got = bundled_on_sm100()
     if got != expected:
@@ -34,12 +38,13 @@ def _default() -> str:
 
 
 def _explicit() -> str:
-    got = bundled_on_sm100(EXPLICIT)
-    if got != EXPLICIT:
+    got = bundled_on_sm100(AFFECTED_BACKEND)
+    if got != AFFECTED_BACKEND:
         raise CheckFailed(
-            f"--attention-backend {EXPLICIT} resolves to {got}: the user's choice is overridden"
+            f"--attention-backend {AFFECTED_BACKEND} resolves to {got}: the user's choice is "
+            "overridden"
         )
-    return f"--attention-backend {EXPLICIT} stays {EXPLICIT}"
+    return f"--attention-backend {AFFECTED_BACKEND} stays {AFFECTED_BACKEND}"
 
 
 def run_checks() -> list[CheckResult]:

@@ -1,18 +1,18 @@
 """Install ``gemma4-attention`` (the declaration's ``install``): where its root cause is fixed
-(:func:`.backend_source.mode_for`) nothing; where it is live or forced, the rule's question
+(:func:`.rule_state.mode_for`) nothing; where it is live or forced, the rule's question
 (:func:`.rule_state.answer`) is asked through the server-args seam.
 """
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.gemma4_attention import NAME, backend_source
+from sglang_nvfp4_patches.gemma4_attention import NAME
 from sglang_nvfp4_patches.gemma4_attention.read_back import (
     already_upstream,
     current_state,
     unpatched_report,
 )
 from sglang_nvfp4_patches.gemma4_attention.rule import Gemma4Mode
-from sglang_nvfp4_patches.gemma4_attention.rule_state import set_mode
+from sglang_nvfp4_patches.gemma4_attention.rule_state import mode_for, set_mode
 from sglang_nvfp4_patches.server_args_seam import hooks
 from sglang_nvfp4_patches.server_args_seam.seam import seam_module
 from sglang_nvfp4_patches.status import PatchReport, PatchState
@@ -23,7 +23,7 @@ def install(forced: bool, observe: bool) -> PatchReport:
     ``observe``: wire nothing, say whether the root cause is live."""
     if observe:
         return unpatched_report()
-    mode = backend_source.mode_for(forced)
+    mode = mode_for(forced)
     set_mode(mode)
     if mode is Gemma4Mode.FIXED:
         return already_upstream()

@@ -1,28 +1,33 @@
-"""What ``doctor`` reads back of ``gemma4-attention``: SGLang's state now, the probe read-only
+"""What ``doctor`` reads back of ``gemma4-attention``: SGLang's state now, the verdict alone
 where nothing is installed, and SGLang's own resolution of the bundled config."""
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.gemma4_attention import NAME, backend_source
+import dataclasses
+
+from sglang_nvfp4_patches.gemma4_attention import NAME
 from sglang_nvfp4_patches.gemma4_attention.rule import (
     AFFECTED_BACKEND,
-    ROOT_CAUSE_ISSUE,
+    FIXED_NOTE,
     SAFE_BACKEND,
     Gemma4Mode,
-    fixed_note,
 )
-from sglang_nvfp4_patches.gemma4_attention.rule_state import current_mode
+from sglang_nvfp4_patches.gemma4_attention.rule_state import (
+    current_mode,
+    kv_scale_verdict,
+    verdict_phrase,
+)
 from sglang_nvfp4_patches.server_args_seam import hooks
 from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 
 def already_upstream() -> PatchReport:
-    verdict = backend_source.kv_scale_verdict()
-    return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, f"{fixed_note()}: {verdict.evidence}")
+    evidence = kv_scale_verdict().evidence
+    return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, f"{FIXED_NOTE}: {evidence}")
 
 
 def _rule_summary(mode: Gemma4Mode) -> str:
-    verdict = backend_source.kv_scale_verdict()
+    verdict = kv_scale_verdict()
     if mode is Gemma4Mode.FORCED:
         return (
             "forced by SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention (here "
@@ -30,16 +35,16 @@ def _rule_summary(mode: Gemma4Mode) -> str:
             "backend is given"
         )
     return (
-        f"{backend_source.verdict_phrase(verdict)} ({ROOT_CAUSE_ISSUE}); NVFP4 MoE with an FP8 KV "
-        "cache on SM10X defaults to triton unless an attention backend is given"
+        f"{verdict_phrase(verdict)}; NVFP4 MoE with an FP8 KV cache on SM10X defaults to "
+        "triton unless an attention backend is given"
     )
 
 
 def current_state() -> PatchReport:
     """What SGLang holds now (not what ``install`` believes it did)."""
     mode = current_mode()
-    if mode is None or mode is Gemma4Mode.FIXED:
-        if not backend_source.kv_scale_verdict().bug_live:
+    if mode in (None, Gemma4Mode.FIXED):
+        if not kv_scale_verdict().bug_live:
             return already_upstream()
         return PatchReport(NAME, PatchState.FAILED, "the rule was never installed")
     if hooks.times_asked(NAME) == 1:
@@ -48,15 +53,15 @@ def current_state() -> PatchReport:
 
 
 def unpatched_report() -> PatchReport:
-    """The root-cause probe, read-only, where nothing is installed."""
-    verdict = backend_source.kv_scale_verdict()
+    """The verdict alone, where nothing is installed."""
+    verdict = kv_scale_verdict()
     if not verdict.bug_live:
         return already_upstream()
     return PatchReport(
         NAME,
         PatchState.NOT_PATCHED,
-        f"{backend_source.verdict_phrase(verdict)} ({ROOT_CAUSE_ISSUE}); Gemma 4 NVFP4 MoE with "
-        f"an FP8 KV cache on SM10X keeps {AFFECTED_BACKEND}",
+        f"{verdict_phrase(verdict)}; Gemma 4 NVFP4 MoE with an FP8 KV cache on SM10X keeps "
+        f"{AFFECTED_BACKEND}",
     )
 
 
@@ -75,22 +80,17 @@ def verified_state() -> PatchReport:
     """``doctor``: registered is not enough; SGLang must resolve the bundled config on a
     simulated SM100 to triton where the rule acts, to trtllm_mha where the fix is upstream."""
     report = current_state()
-    if report.state is PatchState.APPLIED:
-        expected = SAFE_BACKEND
-    elif report.state is PatchState.ALREADY_UPSTREAM:
-        expected = AFFECTED_BACKEND
-    else:
+    expected = {PatchState.APPLIED: SAFE_BACKEND, PatchState.ALREADY_UPSTREAM: AFFECTED_BACKEND}
+    if report.state not in expected:
         return report
     got = bundled_on_sm100()
-    if got != expected:
+    if got != expected[report.state]:
         return PatchReport(
             report.name,
             PatchState.FAILED,
             f"{report.reason}, yet SGLang resolves the bundled NVFP4 MoE config on simulated "
-            f"SM100 to {got}, not {expected}",
+            f"SM100 to {got}, not {expected[report.state]}",
         )
-    return PatchReport(
-        report.name,
-        report.state,
-        f"{report.reason} (verified: SGLang resolves it to {expected} on SM100)",
+    return dataclasses.replace(
+        report, reason=f"{report.reason} (verified: SGLang resolves it to {got} on SM100)"
     )

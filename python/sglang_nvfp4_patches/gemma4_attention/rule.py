@@ -20,22 +20,28 @@ AFFECTED_BACKEND = "trtllm_mha"
 SM10X_MAJOR = 10
 ROOT_CAUSE_ISSUE = "sglang#26518"
 ROOT_CAUSE_FIX = "sglang#28144"
+V_SCALE_COLUMN = "gemma4:v-scale"  # the release facts' cell: a KvScaleHandoff's value
+WAYS_OUT = "--attention-backend triton or --kv-cache-dtype bfloat16"
+FIXED_NOTE = (
+    f"{AFFECTED_BACKEND} applies FP8 KV-cache scales here ({ROOT_CAUSE_FIX}); "
+    "SGLang's default stands"
+)
 
 
 class KvScaleHandoff(enum.Enum):
     APPLIED = "applied"  # every FP8-path bmm2_scale comes from the V scale: the bug is fixed
     DROPPED = "dropped"  # a constant reaches some FP8-path bmm2_scale: the bug is live
-    UNKNOWN = "unknown"  # some FP8-path bmm2_scale cannot be followed (counted as live)
+    UNKNOWN = "unknown"  # not measured on these sources (counted as live)
 
 
 @dataclass(frozen=True)
 class KvScaleVerdict:
     handoff: KvScaleHandoff
-    evidence: str  # one line an operator can check against the file, or the row it is from
+    evidence: str  # the release facts' row it is from, or why there is none
 
     @property
     def bug_live(self) -> bool:
-        """Unknown counts as live: accuracy over speed when the code cannot be read."""
+        """Unknown counts as live: accuracy over speed where nobody measured."""
         return self.handoff is not KvScaleHandoff.APPLIED
 
 
@@ -48,10 +54,8 @@ class Gemma4Mode(enum.Enum):
 
 
 class Gemma4Action(enum.Enum):
-    """What the patch does to the attention backend for one server configuration."""
-
-    LEAVE = "leave"  # SGLang's own resolution stands.
-    USE_TRITON = "use_triton"  # Default the unset attention backend to triton.
+    LEAVE = "leave"  # SGLang's own resolution stands
+    USE_TRITON = "use_triton"  # the unset attention backend defaults to triton
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ class Gemma4Facts:
 
     architecture: str | None
     quantization: str | None
-    enable_moe_block: object
+    enable_moe_block: object  # the checkpoint may omit it, set null, or use 0/1: read by bool()
     compute_capability_major: int | None
     attention_backend: str | None = None
     prefill_attention_backend: str | None = None
@@ -73,21 +77,17 @@ class Gemma4Facts:
 class Gemma4Decision:
     action: Gemma4Action
     reason: str
-    # One WARNING to log, e.g. trtllm_mha asked for explicitly where the bug is live.
-    warning: str | None = None
+    warning: str | None = None  # one WARNING to log (trtllm_mha given where the bug is live)
 
     @property
     def attention_backend(self) -> str | None:
-        """The ``attention_backend`` value to declare, or None to leave SGLang's."""
+        """The ``attention_backend`` to declare, or None to leave SGLang's."""
         return SAFE_BACKEND if self.action is Gemma4Action.USE_TRITON else None
 
 
 def kv_cache_is_fp8(kv_cache_dtype: str | None, checkpoint_kv_algo: object) -> bool:
-    """Whether the KV cache will be FP8, as SGLang's ``configure_kv_cache_dtype`` decides.
-
-    ``--kv-cache-dtype auto`` takes the checkpoint's ``kv_cache_quant_algo`` (ModelOpt:
-    ``quantization_config`` or ``hf_quant_config.json``): FP8 only when it says ``FP8``.
-    """
+    """Whether the KV cache will be FP8, as SGLang's ``configure_kv_cache_dtype`` decides:
+    ``auto`` takes the checkpoint's ``kv_cache_quant_algo``, FP8 only when it says ``FP8``."""
     flag = (kv_cache_dtype or "auto").lower()
     if flag == "auto":
         return isinstance(checkpoint_kv_algo, str) and checkpoint_kv_algo.upper() == "FP8"
@@ -99,7 +99,6 @@ def is_nvfp4_moe_on_sm10x(facts: Gemma4Facts) -> bool:
     return (
         facts.architecture in GEMMA4_ARCHITECTURES
         and facts.quantization == NVFP4_QUANTIZATION
-        # The checkpoint may omit the key, set null, or use 0/1: bool() answers all.
         and bool(facts.enable_moe_block)
         and facts.compute_capability_major == SM10X_MAJOR
     )
@@ -115,42 +114,27 @@ def why_triton(mode: Gemma4Mode) -> str:
     )
 
 
-def ways_out() -> str:
-    return "--attention-backend triton or --kv-cache-dtype bfloat16"
-
-
 def _rule_26791(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decision:
     """#26791's rule as SGLang's own provider has it: with no backend, or one split side,
     given, ``attention_backend`` (the unset side's fallback) defaults; otherwise nothing."""
-    given = [
-        backend
-        for backend in (
-            facts.attention_backend,
-            facts.prefill_attention_backend,
-            facts.decode_attention_backend,
-        )
-        if backend is not None
-    ]
+    sides = (facts.attention_backend, facts.prefill_attention_backend)
+    given = [b for b in (*sides, facts.decode_attention_backend) if b is not None]
     warning = None
-    if AFFECTED_BACKEND in given:
-        if mode is Gemma4Mode.FORCED:
-            warning = (
-                f"{AFFECTED_BACKEND} is honoured as given although "
-                "SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention asks for the triton default"
-            )
-        else:
-            warning = (
-                f"{AFFECTED_BACKEND} is honoured as given, but this SGLang's {AFFECTED_BACKEND} "
-                f"drops the FP8 KV-cache scales ({ROOT_CAUSE_ISSUE}; fixed upstream in "
-                f"{ROOT_CAUSE_FIX}): Gemma 4 NVFP4 MoE loses accuracy with it (MMLU 0.622 -> "
-                f"0.037 in one report). Use {ways_out()}"
-            )
-    if facts.attention_backend is not None or len(given) == 2:
-        return Gemma4Decision(
-            Gemma4Action.LEAVE,
-            "the attention backend was given explicitly (" + ", ".join(given) + "); honoured",
-            warning,
+    if AFFECTED_BACKEND in given and mode is Gemma4Mode.FORCED:
+        warning = (
+            f"{AFFECTED_BACKEND} is honoured as given although "
+            "SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention asks for the triton default"
         )
+    elif AFFECTED_BACKEND in given:
+        warning = (
+            f"{AFFECTED_BACKEND} is honoured as given, but this SGLang's {AFFECTED_BACKEND} "
+            f"drops the FP8 KV-cache scales ({ROOT_CAUSE_ISSUE}; fixed upstream in "
+            f"{ROOT_CAUSE_FIX}): Gemma 4 NVFP4 MoE loses accuracy with it (MMLU 0.622 -> "
+            f"0.037 in one report). Use {WAYS_OUT}"
+        )
+    if facts.attention_backend is not None or len(given) == 2:
+        explicit = "the attention backend was given explicitly (" + ", ".join(given) + ")"
+        return Gemma4Decision(Gemma4Action.LEAVE, f"{explicit}; honoured", warning)
     if mode is Gemma4Mode.FORCED:
         reason = (
             "SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention: Gemma 4 NVFP4 (modelopt_fp4) MoE on "
@@ -171,11 +155,10 @@ def decide_gemma4_attention(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decis
     """Decide the Gemma 4 attention default for one configuration in ``mode``."""
     if not is_nvfp4_moe_on_sm10x(facts):
         return Gemma4Decision(
-            Gemma4Action.LEAVE,
-            "not Gemma 4 NVFP4 MoE on SM10X; SGLang's default is unaffected",
+            Gemma4Action.LEAVE, "not Gemma 4 NVFP4 MoE on SM10X; SGLang's default is unaffected"
         )
     if mode is Gemma4Mode.FIXED:
-        return Gemma4Decision(Gemma4Action.LEAVE, fixed_note())
+        return Gemma4Decision(Gemma4Action.LEAVE, FIXED_NOTE)
     if mode is Gemma4Mode.LIVE and facts.kv_cache_fp8 is False:
         return Gemma4Decision(
             Gemma4Action.LEAVE,
@@ -183,13 +166,6 @@ def decide_gemma4_attention(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decis
             "not apply; SGLang's default stands",
         )
     return _rule_26791(facts, mode)
-
-
-def fixed_note() -> str:
-    return (
-        f"{AFFECTED_BACKEND} applies FP8 KV-cache scales here ({ROOT_CAUSE_FIX}); "
-        "SGLang's default stands"
-    )
 
 
 def override_hint(mode: Gemma4Mode) -> str:

@@ -1,29 +1,18 @@
-"""The rule as this process runs it: its mode (set once by ``install``), its suspension, the
-mark left on records it saw, and its question to the server-args seam (:func:`answer`: the
-facts read off the launch, the rule with its log lines, the check of records resolved early)."""
+"""The rule as this process runs it: the root-cause verdict and the mode it gives (set once by
+``install``), its suspension, the mark left on records it saw, and its question to the
+server-args seam (:func:`answer`: the facts read off the launch, the rule with its log lines,
+the check of records resolved early)."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 from typing import TYPE_CHECKING, Any
 
-from sglang_nvfp4_patches.gemma4_attention import NAME
-from sglang_nvfp4_patches.gemma4_attention.rule import (
-    AFFECTED_BACKEND,
-    SM10X_MAJOR,
-    Gemma4Action,
-    Gemma4Decision,
-    Gemma4Facts,
-    Gemma4Mode,
-    decide_gemma4_attention,
-    is_nvfp4_moe_on_sm10x,
-    kv_cache_is_fp8,
-    override_hint,
-    ways_out,
-    why_triton,
-)
+from sglang_nvfp4_patches.gemma4_attention import NAME, rule
+from sglang_nvfp4_patches.gemma4_attention.rule import Gemma4Action, Gemma4Facts, Gemma4Mode
 from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
 from sglang_nvfp4_patches.server_args_seam.question import question
 from sglang_nvfp4_patches.suspension import Suspension
@@ -33,8 +22,13 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("sglang_nvfp4_patches.gemma4_attention")
 
-# Set by ``install`` once per process; the hooks read it.
-_mode: Gemma4Mode | None = None
+NO_FACTS = "no release facts for these SGLang sources, an untested release or edited ones"
+HOW_TO_CHECK = (
+    "to check, compare triton and trtllm_mha with `sglang-nvfp4-patches accuracy ab` on an SM10X "
+    "GPU, and where they agree pass --attention-backend trtllm_mha"
+)
+
+_mode: Gemma4Mode | None = None  # set by ``install`` once per process; the hooks read it
 # Lets ``explain`` compute SGLang's unpatched answer in a process where the patch is live.
 _suspension = Suspension("gemma4_attention_suspended")
 suspended = _suspension.suspended  # inside this block the installed patch declares nothing
@@ -42,6 +36,35 @@ is_suspended = _suspension.active
 # Left on every record the rule evaluated: it travels with the record pickled to the scheduler
 # (:func:`warn_if_bypassed`), and no module-level reference keeps a record alive.
 SEEN_MARK = "_sglang_nvfp4_patches_gemma4_seen"
+
+
+@functools.cache
+def kv_scale_verdict() -> rule.KvScaleVerdict:
+    """The release facts' ``gemma4:v-scale`` for these SGLang sources (once). Reading the code
+    could prove the bug present, never absent: with no row that says, it is unknown."""
+    from sglang_nvfp4_patches.release_facts import current_row
+    from sglang_nvfp4_patches.status import sglang_version
+
+    row = current_row()
+    cell = None if row is None else row.cell(rule.V_SCALE_COLUMN)
+    if row is None or cell is None:
+        return rule.KvScaleVerdict(rule.KvScaleHandoff.UNKNOWN, NO_FACTS)
+    path = f"trtllm_mha_backend.py, FP8 KV-cache path: {cell}"
+    return rule.KvScaleVerdict(rule.KvScaleHandoff(cell), f"{path}, {row.origin(sglang_version())}")
+
+
+def verdict_phrase(verdict: rule.KvScaleVerdict) -> str:
+    """How ``doctor`` and ``explain`` name a live verdict (unknown: how to check)."""
+    said = f"{verdict.evidence} ({rule.ROOT_CAUSE_ISSUE})"
+    if verdict.handoff is rule.KvScaleHandoff.UNKNOWN:
+        return f"root cause unknown, counted as live: {said}; {HOW_TO_CHECK}"
+    return f"root cause live, trtllm_mha drops the FP8 KV-cache V scale: {said}"
+
+
+def mode_for(forced: bool) -> Gemma4Mode:
+    if forced:
+        return Gemma4Mode.FORCED
+    return Gemma4Mode.LIVE if kv_scale_verdict().bug_live else Gemma4Mode.FIXED
 
 
 def set_mode(mode: Gemma4Mode) -> None:
@@ -53,12 +76,12 @@ def current_mode() -> Gemma4Mode | None:
     return _mode
 
 
-def decide_and_log(facts: Gemma4Facts, model_path: str) -> Gemma4Decision:
+def decide_and_log(facts: Gemma4Facts, model_path: str) -> rule.Gemma4Decision:
     """The rule in this process's mode, with its INFO line and at most one WARNING."""
     mode = _mode or Gemma4Mode.FIXED
-    decision = decide_gemma4_attention(facts, mode)
+    decision = rule.decide_gemma4_attention(facts, mode)
     if decision.action is Gemma4Action.USE_TRITON:
-        logger.info("[%s] %s: %s; %s.", NAME, model_path, decision.reason, override_hint(mode))
+        logger.info("[%s] %s: %s; %s.", NAME, model_path, decision.reason, rule.override_hint(mode))
     if decision.warning is not None:
         logger.warning("[%s] %s: %s.", NAME, model_path, decision.warning)
     return decision
@@ -72,15 +95,14 @@ def facts_of(launch: Launch, backends: tuple[str | None, ...]) -> Gemma4Facts:
     facts = Gemma4Facts(
         launch.architecture,
         launch.model_config.quantization,
-        # The checkpoint may omit the key, set null, or use 0/1: the rule reads it with bool().
         getattr(hf_config if text_config is None else text_config, "enable_moe_block", None),
-        SM10X_MAJOR if launch.is_sm100 else None,  # SM10X exactly as SGLang's default sees it
+        rule.SM10X_MAJOR if launch.is_sm100 else None,  # SM10X exactly as SGLang's default sees it
         *backends,
     )
-    if not is_nvfp4_moe_on_sm10x(facts):
+    if not rule.is_nvfp4_moe_on_sm10x(facts):
         return facts
     try:
-        fp8 = kv_cache_is_fp8(launch.view.kv_cache_dtype, launch.kv_cache_quant_algo)
+        fp8 = rule.kv_cache_is_fp8(launch.view.kv_cache_dtype, launch.kv_cache_quant_algo)
     except Exception as error:  # unreadable: counted as FP8, the checkpoint's default
         logger.debug("[%s] KV-cache dtype unknown (%s); assuming FP8", NAME, error)
         return dataclasses.replace(facts, kv_cache_fp8=None)
@@ -103,10 +125,10 @@ def warn_if_bypassed(launch: Launch) -> bool:
         return False
     # Where resolution wrote the record in place, what the operator typed is gone.
     given = backends_of(launch.record) if launch.pristine else (None, None, None)
-    decision = decide_gemma4_attention(facts_of(launch, given), _mode)
-    if decision.action is not Gemma4Action.USE_TRITON:
-        return False
-    if AFFECTED_BACKEND not in backends_of(launch.view):
+    decision = rule.decide_gemma4_attention(facts_of(launch, given), _mode)
+    if decision.action is not Gemma4Action.USE_TRITON or (
+        rule.AFFECTED_BACKEND not in backends_of(launch.view)
+    ):
         return False
     logger.warning(
         "[%s] %s: this ServerArgs was resolved before SGLang loaded plugins (for example "
@@ -116,9 +138,9 @@ def warn_if_bypassed(launch: Launch) -> bool:
         "sglang.srt.plugins.load_plugins() before building ServerArgs, or pass %s.",
         NAME,
         launch.record.model_path,
-        AFFECTED_BACKEND,
-        why_triton(_mode),
-        ways_out(),
+        rule.AFFECTED_BACKEND,
+        rule.why_triton(_mode),
+        rule.WAYS_OUT,
     )
     return True
 
@@ -135,6 +157,5 @@ def answer(launch: Launch) -> str | None:
     """The ``attention_backend`` to declare for ``launch`` (``None``: SGLang's stands)."""
     with contextlib.suppress(AttributeError, TypeError):
         setattr(launch.record, SEEN_MARK, True)
-    return decide_and_log(
-        facts_of(launch, backends_of(launch.view)), launch.model_path
-    ).attention_backend
+    facts = facts_of(launch, backends_of(launch.view))
+    return decide_and_log(facts, launch.model_path).attention_backend
