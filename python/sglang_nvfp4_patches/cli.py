@@ -217,7 +217,9 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         _check_given_paths(args)
         if args.command != "accuracy":
-            check_environment()
+            from sglang_nvfp4_patches.patches import PATCHES
+
+            check_environment(PATCHES)
         return int(args.func(args))
     except UsageError as error:  # every command's bad input, accuracy's included
         print(f"error: {error.cli_message()}", file=sys.stderr)

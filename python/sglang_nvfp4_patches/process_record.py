@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from sglang_nvfp4_patches.interrupts import caused_by_interrupt
 from sglang_nvfp4_patches.patch import Patch
-from sglang_nvfp4_patches.release_gate import ReleaseGate, release_gate
+from sglang_nvfp4_patches.release_gate import ReleaseGate, this_gate
 from sglang_nvfp4_patches.settings import (
     InvalidForceError,
     UnknownPatchNameError,
@@ -20,7 +20,7 @@ from sglang_nvfp4_patches.settings import (
     forced_patches,
 )
 from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT
-from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
+from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 
 @dataclass(frozen=True)
@@ -36,26 +36,18 @@ class ProcessDecision:
     force_error: str  # an invalid SGLANG_NVFP4_PATCHES_FORCE, explained
 
 
-def _tested_release_with_these_sources() -> str | None:
-    """The tested release whose shipped row has this SGLang's sources (for the gate)."""
-    from sglang_nvfp4_patches.release_facts import release_with_these_sources
-
-    try:
-        return release_with_these_sources()
-    except Exception:  # sources that cannot be read are no tested release's: untested
-        return None
-
-
 @functools.cache
 def decision() -> ProcessDecision:
     """The one reading of the release gate, DISABLE and FORCE in this process."""
-    gate = release_gate(sglang_version(), sources_of=_tested_release_with_these_sources)
+    from sglang_nvfp4_patches.patches import PATCHES
+
+    gate = this_gate()
     try:
-        disabled, disable_error = disabled_patches(), ""
+        disabled, disable_error = disabled_patches(PATCHES), ""
     except UnknownPatchNameError as error:
         disabled, disable_error = frozenset(), str(error)
     try:
-        forced, force_error = forced_patches(), ""
+        forced, force_error = forced_patches(PATCHES), ""
     except InvalidForceError as error:
         forced, force_error = frozenset(), str(error)
     return ProcessDecision(

@@ -7,6 +7,7 @@ run read-only, and ``doctor``, ``explain`` and the server log say where a bug is
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -65,3 +66,21 @@ def release_gate(
     except InvalidUntestedError as error:
         return ReleaseGate(version, tested, False, str(error), same_sources_as)
     return ReleaseGate(version, tested, opted_in and not tested, "", same_sources_as)
+
+
+def _tested_release_with_these_sources() -> str | None:
+    """The tested release whose shipped row has this SGLang's sources (for the gate)."""
+    from sglang_nvfp4_patches.release_facts import release_with_these_sources
+
+    try:
+        return release_with_these_sources()
+    except Exception:  # sources that cannot be read are no tested release's: untested
+        return None
+
+
+@functools.cache
+def this_gate() -> ReleaseGate:
+    """The gate of the SGLang this process imports, read once."""
+    from sglang_nvfp4_patches.status import sglang_version
+
+    return release_gate(sglang_version(), sources_of=_tested_release_with_these_sources)

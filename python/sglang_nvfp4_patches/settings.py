@@ -1,16 +1,20 @@
-"""Environment settings of the plugin (pure: no SGLang import; the patch list is read only
-where a variable names patches)."""
+"""Environment settings of the plugin (pure: no SGLang import); the variables that name patches
+are read against the patch list the caller passes."""
 
 from __future__ import annotations
 
 import errno
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sglang_nvfp4_patches.errors import UsageError
 from sglang_nvfp4_patches.write_probe import probe_write
+
+if TYPE_CHECKING:
+    from sglang_nvfp4_patches.patch import Patch
 
 DISABLE_ENV = "SGLANG_NVFP4_PATCHES_DISABLE"
 FORCE_ENV = "SGLANG_NVFP4_PATCHES_FORCE"
@@ -36,20 +40,14 @@ def _names(environ: Mapping[str, str] | None, variable: str) -> tuple[str, set[s
     return raw, {part.strip() for part in raw.split(",") if part.strip()}
 
 
-def _patches() -> tuple[list[str], dict[str, str]]:
-    """Every patch's name, and why each patch that cannot be forced is not."""
-    from sglang_nvfp4_patches.patches import PATCHES
-
-    names = [patch.name for patch in PATCHES]
-    return names, {p.name: p.not_forceable_because for p in PATCHES if p.not_forceable_because}
-
-
-def disabled_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+def disabled_patches(
+    patches: Sequence[Patch], environ: Mapping[str, str] | None = None
+) -> frozenset[str]:
     """Patch names switched off by ``SGLANG_NVFP4_PATCHES_DISABLE``; an unknown one is an error."""
     raw, names = _names(environ, DISABLE_ENV)
     if not names:
         return frozenset()
-    known = _patches()[0]
+    known = [patch.name for patch in patches]
     unknown = sorted(names - set(known))
     if unknown:
         raise UnknownPatchNameError(
@@ -59,13 +57,16 @@ def disabled_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]
     return frozenset(names)
 
 
-def forced_patches(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+def forced_patches(
+    patches: Sequence[Patch], environ: Mapping[str, str] | None = None
+) -> frozenset[str]:
     """Patch names whose rule ``SGLANG_NVFP4_PATCHES_FORCE`` applies even where SGLang fixed
     the root cause (comma-separated); any unknown or unforceable name invalidates the value."""
     raw, names = _names(environ, FORCE_ENV)
     if not names:
         return frozenset()
-    known, not_forceable = _patches()
+    known = [patch.name for patch in patches]
+    not_forceable = {p.name: p.not_forceable_because for p in patches if p.not_forceable_because}
     forceable = ", ".join(name for name in known if name not in not_forceable)
     unknown = sorted(names - set(known))
     if unknown:
@@ -94,11 +95,11 @@ def untested_opt_in(environ: Mapping[str, str] | None = None) -> bool:
     )
 
 
-def check_environment(environ: Mapping[str, str] | None = None) -> None:
+def check_environment(patches: Sequence[Patch], environ: Mapping[str, str] | None = None) -> None:
     """The variables this plugin reads: a wrong value is a UsageError naming it."""
     env = os.environ if environ is None else environ
     try:
-        disabled_patches(env), forced_patches(env), untested_opt_in(env)
+        disabled_patches(patches, env), forced_patches(patches, env), untested_opt_in(env)
     except (UnknownPatchNameError, InvalidForceError, InvalidUntestedError) as error:
         raise UsageError(str(error)) from None
     given = env.get(RECORDS_ENV)

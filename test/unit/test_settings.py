@@ -36,16 +36,16 @@ from sglang_nvfp4_patches.settings import (
     ],
 )
 def test_known_names(raw: str, expected: set[str]) -> None:
-    assert disabled_patches({DISABLE_ENV: raw}) == expected
+    assert disabled_patches(PATCHES, {DISABLE_ENV: raw}) == expected
 
 
 def test_unset_means_nothing_disabled() -> None:
-    assert disabled_patches({}) == frozenset()
+    assert disabled_patches(PATCHES, {}) == frozenset()
 
 
 def test_unknown_name_is_an_error_naming_it_and_the_known_ones() -> None:
     with pytest.raises(UnknownPatchNameError) as caught:
-        disabled_patches({DISABLE_ENV: "gemma4-attention,gemma4-atention"})
+        disabled_patches(PATCHES, {DISABLE_ENV: "gemma4-attention,gemma4-atention"})
     message = str(caught.value)
     assert "gemma4-atention" in message
     assert "llama4-router-weight" in message and DISABLE_ENV in message
@@ -63,7 +63,7 @@ def test_unknown_name_is_an_error_naming_it_and_the_known_ones() -> None:
     ],
 )
 def test_force_accepts_the_forceable_patch(raw: str, expected: set[str]) -> None:
-    assert forced_patches({FORCE_ENV: raw}) == expected
+    assert forced_patches(PATCHES, {FORCE_ENV: raw}) == expected
 
 
 @pytest.mark.parametrize(
@@ -77,7 +77,7 @@ def test_force_accepts_the_forceable_patch(raw: str, expected: set[str]) -> None
 )
 def test_invalid_force_is_an_error_that_forces_nothing(raw: str, named: str) -> None:
     with pytest.raises(InvalidForceError) as caught:
-        forced_patches({FORCE_ENV: raw})
+        forced_patches(PATCHES, {FORCE_ENV: raw})
     message = str(caught.value)
     assert named in message and FORCE_ENV in message
     assert "Nothing is forced" in message
@@ -91,20 +91,20 @@ def test_the_process_environment_is_read_when_no_mapping_is_given(
 ) -> None:
     monkeypatch.setenv(DISABLE_ENV, "llama4-router-weight")
     monkeypatch.setenv(FORCE_ENV, "gemma4-attention")
-    assert disabled_patches() == {"llama4-router-weight"}
-    assert forced_patches() == {"gemma4-attention"}
+    assert disabled_patches(PATCHES) == {"llama4-router-weight"}
+    assert forced_patches(PATCHES) == {"gemma4-attention"}
 
 
 def test_unknown_names_read_in_full() -> None:
     raw = "gemma4-atention,llama-router"
     with pytest.raises(UnknownPatchNameError) as disabled:
-        disabled_patches({DISABLE_ENV: raw})
+        disabled_patches(PATCHES, {DISABLE_ENV: raw})
     assert str(disabled.value) == (
         f"{DISABLE_ENV}='{raw}' names unknown patch(es) gemma4-atention, llama-router; known "
         f"patches are {', '.join(patch.name for patch in PATCHES)} (comma-separated)."
     )
     with pytest.raises(InvalidForceError) as forced:
-        forced_patches({FORCE_ENV: raw})
+        forced_patches(PATCHES, {FORCE_ENV: raw})
     assert str(forced.value) == (
         f"{FORCE_ENV}='{raw}' names unknown patch(es) gemma4-atention, llama-router; only "
         "gemma4-attention can be forced. Nothing is forced."
@@ -114,7 +114,7 @@ def test_unknown_names_read_in_full() -> None:
 def test_a_patch_that_cannot_be_forced_says_why_in_full() -> None:
     (llama4,) = [patch for patch in PATCHES if patch.name == "llama4-router-weight"]
     with pytest.raises(InvalidForceError) as forced:
-        forced_patches({FORCE_ENV: "llama4-router-weight"})
+        forced_patches(PATCHES, {FORCE_ENV: "llama4-router-weight"})
     assert str(forced.value) == (
         f"{FORCE_ENV}='llama4-router-weight': llama4-router-weight cannot be forced "
         f"({llama4.not_forceable_because}); only gemma4-attention can be forced. "
@@ -158,9 +158,9 @@ def test_a_wrong_variable_is_bad_input_naming_it_before_sglang(
 
 
 def test_a_records_location_that_does_not_exist_yet_is_fine(tmp_path: Path) -> None:
-    check_environment({"SGLANG_NVFP4_PATCHES_RECORDS": str(tmp_path / "a" / "b")})
-    check_environment({"SGLANG_NVFP4_PATCHES_RECORDS": str(tmp_path)})
-    check_environment({})
+    check_environment(PATCHES, {"SGLANG_NVFP4_PATCHES_RECORDS": str(tmp_path / "a" / "b")})
+    check_environment(PATCHES, {"SGLANG_NVFP4_PATCHES_RECORDS": str(tmp_path)})
+    check_environment(PATCHES, {})
     assert list(tmp_path.iterdir()) == []  # neither the missing directories nor a probe file
 
 
@@ -175,7 +175,7 @@ def test_a_records_location_that_does_not_exist_yet_is_fine(tmp_path: Path) -> N
 def test_the_mapping_given_is_the_one_checked(variable: str, value: str, says: str) -> None:
     """What a caller hands in is checked, whatever this process's own environment holds."""
     with pytest.raises(UsageError) as refused:
-        check_environment({variable: value})
+        check_environment(PATCHES, {variable: value})
     assert str(refused.value).startswith(f"{variable}={value!r}") and says in str(refused.value)
 
 
@@ -185,7 +185,7 @@ def test_a_records_location_that_is_no_directory_names_itself(tmp_path: Path, wh
     (tmp_path / "FILE").write_text("not a directory")
     given = str(tmp_path / where)
     with pytest.raises(UsageError) as refused:
-        check_environment({"SGLANG_NVFP4_PATCHES_RECORDS": given})
+        check_environment(PATCHES, {"SGLANG_NVFP4_PATCHES_RECORDS": given})
     assert str(refused.value) == (
         f"SGLANG_NVFP4_PATCHES_RECORDS={given!r}: Not a directory ({given}); point it at a "
         "directory this user can write (a missing one is made), or unset it"
@@ -196,7 +196,7 @@ def test_a_records_location_that_is_no_directory_names_itself(tmp_path: Path, wh
 def test_a_records_location_that_cannot_be_written_names_the_directory_tried() -> None:
     """Procfs refuses a new file even to root, whose permission checks pass."""
     with pytest.raises(UsageError) as refused:
-        check_environment({"SGLANG_NVFP4_PATCHES_RECORDS": "/proc/records"})
+        check_environment(PATCHES, {"SGLANG_NVFP4_PATCHES_RECORDS": "/proc/records"})
     said = {
         str(refused.value).replace(os.strerror(code), "<why>")
         for code in (errno.ENOENT, errno.EACCES, errno.EROFS)

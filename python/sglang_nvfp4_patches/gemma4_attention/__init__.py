@@ -12,18 +12,17 @@ SGLang's ``trtllm_mha`` drops the FP8 KV-cache scales (sglang#26518; fixed by sg
 
 from __future__ import annotations
 
-NAME = "gemma4-attention"
-
-# Its modules read NAME; ``rule_state`` registers the question where it is defined.
-from sglang_nvfp4_patches.gemma4_attention import (  # noqa: E402
+# ``rule_state`` registers the question where it is defined.
+from sglang_nvfp4_patches.gemma4_attention import (
     checks,
     explain_facts,
     install,
     read_back,
     rule_state,
 )
-from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES  # noqa: E402
-from sglang_nvfp4_patches.patch import Patch  # noqa: E402
+from sglang_nvfp4_patches.gemma4_attention.rule import NAME
+from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
+from sglang_nvfp4_patches.patch import Patch
 
 PATCH = Patch(
     NAME,

@@ -7,9 +7,8 @@ always the user's.
 from __future__ import annotations
 
 from sglang_nvfp4_patches.check_result import CheckFailed, CheckResult, NotApplicable, run_check
-from sglang_nvfp4_patches.gemma4_attention import NAME
 from sglang_nvfp4_patches.gemma4_attention.read_back import bundled_on_sm100
-from sglang_nvfp4_patches.gemma4_attention.rule import AFFECTED_BACKEND, SAFE_BACKEND
+from sglang_nvfp4_patches.gemma4_attention.rule import AFFECTED_BACKEND, NAME, SAFE_BACKEND
 from sglang_nvfp4_patches.gemma4_attention.rule_state import (
     NO_FACTS,
     kv_scale_verdict,

@@ -5,13 +5,12 @@
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.gemma4_attention import NAME
 from sglang_nvfp4_patches.gemma4_attention.read_back import (
     already_upstream,
     current_state,
     unpatched_report,
 )
-from sglang_nvfp4_patches.gemma4_attention.rule import Gemma4Mode
+from sglang_nvfp4_patches.gemma4_attention.rule import NAME, Gemma4Mode
 from sglang_nvfp4_patches.gemma4_attention.rule_state import mode_for, set_mode
 from sglang_nvfp4_patches.server_args_seam import hooks
 from sglang_nvfp4_patches.server_args_seam.seam import seam_module

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from sglang_nvfp4_patches.gemma4_attention import NAME
 from sglang_nvfp4_patches.gemma4_attention.rule import (
     AFFECTED_BACKEND,
     FIXED_NOTE,
+    NAME,
     SAFE_BACKEND,
     Gemma4Mode,
 )

@@ -27,6 +27,8 @@ FIXED_NOTE = (
     "SGLang's default stands"
 )
 
+NAME = "gemma4-attention"  # what users type (SGLANG_NVFP4_PATCHES_DISABLE) and doctor prints
+
 
 class KvScaleHandoff(enum.Enum):
     APPLIED = "applied"  # every FP8-path bmm2_scale comes from the V scale: the bug is fixed

@@ -11,8 +11,8 @@ import functools
 import logging
 from typing import TYPE_CHECKING, Any
 
-from sglang_nvfp4_patches.gemma4_attention import NAME, rule
-from sglang_nvfp4_patches.gemma4_attention.rule import Gemma4Action, Gemma4Facts, Gemma4Mode
+from sglang_nvfp4_patches.gemma4_attention import rule
+from sglang_nvfp4_patches.gemma4_attention.rule import NAME, Gemma4Action, Gemma4Facts, Gemma4Mode
 from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
 from sglang_nvfp4_patches.server_args_seam.question import question
 from sglang_nvfp4_patches.suspension import Suspension

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-NAME = "llama4-router-weight"
-
-from sglang_nvfp4_patches.llama4_router_weight import (  # noqa: E402 (they read NAME)
+from sglang_nvfp4_patches.llama4_router_weight import (
     explain_facts,
     install,
     read_back,
     refusals,
     suspension,
 )
-from sglang_nvfp4_patches.models import LLAMA4_ARCHITECTURES  # noqa: E402
-from sglang_nvfp4_patches.patch import Patch  # noqa: E402
+from sglang_nvfp4_patches.llama4_router_weight.rule import NAME
+from sglang_nvfp4_patches.models import LLAMA4_ARCHITECTURES
+from sglang_nvfp4_patches.patch import Patch
 
 if TYPE_CHECKING:
     from sglang_nvfp4_patches.check_result import CheckResult

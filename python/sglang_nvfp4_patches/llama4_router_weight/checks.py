@@ -23,7 +23,6 @@ from sglang_nvfp4_patches.check_result import (
     run_check,
 )
 from sglang_nvfp4_patches.evidence_check import agrees_or_kept
-from sglang_nvfp4_patches.llama4_router_weight import NAME
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import FLAG
 from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     FP4_ALLGATHER_SWITCH,
@@ -34,6 +33,7 @@ from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
     REJECTING_METHODS,
     RejectingMethod,
 )
+from sglang_nvfp4_patches.llama4_router_weight.rule import NAME
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import DOUBLE_WEIGHTING
 from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
 from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4, LLAMA4_NVFP4_CT

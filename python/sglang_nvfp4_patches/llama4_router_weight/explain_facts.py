@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.llama4_router_weight import NAME
+from sglang_nvfp4_patches.llama4_router_weight.rule import NAME
 
 CUTLASS_RUNNER = "flashinfer_cutlass"  # the MoE runner backend this patch acts on
 

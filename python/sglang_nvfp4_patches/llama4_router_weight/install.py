@@ -6,9 +6,10 @@ method (:func:`.method_lift.method_patcher`); ``--use-ray`` in :mod:`.ray_job_ch
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.llama4_router_weight import NAME, outcomes
+from sglang_nvfp4_patches.llama4_router_weight import outcomes
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import method_patcher
 from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import REJECTING_METHODS
+from sglang_nvfp4_patches.llama4_router_weight.rule import NAME
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE, runner_patcher
 from sglang_nvfp4_patches.post_import import module_exists
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND

@@ -9,9 +9,8 @@ import threading
 from collections.abc import Callable
 from types import ModuleType
 
-from sglang_nvfp4_patches.llama4_router_weight import NAME
-from sglang_nvfp4_patches.process_record import decision
-from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
+from sglang_nvfp4_patches.llama4_router_weight.rule import NAME
+from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, this_gate
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
 logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
@@ -31,7 +30,7 @@ def record(part: str, state: PatchState, reason: str) -> None:
             return
         _outcomes[part] = report
     if state is PatchState.NOT_PATCHED:
-        because = decision().gate.not_patched_because()
+        because = this_gate().not_patched_because()
         logger.warning("[%s] live here: %s (%s); %s.", NAME, reason, part, because)
     if state is PatchState.UNKNOWN:
         run = f"Run `{VERIFY_COMMAND}` before serving Llama 4 on the CUTLASS runner."

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sglang_nvfp4_patches.llama4_router_weight import NAME
+from sglang_nvfp4_patches.llama4_router_weight.rule import NAME
 from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT
 from sglang_nvfp4_patches.status import sglang_version
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 
-from sglang_nvfp4_patches.llama4_router_weight import NAME
 from sglang_nvfp4_patches.llama4_router_weight.install import not_applicable
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
     NO_REJECTION,
@@ -19,6 +18,7 @@ from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
     REJECTING_METHODS,
     RejectingMethod,
 )
+from sglang_nvfp4_patches.llama4_router_weight.rule import NAME
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     RUNNER_MODULE,
     no_prescale_of_its_own,

@@ -18,6 +18,8 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     wrapper_refusal,
 )
 
+NAME = "llama4-router-weight"  # what users type (SGLANG_NVFP4_PATCHES_DISABLE) and doctor prints
+
 
 @dataclass(frozen=True)
 class LayerFacts:

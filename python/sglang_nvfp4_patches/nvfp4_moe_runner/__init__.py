@@ -17,17 +17,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-NAME = "nvfp4-moe-runner"
-
-# Its modules read NAME; ``question`` registers the question where it is defined.
-from sglang_nvfp4_patches.nvfp4_moe_runner import (  # noqa: E402
+# ``question`` registers the question where it is defined.
+from sglang_nvfp4_patches.nvfp4_moe_runner import (
     explain_facts,
     install,
     question,  # noqa: F401
     read_back,
     suspension,
 )
-from sglang_nvfp4_patches.patch import Patch  # noqa: E402
+from sglang_nvfp4_patches.nvfp4_moe_runner.rule import NAME
+from sglang_nvfp4_patches.patch import Patch
 
 if TYPE_CHECKING:
     from sglang_nvfp4_patches.check_result import CheckResult

@@ -13,7 +13,6 @@ from typing import Any
 from sglang_nvfp4_patches.check_result import CheckFailed, CheckResult, NotApplicable, run_check
 from sglang_nvfp4_patches.errors import LaunchRefused
 from sglang_nvfp4_patches.evidence_check import agrees_or_kept
-from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
 from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import (
     cells,
     current_facts,
@@ -25,6 +24,7 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     AUTO,
     CUTLASS,
     EVIDENCE_GPUS,
+    NAME,
     NO_QUANTIZATION,
     NVFP4,
     Evidence,

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
-from sglang_nvfp4_patches.nvfp4_moe_runner.rule import CUTLASS, NVFP4
+from sglang_nvfp4_patches.nvfp4_moe_runner.rule import CUTLASS, NAME, NVFP4
 
 
 def explain_note(moe_runner: str | None, moe_quantization: str | None) -> str:

@@ -13,10 +13,11 @@ from sglang_nvfp4_patches import fused_functions
 from sglang_nvfp4_patches.errors import LaunchRefused
 from sglang_nvfp4_patches.models import moe_settings
 from sglang_nvfp4_patches.moe_layout import Layout
-from sglang_nvfp4_patches.nvfp4_moe_runner import NAME, suspension
+from sglang_nvfp4_patches.nvfp4_moe_runner import suspension
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     AUTO,
     CUTLASS,
+    NAME,
     Decision,
     EvidenceState,
     LaunchFacts,

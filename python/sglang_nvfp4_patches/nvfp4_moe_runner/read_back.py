@@ -3,10 +3,10 @@ what the release facts for this SGLang say, per launch line, MoE layer settings 
 
 from __future__ import annotations
 
-from sglang_nvfp4_patches.nvfp4_moe_runner import NAME
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     CUTLASS,
     EVIDENCE_GPUS,
+    NAME,
     NO_QUANTIZATION,
     Evidence,
     EvidenceKey,

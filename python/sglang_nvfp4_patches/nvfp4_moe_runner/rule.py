@@ -18,6 +18,8 @@ from typing import Any, NamedTuple
 
 from sglang_nvfp4_patches.moe_layout import ONE_GPU, Layout, Registered, fate
 
+NAME = "nvfp4-moe-runner"  # what users type (SGLANG_NVFP4_PATCHES_DISABLE) and doctor prints
+
 CUTLASS = "flashinfer_cutlass"
 NVFP4 = "modelopt_fp4"
 AUTO = "auto"
