@@ -40,7 +40,7 @@ def derive_here() -> None:
     load_plugins()
     cells = {backend_source.COLUMN: backend_source.read_verdict().handoff.value}
     with quiet_sglang():
-        cells.update(llama4.cells(llama4.gather(), llama4.PARTS))
+        cells.update(llama4.cells(llama4.gather()))
         cells.update(moe.cells(moe.gather()))
         cells.update(moe.gather_layouts()[0])
     row = {"release": sglang_version(), "fingerprint": fingerprint(), "cells": cells}

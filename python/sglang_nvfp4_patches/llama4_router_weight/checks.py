@@ -30,7 +30,10 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     LiftedLayerWrongError,
     RouterWeightOnInputError,
 )
-from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
+from sglang_nvfp4_patches.llama4_router_weight.rule import (
+    MODELOPT as MODELOPT_METHOD,
+)
+from sglang_nvfp4_patches.llama4_router_weight.rule import (
     REJECTING_METHODS,
     RejectingMethod,
 )
@@ -147,7 +150,6 @@ def _refused(
     accepts the flag by itself (nothing lifted, so nothing of ours refuses it), refused by
     SGLang at the first forward: never computed with the weight on the output."""
     from sglang_nvfp4_patches.llama4_router_weight.method_lift import is_lifted
-    from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import MODELOPT
 
     moe = build()
     try:
@@ -159,7 +161,7 @@ def _refused(
                 f"refused, but the message does not name {missing}: {refused}"
             ) from refused
         return f"refused when the layer is built: {refused}"
-    if is_lifted(MODELOPT):
+    if is_lifted(MODELOPT_METHOD):
         raise CheckFailed(
             "the layer was built with the method's check lifted: the CUTLASS kernel would "
             "weight the expert outputs instead of the inputs"
@@ -184,11 +186,11 @@ def _refused(
 def _as_a_server_loads_it(rejecting: RejectingMethod) -> str:
     """Served, or refused when it is built where the record shows it computing wrong."""
     from sglang_nvfp4_patches.llama4_router_weight.evidence import run_as_the_server
-    from sglang_nvfp4_patches.llama4_router_weight.method_lift import decision_here
+    from sglang_nvfp4_patches.llama4_router_weight.method_lift import answer_here
 
     run = run_as_the_server(rejecting.part)
-    refusal = decision_here(rejecting).refusal
-    if run["verdict"] == "refused" and refusal is not None and refusal in run["detail"]:
+    refusal = answer_here(rejecting).refusal
+    if run["verdict"] == "refused" and refusal is not None and str(refusal) in run["detail"]:
         return f"refused {run['detail']}"
     if run["runner"] != CUTLASS_RUNNER:
         raise NotApplicable(f"this SGLang builds the {run['runner']} MoE runner for it on SM120")
@@ -198,11 +200,11 @@ def _as_a_server_loads_it(rejecting: RejectingMethod) -> str:
 
 
 def _evidence() -> str:
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import PARTS, cells, gather
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import cells, gather
 
     found = gather()
-    summary = "; ".join(f"{part}: {fact['state']}" for part, fact in found.items())
-    return agrees_or_kept(cells(found, PARTS), summary)
+    summary = "; ".join(f"{part.key}: {fact['state'].value}" for part, fact in found.items())
+    return agrees_or_kept(cells(found), summary)
 
 
 def run_checks() -> list[CheckResult]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from sglang_nvfp4_patches.llama4_router_weight import NAME, outcomes
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import method_patcher
-from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import REJECTING_METHODS
-from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE, runner_patcher
+from sglang_nvfp4_patches.llama4_router_weight.rule import REJECTING_METHODS, RUNNER_MODULE
+from sglang_nvfp4_patches.llama4_router_weight.runner_registry import runner_patcher
 from sglang_nvfp4_patches.post_import import module_exists
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState
@@ -46,7 +46,9 @@ def summarize(observe: bool) -> PatchReport:
     if not parts:
         action = "probed" if observe else "patched"
         return PatchReport(NAME, PatchState.PENDING, f"{action} when SGLang loads a MoE layer")
-    failed = [f"{part}: {r.reason}" for part, r in parts.items() if r.state is PatchState.FAILED]
+    failed = [
+        f"{part.key}: {r.reason}" for part, r in parts.items() if r.state is PatchState.FAILED
+    ]
     if failed:
         return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
     states = {report.state for report in parts.values()}

@@ -1,31 +1,26 @@
-"""What ``doctor`` reads back of ``llama4-router-weight``: what SGLang holds now, or the
-probes read-only where nothing is patched."""
+"""What ``doctor`` reads back of ``llama4-router-weight``: what SGLang holds now, or, where
+nothing is patched, whether the bug is live (both as :func:`.rule.decide` has it)."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
 
-from sglang_nvfp4_patches.llama4_router_weight import NAME
+from sglang_nvfp4_patches.llama4_router_weight import NAME, evidence
 from sglang_nvfp4_patches.llama4_router_weight.install import not_applicable
-from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
-    NO_REJECTION,
-    decision_for,
-    is_lifted,
-    reading_of,
-    still_rejects,
-)
-from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import is_lifted, still_rejects
+from sglang_nvfp4_patches.llama4_router_weight.rule import (
     REJECTING_METHODS,
+    RUNNER_MODULE,
+    Answer,
+    Part,
     RejectingMethod,
+    decide,
 )
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
-    RUNNER_MODULE,
     no_prescale_of_its_own,
+    registry_prescaled,
     runner_cannot_tell,
-    runner_not_recorded,
-    runner_problem,
-    upstream_prescale_problem,
 )
 from sglang_nvfp4_patches.post_import import module_exists
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable
@@ -35,6 +30,7 @@ RUNNER_PATCHED = (
     "without the flag: the weight is applied once, also where SGLang pre-scales under a name "
     "this plugin does not know)"
 )
+NOT_HONOURED = "its CUTLASS fused functions still reject apply_router_weight_on_input"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,22 +42,20 @@ class MethodNote:
     state: PatchState | None = None
 
 
-def _method_note(rejecting: RejectingMethod, runner_honours: bool) -> MethodNote:
-    """Doctor's note on one method, as the server decides it (:func:`.method_lift.decide`); a
-    hook lifts nothing where the runner does not honour the flag."""
-    method_cls = getattr(importlib.import_module(rejecting.module), rejecting.cls)
-    decision = decision_for(rejecting, method_cls)
+def _method_note(rejecting: RejectingMethod, answer: Answer, runner_honours: bool) -> MethodNote:
+    """Doctor's note on one method; a hook lifts nothing where the runner does not honour the
+    flag."""
     label = f"{rejecting.label} rejection"
-    if decision.state is PatchState.ALREADY_UPSTREAM:
-        return MethodNote(f"{label}: {decision.note}")
-    if decision.state is PatchState.UNKNOWN:
+    if answer.state is PatchState.ALREADY_UPSTREAM:
+        return MethodNote(f"{label}: {answer.note}")
+    if answer.state is PatchState.UNKNOWN:
         how = " (lifted, which is safe where it does not reject)" if is_lifted(rejecting) else ""
-        return MethodNote(f"{label}: cannot tell{how}", decision.reason, PatchState.UNKNOWN)
-    if decision.state is PatchState.FAILED:
-        return MethodNote(f"{label}: not lifted", decision.reason, PatchState.FAILED)
+        return MethodNote(f"{label}: cannot tell{how}", answer.reason, PatchState.UNKNOWN)
+    if answer.state is PatchState.FAILED:
+        return MethodNote(f"{label}: not lifted", answer.reason, PatchState.FAILED)
     if is_lifted(rejecting) and runner_honours:
-        return MethodNote(f"{label}: {decision.note}")
-    problem = still_rejects(rejecting, reading_of(rejecting, method_cls))
+        return MethodNote(f"{label}: {answer.note}")
+    problem = still_rejects(rejecting)
     if is_lifted(rejecting):
         problem += " (not lifted: the runner does not honour the flag)"
     return MethodNote(f"{label}: not lifted", problem, PatchState.FAILED)
@@ -72,17 +66,29 @@ def _problems(notes: list[MethodNote], state: PatchState) -> list[str]:
     return [note.problem for note in notes if note.state is state and note.problem]
 
 
-def _inspected() -> tuple[str | None, str | None, list[MethodNote]] | PatchReport:
-    """Why the runner has no working pre-scale of its own (``None``: it has), why it does not
-    honour the flag (``None``: it does), and each method's note; or the report that says why
-    there is nothing to read."""
+@dataclasses.dataclass(frozen=True)
+class Inspected:
+    runner: Answer
+    recorded: bool  # this SGLang has a row of facts
+    runner_trouble: str | None  # why the runner does not honour the flag (``None``: it does)
+    methods: list[MethodNote]
+
+
+def _inspected() -> Inspected | PatchReport:
+    """What the runner and each method get here; or the report that says why there is nothing
+    to read."""
     if not module_exists(RUNNER_MODULE):
         return not_applicable()
     try:
         importlib.import_module(RUNNER_MODULE)
-        problem = runner_problem()
-        notes = [_method_note(rejecting, problem is None) for rejecting in REJECTING_METHODS]
-        return upstream_prescale_problem(), problem, notes
+        facts = evidence.current_facts()
+        runner = decide(facts, Part.RUNNER)
+        trouble = None if not runner.act or registry_prescaled() else NOT_HONOURED
+        notes = [
+            _method_note(rejecting, decide(facts, rejecting.part), trouble is None)
+            for rejecting in REJECTING_METHODS
+        ]
+        return Inspected(runner, facts is not None, trouble, notes)
     except (ImportError, AttributeError, PatchUnavailable) as error:
         return PatchReport(NAME, PatchState.FAILED, f"cannot inspect: {error}")
 
@@ -91,42 +97,42 @@ def current_state() -> PatchReport:
     """What the installed SGLang holds now: imports the modules and looks at the objects."""
     from sglang_nvfp4_patches.llama4_router_weight import ray_job_check
 
-    parts = _inspected()
-    if isinstance(parts, PatchReport):
-        return parts
-    no_prescale, runner_trouble, method_notes = parts
-    failed = _problems(method_notes, PatchState.FAILED)
-    if runner_trouble is not None:
-        failed.insert(0, f"runner: {runner_trouble}")
+    found = _inspected()
+    if isinstance(found, PatchReport):
+        return found
+    failed = _problems(found.methods, PatchState.FAILED)
+    if found.runner_trouble is not None:
+        failed.insert(0, f"runner: {found.runner_trouble}")
     if failed:
         return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
-    runner_note = "upstream" if no_prescale is None else f"{RUNNER_PATCHED}: {no_prescale}"
-    notes = [f"runner pre-scale: {runner_note}", *(m.note for m in method_notes)]
-    unknown = _problems(method_notes, PatchState.UNKNOWN)
+    runner_note = f"{RUNNER_PATCHED}: {found.runner.note}" if found.runner.act else "upstream"
+    notes = [f"runner pre-scale: {runner_note}", *(m.note for m in found.methods)]
+    unknown = _problems(found.methods, PatchState.UNKNOWN)
     if unknown:
         return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown + notes))
-    nothing_to_patch = no_prescale is None and all(NO_REJECTION in m.note for m in method_notes)
     if ray_note := ray_job_check.doctor_note():
         notes.append(ray_note)
-    state = PatchState.ALREADY_UPSTREAM if nothing_to_patch else PatchState.APPLIED
+    upstream = not found.runner.act and all(
+        not m.problem and "none in this release" in m.note for m in found.methods
+    )
+    state = PatchState.ALREADY_UPSTREAM if upstream else PatchState.APPLIED
     return PatchReport(NAME, state, "; ".join(notes))
 
 
 def unpatched_report() -> PatchReport:
-    """The probes, read-only, where nothing is patched: which rejections are live here."""
-    parts = _inspected()
-    if isinstance(parts, PatchReport):
-        return parts
-    no_prescale, _, method_notes = parts
-    live = _problems(method_notes, PatchState.FAILED)
-    unknown = _problems(method_notes, PatchState.UNKNOWN)
-    if no_prescale is not None and runner_not_recorded():
-        unknown.insert(0, runner_cannot_tell(no_prescale))
-    elif no_prescale is not None:
-        live.insert(0, no_prescale_of_its_own(no_prescale))
+    """Where nothing is patched: which bugs are live here."""
+    found = _inspected()
+    if isinstance(found, PatchReport):
+        return found
+    live = _problems(found.methods, PatchState.FAILED)
+    unknown = _problems(found.methods, PatchState.UNKNOWN)
+    if found.runner.act and not found.recorded:
+        unknown.insert(0, runner_cannot_tell(found.runner.note))
+    elif found.runner.act:
+        live.insert(0, no_prescale_of_its_own(found.runner.note))
     if live:
         return PatchReport(NAME, PatchState.NOT_PATCHED, "live here: " + "; ".join(live + unknown))
     if unknown:
         return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown))
-    notes = ["runner pre-scale: upstream", *(m.note for m in method_notes)]
+    notes = ["runner pre-scale: upstream", *(m.note for m in found.methods)]
     return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, "; ".join(notes))
