@@ -294,7 +294,7 @@ def test_no_row_never_reads_as_upstream() -> None:
     assert answer.reason == (
         "cannot tell whether ModelOptNvFp4FusedMoEMethod.apply still rejects "
         "apply_router_weight_on_input: no record shows SGLang's own layer serving top-1 with the "
-        "flag; run `sglang-nvfp4-patches verify`"
+        "flag"
     )
 
 

@@ -23,6 +23,7 @@ from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     runner_cannot_tell,
 )
 from sglang_nvfp4_patches.post_import import module_exists
+from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable
 
 RUNNER_PATCHED = (
@@ -30,6 +31,7 @@ RUNNER_PATCHED = (
     "without the flag: the weight is applied once, also where SGLang pre-scales under a name "
     "this plugin does not know)"
 )
+RUN_VERIFY = f"run `{VERIFY_COMMAND}`"
 NOT_HONOURED = "its CUTLASS fused functions still reject apply_router_weight_on_input"
 
 
@@ -109,7 +111,7 @@ def current_state() -> PatchReport:
     notes = [f"runner pre-scale: {runner_note}", *(m.note for m in found.methods)]
     unknown = _problems(found.methods, PatchState.UNKNOWN)
     if unknown:
-        return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown + notes))
+        return PatchReport(NAME, PatchState.UNKNOWN, "; ".join([*unknown, RUN_VERIFY, *notes]))
     if ray_note := ray_job_check.doctor_note():
         notes.append(ray_note)
     upstream = not found.runner.act and all(
@@ -133,6 +135,6 @@ def unpatched_report() -> PatchReport:
     if live:
         return PatchReport(NAME, PatchState.NOT_PATCHED, "live here: " + "; ".join(live + unknown))
     if unknown:
-        return PatchReport(NAME, PatchState.UNKNOWN, "; ".join(unknown))
+        return PatchReport(NAME, PatchState.UNKNOWN, "; ".join([*unknown, RUN_VERIFY]))
     notes = ["runner pre-scale: upstream", *(m.note for m in found.methods)]
     return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, "; ".join(notes))

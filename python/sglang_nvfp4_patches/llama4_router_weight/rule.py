@@ -209,7 +209,7 @@ def decide(facts: Facts | None, part: Part, layer: LayerFacts | None = None) -> 
     else:  # no row: untested, lifted all the same (safe where the method does not reject)
         reason = (
             f"cannot tell whether {method.cls}.{method.checked_in} still rejects {FLAG}: no record "
-            f"shows SGLang's own layer serving top-1 with the flag; run `{VERIFY_COMMAND}`"
+            "shows SGLang's own layer serving top-1 with the flag"
         )
         answer = Answer(True, PatchState.UNKNOWN, reason, "cannot tell")
     if layer is None:
