@@ -31,9 +31,7 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     RouterWeightOnInputError,
 )
 from sglang_nvfp4_patches.llama4_router_weight.rule import (
-    MODELOPT as MODELOPT_METHOD,
-)
-from sglang_nvfp4_patches.llama4_router_weight.rule import (
+    MODELOPT,
     REJECTING_METHODS,
     RejectingMethod,
 )
@@ -59,7 +57,7 @@ from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
 TOKENS = 7
 EVIDENCE_CHECK = "evidence (SGLang's own runner and methods, on CPU)"
 CUTLASS_RUNNER = "flashinfer_cutlass"
-MODELOPT = {"quantization": "modelopt_fp4"}
+MODELOPT_FP4 = {"quantization": "modelopt_fp4"}
 DP_ATTENTION_EP = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "ep_size": 2}
 TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
 
@@ -161,7 +159,7 @@ def _refused(
                 f"refused, but the message does not name {missing}: {refused}"
             ) from refused
         return f"refused when the layer is built: {refused}"
-    if is_lifted(MODELOPT_METHOD):
+    if is_lifted(MODELOPT):
         raise CheckFailed(
             "the layer was built with the method's check lifted: the CUTLASS kernel would "
             "weight the expert outputs instead of the inputs"
@@ -230,15 +228,15 @@ def run_checks() -> list[CheckResult]:
         modelopt_top1 = functools.partial(
             _top1_with_the_flag, kernel, modelopt_layer, "ModelOpt NVFP4"
         )
-        check("ModelOpt NVFP4 top-1 with the flag", modelopt_top1, **MODELOPT)
+        check("ModelOpt NVFP4 top-1 with the flag", modelopt_top1, **MODELOPT_FP4)
         top2 = functools.partial(_top2_without_the_flag, kernel)
-        check("ModelOpt NVFP4 top-2 without the flag", top2, **MODELOPT)
+        check("ModelOpt NVFP4 top-2 without the flag", top2, **MODELOPT_FP4)
         top_k_2 = functools.partial(_refused, lambda: modelopt_layer(top_k=2), ("top_k=2",), 2)
-        check("ModelOpt NVFP4 top-k 2 with the flag", top_k_2, **MODELOPT)
+        check("ModelOpt NVFP4 top-k 2 with the flag", top_k_2, **MODELOPT_FP4)
         fp4_allgather = functools.partial(
             _refused, lambda: modelopt_layer(top_k=None), (FP4_ALLGATHER_SWITCH,), 1, True
         )
-        all_gather_flags = {**MODELOPT, **DP_ATTENTION_EP, "moe_runner_backend": CUTLASS_RUNNER}
+        all_gather_flags = {**MODELOPT_FP4, **DP_ATTENTION_EP, "moe_runner_backend": CUTLASS_RUNNER}
         check("ModelOpt NVFP4 FP4 all-gather", fp4_allgather, **all_gather_flags)
         ct_top1 = functools.partial(
             _top1_with_the_flag, kernel, compressed_tensors_layer, "compressed-tensors"

@@ -159,24 +159,40 @@ NOT_HONOURED = (
 def decide(facts: Facts | None, part: Part, layer: LayerFacts | None = None) -> Answer:
     """What ``part`` does on the SGLang ``facts`` describe (``None``: no row); with a ``layer``
     of a method being built, whether that layer is refused (``refusal``) or lifted (``act``)."""
-    shown = None if facts is None else facts.shown.get(part)
-    evidence = f"{shown.sentence if shown else None}; {shown_by(facts)}"
     if part is Part.RUNNER:
-        if shown is Shown.UPSTREAM:
-            why = f"{RUNNER_MODULE}'s registered fused function pre-scales top-1 itself"
-            return Answer(
-                False, PatchState.ALREADY_UPSTREAM, f"{why} ({shown_by(facts)})", "upstream"
-            )
-        problem = (
-            f"its registered fused function does not serve the flag ({shown.sentence})"
-            if shown is not None
-            else "no record shows its registered fused function pre-scaling top-1 on this SGLang "
-            f"(`{VERIFY_COMMAND}` records it)"
-        )
-        prescale = "FlashInfer CUTLASS fused functions pre-scale top-1 router weights on the input"
-        return Answer(True, PatchState.APPLIED, f"{prescale} ({problem})", problem)
-    method = next(m for m in REJECTING_METHODS if m.part is part)
-    lifted = f"{method.cls} no longer rejects {FLAG} on the CUTLASS runner"
+        return _runner(facts)
+    answer = _method(facts, next(m for m in REJECTING_METHODS if m.part is part))
+    if layer is None or not answer.act:
+        return answer
+    refusal = refusal_for(layer) or answer.refusal
+    if refusal is not None:
+        return dataclasses.replace(answer, refusal=refusal)
+    if _runner(facts).act and not layer.runner_prescaled:
+        return Answer(False, PatchState.FAILED, NOT_HONOURED, "not lifted")
+    return answer
+
+
+def _runner(facts: Facts | None) -> Answer:
+    """Our pre-scale wraps the runner unless SGLang's own is shown serving the flag."""
+    shown = None if facts is None else facts.shown.get(Part.RUNNER)
+    if shown is Shown.UPSTREAM:
+        why = f"{RUNNER_MODULE}'s registered fused function pre-scales top-1 itself"
+        return Answer(False, PatchState.ALREADY_UPSTREAM, f"{why} ({shown_by(facts)})", "upstream")
+    problem = (
+        f"its registered fused function does not serve the flag ({shown.sentence})"
+        if shown is not None
+        else "no record shows its registered fused function pre-scaling top-1 on this SGLang "
+        f"(`{VERIFY_COMMAND}` records it)"
+    )
+    prescale = "FlashInfer CUTLASS fused functions pre-scale top-1 router weights on the input"
+    return Answer(True, PatchState.APPLIED, f"{prescale} ({problem})", problem)
+
+
+def _method(facts: Facts | None, method: RejectingMethod) -> Answer:
+    """The method's check is lifted unless its own layer is shown serving (or failing either
+    way); where the lifted layer is shown computing wrong, every layer is refused."""
+    shown = None if facts is None else facts.shown.get(method.part)
+    evidence = f"{shown.sentence if shown else None}; {shown_by(facts)}"
     if shown in (Shown.UPSTREAM, Shown.OTHER_RUNNER):
         how = (
             "serves" if shown is Shown.UPSTREAM else "does not run on the FlashInfer CUTLASS runner"
@@ -186,41 +202,26 @@ def decide(facts: Facts | None, part: Part, layer: LayerFacts | None = None) -> 
             False, PatchState.ALREADY_UPSTREAM, reason, f"none in this release ({reason})"
         )
     if shown is Shown.FAILS:
-        reason = (
-            f"the {method.label} layer fails with top-1 and {FLAG}, lifted or not ({evidence}); "
-            "left as SGLang ships it"
-        )
-        return Answer(False, PatchState.FAILED, reason, "not lifted")
+        reason = f"the {method.label} layer fails with top-1 and {FLAG}, lifted or not ({evidence})"
+        return Answer(False, PatchState.FAILED, f"{reason}; left as SGLang ships it", "not lifted")
     if shown is Shown.LIFT_SERVES:
-        answer = Answer(True, PatchState.APPLIED, f"{lifted} ({evidence})", "lifted")
-    elif facts is not None and shown is Shown.LIFTED_WRONG:
-        here = [m.label for m in REJECTING_METHODS if facts.shown.get(m.part) in SERVING]
-        elsewhere = tuple(r for r in facts.serving.get(part, ()) if r != facts.release)
-        served = served_instead(method.label, facts.release, elsewhere, here)
-        reason = (
-            f"lifted, {method.cls} computes something other than expert(x*w) ({evidence}); {served}"
-        )
-        refusal = LiftedLayerWrongError(
-            lifted_wrong_message(method.cls, facts.release, evidence, served)
-        )
-        answer = Answer(
-            True, PatchState.APPLIED, reason, f"refused when the layer is built ({reason})", refusal
-        )
-    else:  # no row: untested, lifted all the same (safe where the method does not reject)
+        reason = f"{method.cls} no longer rejects {FLAG} on the CUTLASS runner ({evidence})"
+        return Answer(True, PatchState.APPLIED, reason, "lifted")
+    if facts is None or shown is not Shown.LIFTED_WRONG:  # untested: lifted, safe either way
         reason = (
             f"cannot tell whether {method.cls}.{method.checked_in} still rejects {FLAG}: no record "
             "shows SGLang's own layer serving top-1 with the flag"
         )
-        answer = Answer(True, PatchState.UNKNOWN, reason, "cannot tell")
-    if layer is None:
-        return answer
-    refusal = refusal_for(layer) or answer.refusal
-    if refusal is not None:
-        return dataclasses.replace(answer, refusal=refusal)
-    runner_upstream = not decide(facts, Part.RUNNER).act
-    if not (runner_upstream or layer.runner_prescaled):
-        return Answer(False, PatchState.FAILED, NOT_HONOURED, "not lifted")
-    return answer
+        return Answer(True, PatchState.UNKNOWN, reason, "cannot tell")
+    here = [m.label for m in REJECTING_METHODS if facts.shown.get(m.part) in SERVING]
+    elsewhere = tuple(r for r in facts.serving.get(method.part, ()) if r != facts.release)
+    served = served_instead(method.label, facts.release, elsewhere, here)
+    message = lifted_wrong_message(method.cls, facts.release, evidence, served)
+    reason = (
+        f"lifted, {method.cls} computes something other than expert(x*w) ({evidence}); {served}"
+    )
+    note = f"refused when the layer is built ({reason})"
+    return Answer(True, PatchState.APPLIED, reason, note, LiftedLayerWrongError(message))
 
 
 def refusal_for(facts: LayerFacts) -> RouterWeightOnInputError | None:
