@@ -31,6 +31,7 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     RouterWeightOnInputError,
 )
 from sglang_nvfp4_patches.llama4_router_weight.rule import (
+    CUTLASS,
     MODELOPT,
     REJECTING_METHODS,
     RejectingMethod,
@@ -56,7 +57,6 @@ from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
 
 TOKENS = 7
 EVIDENCE_CHECK = "evidence (SGLang's own runner and methods, on CPU)"
-CUTLASS_RUNNER = "flashinfer_cutlass"
 MODELOPT_FP4 = {"quantization": "modelopt_fp4"}
 DP_ATTENTION_EP = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "ep_size": 2}
 TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
@@ -190,7 +190,7 @@ def _as_a_server_loads_it(rejecting: RejectingMethod) -> str:
     refusal = answer_here(rejecting).refusal
     if run["verdict"] == "refused" and refusal is not None and str(refusal) in run["detail"]:
         return f"refused {run['detail']}"
-    if run["runner"] != CUTLASS_RUNNER:
+    if run["runner"] != CUTLASS:
         raise NotApplicable(f"this SGLang builds the {run['runner']} MoE runner for it on SM120")
     if run["verdict"] != "serves":
         raise CheckFailed(f"the layer {run['verdict']}: {run['detail']}")
@@ -236,7 +236,7 @@ def run_checks() -> list[CheckResult]:
         fp4_allgather = functools.partial(
             _refused, lambda: modelopt_layer(top_k=None), (FP4_ALLGATHER_SWITCH,), 1, True
         )
-        all_gather_flags = {**MODELOPT_FP4, **DP_ATTENTION_EP, "moe_runner_backend": CUTLASS_RUNNER}
+        all_gather_flags = {**MODELOPT_FP4, **DP_ATTENTION_EP, "moe_runner_backend": CUTLASS}
         check("ModelOpt NVFP4 FP4 all-gather", fp4_allgather, **all_gather_flags)
         ct_top1 = functools.partial(
             _top1_with_the_flag, kernel, compressed_tensors_layer, "compressed-tensors"

@@ -20,6 +20,7 @@ from packaging.version import Version
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import without_router_weight_on_input
 from sglang_nvfp4_patches.llama4_router_weight.rule import (
     COMPRESSED_TENSORS,
+    CUTLASS,
     MODELOPT,
     REJECTING_METHODS,
     RUNNER_MODULE,
@@ -35,7 +36,6 @@ from sglang_nvfp4_patches.llama4_router_weight.suspension import (
 from sglang_nvfp4_patches.release_facts import SHIPPED, Row, parse
 
 GPU = "sm120"
-CUTLASS = "flashinfer_cutlass"
 COLUMN = "l4:"  # every Part's column starts so
 NOT_GATHERED = "-"
 

@@ -28,7 +28,8 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchState
 
-RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
+CUTLASS = "flashinfer_cutlass"  # the MoE runner backend this patch acts on
+RUNNER_MODULE = f"sglang.srt.layers.moe.moe_runner.{CUTLASS}"
 
 
 class Part(enum.Enum):

@@ -26,16 +26,13 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     GENERIC_PREQUANTIZED_REMEDY,
     nvfp4_dispatch_remedy,
 )
-from sglang_nvfp4_patches.llama4_router_weight.rule import Part, decide
+from sglang_nvfp4_patches.llama4_router_weight.rule import CUTLASS, Part, decide
 from sglang_nvfp4_patches.llama4_router_weight.suspension import is_runner_prescale_suspended
 from sglang_nvfp4_patches.status import PATCHED_MARK, PatchState, PatchUnavailable
 
 MOE_UTILS_MODULE = "sglang.srt.layers.moe.utils"
 REGISTRY_MODULE = "sglang.srt.layers.moe.moe_runner.base"
-STANDARD_DISPATCH, FLASHINFER_A2A = (
-    ("none", "flashinfer_cutlass"),
-    ("flashinfer", "flashinfer_cutlass"),
-)
+STANDARD_DISPATCH, FLASHINFER_A2A = ("none", CUTLASS), ("flashinfer", CUTLASS)
 CUTLASS_FUSED_FUNC_KEYS: tuple[tuple[str, str], ...] = (STANDARD_DISPATCH, FLASHINFER_A2A)
 
 FusedFunc = Callable[[Any, Any, Any], Any]

@@ -64,7 +64,6 @@ def main() -> None:
     if args.no_llama4_record:
         from sglang_nvfp4_patches.llama4_router_weight import evidence
 
-        evidence.current_row = lambda: None
         evidence.current_facts = lambda: None
     if args.without:
         importlib.import_module("sglang.srt.server_args")  # SGLang's own imports come first
