@@ -169,7 +169,7 @@ def test_a_renamed_runner_prescale_applies_the_weight_once(agreed: dict[str, Any
     x*w (not x*w*w) and unit scales, which verify's top-1 check reads off the kernel call."""
     result = agreed["pre-scale renamed"]
     reason = result["doctor"][LLAMA4]["reason"]
-    assert reason.startswith("runner pre-scale: patched (the top-1 pre-scale is ours, and it ")
+    assert "runner pre-scale: patched (the top-1 pre-scale is ours, and it " in reason
     assert "the weight is applied once" in reason
     assert "applied once, on the input" in checks_of(result)[MODELOPT_TOP1]["reason"]
 

@@ -304,3 +304,39 @@ def test_upstream_names_the_behaviour_that_shows_it() -> None:
         "apply_router_weight_on_input (SGLang's own layer serves top-1 with the flag; shown on "
         "CPU by CI))"
     )
+
+
+NOT_SHOWN = (Part.RUNNER, "not-shown")
+
+
+@pytest.mark.parametrize(
+    ("facts", "runner", "method"),
+    [
+        (None, PatchState.UNKNOWN, PatchState.UNKNOWN),
+        (
+            row(NOT_SHOWN, (Part.MODELOPT, "lift-serves")),
+            PatchState.NOT_PATCHED,
+            PatchState.NOT_PATCHED,
+        ),
+        (
+            row(NOT_SHOWN, (Part.MODELOPT, "lifted-wrong")),
+            PatchState.NOT_PATCHED,
+            PatchState.NOT_PATCHED,
+        ),
+        (row(NOT_SHOWN, (Part.MODELOPT, "fails")), PatchState.NOT_PATCHED, PatchState.FAILED),
+        (
+            row((Part.RUNNER, "upstream"), (Part.MODELOPT, "upstream")),
+            *[PatchState.ALREADY_UPSTREAM] * 2,
+        ),
+    ],
+)
+def test_where_nothing_is_patched_each_part_says_whether_its_bug_is_live(
+    facts: Facts | None, runner: PatchState, method: PatchState
+) -> None:
+    assert decide(facts, Part.RUNNER).unpatched[0] is runner
+    state, reason = decide(facts, Part.MODELOPT).unpatched
+    assert state is method, reason
+    if state is PatchState.NOT_PATCHED:
+        assert (
+            reason == "ModelOptNvFp4FusedMoEMethod.apply still rejects apply_router_weight_on_input"
+        )

@@ -43,21 +43,23 @@ def summarize(observe: bool) -> PatchReport:
     """One report from the parts, ranked as :func:`.read_back.unpatched_report` ranks them (a
     process that imported SGLang before the plugin reports what one that imports it after does)."""
     parts = outcomes.recorded()
-    if not parts:
-        action = "probed" if observe else "patched"
-        return PatchReport(NAME, PatchState.PENDING, f"{action} when SGLang loads a MoE layer")
+    states = {report.state for report in parts.values()}
+    every = len(parts) == 1 + len(REJECTING_METHODS)
     failed = [
         f"{part.key}: {r.reason}" for part, r in parts.items() if r.state is PatchState.FAILED
     ]
     if failed:
         return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
-    states = {report.state for report in parts.values()}
     reason = "; ".join(report.reason for report in parts.values())
     if PatchState.NOT_PATCHED in states:
         return PatchReport(NAME, PatchState.NOT_PATCHED, reason)
+    # unknown only once every part has answered: a part still to come may show its bug live
+    if not parts or (PatchState.UNKNOWN in states and not every):
+        action = "probed" if observe else "patched"
+        return PatchReport(NAME, PatchState.PENDING, f"{action} when SGLang loads a MoE layer")
     if PatchState.UNKNOWN in states:
         reason = "; ".join(r.reason for r in parts.values() if r.state is PatchState.UNKNOWN)
         return PatchReport(NAME, PatchState.UNKNOWN, f"{reason}; run `{VERIFY_COMMAND}`")
-    if states == {PatchState.ALREADY_UPSTREAM} and len(parts) == 1 + len(REJECTING_METHODS):
+    if states == {PatchState.ALREADY_UPSTREAM} and every:
         return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, reason)
     return PatchReport(NAME, PatchState.APPLIED, reason)

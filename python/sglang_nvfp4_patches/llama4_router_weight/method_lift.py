@@ -14,7 +14,6 @@ from typing import Any
 
 from sglang_nvfp4_patches.llama4_router_weight import outcomes
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
-    FLAG,
     without_router_weight_on_input,
 )
 from sglang_nvfp4_patches.llama4_router_weight.layer_facts import layer_facts
@@ -67,10 +66,6 @@ def create_moe_runner_hook(
     return result
 
 
-def still_rejects(rejecting: RejectingMethod) -> str:
-    return f"{rejecting.cls}.{rejecting.checked_in} still rejects {FLAG}"
-
-
 def answer_here(rejecting: RejectingMethod) -> Answer:
     """:func:`.rule.decide` for ``rejecting`` on the installed SGLang."""
     from sglang_nvfp4_patches.llama4_router_weight.evidence import current_facts
@@ -97,11 +92,8 @@ def method_patcher(rejecting: RejectingMethod, apply: bool = True) -> Callable[[
         except PatchUnavailable as error:
             outcomes.record(rejecting.part, PatchState.FAILED, str(error))
             return
-        if not answer.act or (answer.state is PatchState.UNKNOWN and not apply):
-            outcomes.record(rejecting.part, answer.state, answer.reason)
-            return
-        if not apply:
-            outcomes.record(rejecting.part, PatchState.NOT_PATCHED, still_rejects(rejecting))
+        if not (apply and answer.act):
+            outcomes.record(rejecting.part, *answer.unpatched)
             return
         install_hook(rejecting.target, create_moe_runner_hook)
         outcomes.record(rejecting.part, answer.state, answer.reason)

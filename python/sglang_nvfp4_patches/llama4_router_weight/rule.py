@@ -144,6 +144,12 @@ class Answer:
     reason: str
     note: str
     refusal: RouterWeightOnInputError | None = None
+    live: tuple[PatchState, str] | None = None  # where it acts, but nothing is patched
+
+    @property
+    def unpatched(self) -> tuple[PatchState, str]:
+        """The state and reason where nothing is patched: the bug live, unknown, or not there."""
+        return self.live or (self.state, self.reason)
 
 
 def shown_by(facts: Facts | None) -> str:
@@ -179,14 +185,19 @@ def _runner(facts: Facts | None) -> Answer:
     if shown is Shown.UPSTREAM:
         why = f"{RUNNER_MODULE}'s registered fused function pre-scales top-1 itself"
         return Answer(False, PatchState.ALREADY_UPSTREAM, f"{why} ({shown_by(facts)})", "upstream")
-    problem = (
-        f"its registered fused function does not serve the flag ({shown.sentence})"
-        if shown is not None
-        else "no record shows its registered fused function pre-scaling top-1 on this SGLang "
-        f"(`{VERIFY_COMMAND}` records it)"
-    )
+    if shown is None:
+        problem = (
+            "no record shows its registered fused function pre-scaling top-1 on this SGLang "
+            f"(`{VERIFY_COMMAND}` records it)"
+        )
+        whether = "cannot tell whether the CUTLASS runner applies the router weight by itself"
+        live = PatchState.UNKNOWN, f"{whether} ({problem})"
+    else:
+        problem = f"its registered fused function does not serve the flag ({shown.sentence})"
+        own = "the CUTLASS runner has no working top-1 pre-scale of its own"
+        live = PatchState.NOT_PATCHED, f"{own} ({problem})"
     prescale = "FlashInfer CUTLASS fused functions pre-scale top-1 router weights on the input"
-    return Answer(True, PatchState.APPLIED, f"{prescale} ({problem})", problem)
+    return Answer(True, PatchState.APPLIED, f"{prescale} ({problem})", problem, live=live)
 
 
 def _method(facts: Facts | None, method: RejectingMethod) -> Answer:
@@ -194,6 +205,7 @@ def _method(facts: Facts | None, method: RejectingMethod) -> Answer:
     way); where the lifted layer is shown computing wrong, every layer is refused."""
     shown = None if facts is None else facts.shown.get(method.part)
     evidence = f"{shown.sentence if shown else None}; {shown_by(facts)}"
+    live = (PatchState.NOT_PATCHED, f"{method.cls}.{method.checked_in} still rejects {FLAG}")
     if shown in (Shown.UPSTREAM, Shown.OTHER_RUNNER):
         how = (
             "serves" if shown is Shown.UPSTREAM else "does not run on the FlashInfer CUTLASS runner"
@@ -207,7 +219,7 @@ def _method(facts: Facts | None, method: RejectingMethod) -> Answer:
         return Answer(False, PatchState.FAILED, f"{reason}; left as SGLang ships it", "not lifted")
     if shown is Shown.LIFT_SERVES:
         reason = f"{method.cls} no longer rejects {FLAG} on the CUTLASS runner ({evidence})"
-        return Answer(True, PatchState.APPLIED, reason, "lifted")
+        return Answer(True, PatchState.APPLIED, reason, "lifted", live=live)
     if facts is None or shown is not Shown.LIFTED_WRONG:  # untested: lifted, safe either way
         reason = (
             f"cannot tell whether {method.cls}.{method.checked_in} still rejects {FLAG}: no record "
@@ -222,7 +234,7 @@ def _method(facts: Facts | None, method: RejectingMethod) -> Answer:
         f"lifted, {method.cls} computes something other than expert(x*w) ({evidence}); {served}"
     )
     note = f"refused when the layer is built ({reason})"
-    return Answer(True, PatchState.APPLIED, reason, note, LiftedLayerWrongError(message))
+    return Answer(True, PatchState.APPLIED, reason, note, LiftedLayerWrongError(message), live)
 
 
 def refusal_for(facts: LayerFacts) -> RouterWeightOnInputError | None:

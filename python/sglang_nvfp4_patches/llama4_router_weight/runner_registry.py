@@ -141,28 +141,13 @@ def runner_patcher(apply: bool = True) -> Callable[[ModuleType], None]:
     def patch_runner_module(_module: ModuleType) -> None:
         from sglang_nvfp4_patches.llama4_router_weight.evidence import current_facts
 
-        facts = current_facts()
-        answer = decide(facts, Part.RUNNER)
-        if not answer.act:
-            outcomes.record(Part.RUNNER, answer.state, answer.reason)
-        elif apply:
+        answer = decide(current_facts(), Part.RUNNER)
+        if apply and answer.act:
             _wrap_registry(answer.reason)
-        elif facts is None:
-            outcomes.record(Part.RUNNER, PatchState.UNKNOWN, runner_cannot_tell(answer.note))
         else:
-            outcomes.record(
-                Part.RUNNER, PatchState.NOT_PATCHED, no_prescale_of_its_own(answer.note)
-            )
+            outcomes.record(Part.RUNNER, *answer.unpatched)
 
     return patch_runner_module
-
-
-def runner_cannot_tell(problem: str) -> str:
-    return f"cannot tell whether the CUTLASS runner applies the router weight by itself ({problem})"
-
-
-def no_prescale_of_its_own(problem: str) -> str:
-    return f"the CUTLASS runner has no working top-1 pre-scale of its own ({problem})"
 
 
 def _wrap_registry(reason: str) -> None:
