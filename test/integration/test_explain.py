@@ -132,7 +132,7 @@ def test_explain_asks_sglang_which_runner_a_compressed_tensors_llama4_layer_gets
     import importlib
     import inspect
 
-    from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import COMPRESSED_TENSORS
+    from sglang_nvfp4_patches.llama4_router_weight.rule import COMPRESSED_TENSORS
 
     done = cli("explain", "--json", "--model", str(LLAMA4_NVFP4_CT), "--gpu", "sm120")
     assert done.returncode == 0, done.stderr[-3000:]

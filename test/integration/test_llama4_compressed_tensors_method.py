@@ -27,13 +27,12 @@ import pytest
 import torch
 
 from sglang_nvfp4_patches.llama4_router_weight import evidence
-from sglang_nvfp4_patches.llama4_router_weight.method_lift import reading_of
 from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
 from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     LiftedLayerWrongError,
     TopKNotOneError,
 )
-from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import COMPRESSED_TENSORS
+from sglang_nvfp4_patches.llama4_router_weight.rule import COMPRESSED_TENSORS
 from sglang_nvfp4_patches.simulation.cutlass_kernel import (
     cpu_cutlass_kernel,
     cuda_moves_stay_on_cpu,
@@ -58,6 +57,7 @@ TOKENS = 7
 pytestmark = [pytest.mark.release_matrix, needs_runner_module()]
 # The record's states (evidence.py): the lifted layer computes wrong; it serves.
 LIFTED_WRONG, LIFT_SERVES = "lifted, wrong", "lift serves"
+NOT_REJECTED = ("upstream", "other runner")  # SGLang's own layer serves, or is not on CUTLASS
 REFUSED_HERE = "test_where_the_record_shows_the_lifted_layer_wrong_it_is_refused_when_built"
 
 
@@ -188,8 +188,8 @@ def test_unpatched_sglang_rejects_the_flag(on_sm120: Any) -> None:
     """SGLang's own create_moe_runner (what the hook wraps) leaves the rejection in place."""
     moe = CompressedTensorsLayer(on_sm120, top_k=1)
     scheme_cls = type(moe.scheme)
-    if not reading_of(COMPRESSED_TENSORS, scheme_cls).rejects:
-        pytest.skip("not applicable: this SGLang's scheme does not reject the flag")
+    if recorded_state() in NOT_REJECTED:
+        pytest.skip("not applicable: the record shows this SGLang's scheme not rejecting the flag")
     scheme_cls.create_moe_runner.__wrapped__(moe.scheme, moe.layer, moe.runner_config)
     moe.method.process_weights_after_loading(moe.layer)
     x, weights, ids = top1_batch(torch.bfloat16, 0)
@@ -200,17 +200,15 @@ def test_unpatched_sglang_rejects_the_flag(on_sm120: Any) -> None:
 
 def test_doctor_state_names_the_compressed_tensors_half() -> None:
     report = current_state()
-    scheme_module = importlib.import_module(COMPRESSED_TENSORS.module)
-    scheme_cls = getattr(scheme_module, COMPRESSED_TENSORS.cls)
     if recorded_state() == LIFTED_WRONG:  # never "lifted": what verify says, refused
         assert report.state is PatchState.APPLIED
         assert "compressed-tensors NVFP4 rejection: refused when the layer is built (" in (
             report.reason
         )
-    elif reading_of(COMPRESSED_TENSORS, scheme_cls).rejects:
-        assert "compressed-tensors NVFP4 rejection: lifted" in report.reason
-    else:
+    elif recorded_state() in NOT_REJECTED:
         assert "compressed-tensors NVFP4 rejection: none in this release" in report.reason
+    else:
+        assert "compressed-tensors NVFP4 rejection: lifted" in report.reason
 
 
 def test_where_the_record_shows_the_lifted_layer_wrong_it_is_refused_when_built(
@@ -259,14 +257,15 @@ def test_the_other_w13_order_is_caught_and_the_layer_refused(
     if recorded_state() != LIFT_SERVES:
         pytest.skip("not applicable: the record for this SGLang does not show the lift serving")
     fact = evidence.method_fact(COMPRESSED_TENSORS.part)
-    assert fact["state"] == LIFTED_WRONG, fact
+    assert fact["state"].value == LIFTED_WRONG, fact
     assert fact["lifted"]["detail"].startswith("output != expert(x*w)"), fact
-    shipped = evidence.current_row()
+    shipped = evidence.current_facts()
     assert shipped is not None
-    column = evidence.COLUMN + COMPRESSED_TENSORS.part
-    cells = {**shipped.cells, column: evidence.cell_of(fact["state"])}
-    planted = dataclasses.replace(shipped, cells=cells)
-    monkeypatch.setattr(evidence, "current_row", lambda: planted)
+    part = COMPRESSED_TENSORS.part
+    shown = {**shipped.shown, part: fact["state"]}
+    serving = {part: evidence.releases_serving(part)}
+    planted = dataclasses.replace(shipped, shown=shown, serving=serving)
+    monkeypatch.setattr(evidence, "current_facts", lambda: planted)
     with sm120_scheduler() as kernel:
         moe = CompressedTensorsLayer(kernel, top_k=1)
         with pytest.raises(LiftedLayerWrongError, match=r"lifted, the layer computes"):
@@ -284,7 +283,7 @@ def test_where_the_record_shows_the_lifted_layer_wrong_the_other_w13_order_serve
     if recorded_state() != LIFTED_WRONG:
         pytest.skip("not applicable: the record for this SGLang shows no lifted layer wrong")
     fact = evidence.method_fact(COMPRESSED_TENSORS.part)
-    assert fact["state"] == LIFT_SERVES, fact
+    assert fact["state"].value == LIFT_SERVES, fact
 
 
 def test_the_scheme_sees_what_fused_moe_writes_after_building_the_runner(on_sm120: Any) -> None:

@@ -1,15 +1,14 @@
-"""Simulated next releases whose method rejections are spelled as refactors spell them: an
-``if``/``raise``, a helper method, a local alias, a derived value checked by a module
-function (ModelOpt and compressed-tensors), one the plugin cannot read, and a runner whose
-pre-scale has another name; and (issue 37) rewrites the reader does not see: a ``match``
-case, a method or property of ``MoeRunnerConfig``, a decorator, a predicate method, a static
-method of another class, the check moved into ``process_weights_after_loading``, and a runner
-that stops pre-scaling while ModelOpt pre-scales by itself. Each runs with
+"""Simulated next releases that rewrite what the plugin acts on: ModelOpt's assert removed, the
+runner's pre-scale renamed, the runner rejecting the flag again; a method rejection as a
+``match`` case, a method or property of ``MoeRunnerConfig``, a decorator, a predicate method, a
+static method of another class, the check moved into ``process_weights_after_loading``, and a
+runner that stops pre-scaling while ModelOpt pre-scales by itself. Each runs with
 ``SGLANG_NVFP4_PATCHES_UNTESTED=apply``: ``doctor`` first, then ``verify``'s Llama 4 checks,
 in one fresh process; then ``doctor`` alone in a fresh process (reading the record ``verify``
 kept), and ``verify`` with the patch off.
 
-What must hold on every one: where ``doctor`` says a half is lifted or upstream, ``verify``
+What must hold on every one: with no record for its sources, ``doctor`` says ``unknown`` and
+exits 1 until ``verify`` has run; where ``doctor`` says a half is lifted or upstream, ``verify``
 holds for it; where ``verify`` fails, ``doctor`` exits 1. "none in this release" and
 "upstream" are said only where ``verify``'s record shows SGLang's own layer serving.
 """
@@ -32,17 +31,12 @@ from support.edited_sglang import (
     modelopt_assert_removed,
     modelopt_prescales_itself,
     rejection_as_a_config_method,
-    rejection_as_if_raise,
     rejection_at_load,
     rejection_by_a_predicate,
     rejection_in_a_decorator,
-    rejection_in_a_helper,
     rejection_in_a_match_case,
     rejection_in_another_class,
-    rejection_out_of_sight,
     rejection_through_a_config_property,
-    rejection_through_a_derived_value,
-    rejection_through_an_alias,
     runner_prescale_renamed,
     runner_rejects_again,
     runner_stops_prescaling,
@@ -64,19 +58,12 @@ CT_TOP1 = "compressed-tensors NVFP4 top-1 with the flag"
 AS_SERVED = ", as a server loads it"
 
 RELEASES = {
-    "if/raise": {MODELOPT: rejection_as_if_raise, COMPRESSED_TENSORS: rejection_as_if_raise},
-    "helper and derived value": {
-        MODELOPT: rejection_in_a_helper,
-        COMPRESSED_TENSORS: rejection_through_a_derived_value,
-    },
-    "alias": {MODELOPT: rejection_through_an_alias},
-    "out of sight": {MODELOPT: rejection_out_of_sight},
     "assert removed": {MODELOPT: modelopt_assert_removed},
     "pre-scale renamed": {CUTLASS_RUNNER: runner_prescale_renamed},
     "runner rejects again": {CUTLASS_RUNNER: runner_rejects_again},
 }
 # issue 37: the seven kinds, each where its layer fails unless the plugin acts
-UNSEEN = {
+REWRITES = {
     "match case": {MODELOPT: rejection_in_a_match_case},
     "config method and property": {
         RUNNER_BASE: config_checks_itself,
@@ -95,16 +82,13 @@ UNSEEN = {
         MODELOPT: modelopt_prescales_itself,
     },
 }
-ALL = {**RELEASES, **UNSEEN}
-# Of those seven, the one the walker reads now (issue 39): a `match` case is walked like an
-# `if`, so its rejection is seen and lifted where the guard reading saw only a use.
-READ_SINCE = ("match case",)
+ALL = {**RELEASES, **REWRITES}
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """Per release: ``agree`` (doctor, then verify, one process), then ``after`` (doctor in a
-    fresh process, with the record verify kept) and, for the unseen kinds, ``off`` (verify's
+    fresh process, with the record verify kept) and, for the method rewrites, ``off`` (verify's
     Llama 4 checks alone, with the patch off). Each release keeps its records in its own
     directory, and its processes fork from one zygote that imported the copy's modules."""
     copies, records, zygotes, started = {}, {}, {}, {}
@@ -122,7 +106,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
         later[name, "after"] = zygote.start(
             [PROBE, str(copies[name]), "doctor"], {**OPT_IN, **records[name]}
         )
-        if name in UNSEEN:  # only the unseen kinds are asked what verify says with it off
+        if name in REWRITES:  # only the method rewrites are asked what verify says with it off
             later[name, "off"] = zygote.start(
                 [PROBE, str(copies[name]), f"verify-{LLAMA4}"],
                 {**PATCH_OFF, RECORDS: str(tmp_path_factory.mktemp("records"))},
@@ -144,57 +128,32 @@ def checks_of(result: dict[str, Any]) -> dict[str, dict[str, str]]:
     return {check["check"]: check for check in result["verify"]}
 
 
-@pytest.mark.parametrize(
-    "name", [n for n in (*RELEASES, *READ_SINCE) if n not in ("out of sight", "assert removed")]
-)
-def test_a_rejection_in_any_spelling_is_lifted_and_verify_holds(
+@pytest.mark.parametrize("name", list(ALL))
+def test_without_a_record_each_method_is_unknown_and_doctor_exits_1(
     agreed: dict[str, Any], name: str
 ) -> None:
+    """Nothing reads SGLang's code: each method is ``cannot tell`` (lifted all the same, which is
+    safe where it does not reject), and the runner gets our pre-scale."""
     result = agreed[name]
     llama4 = result["doctor"][LLAMA4]
-    assert result["doctor_exit"] == 0 and llama4["status"] == "applied", llama4
-    checks = checks_of(result)
-    assert {check["outcome"] for check in checks.values()} == {"held"}, checks
-    assert "output = expert(x*w)" in checks[MODELOPT_TOP1]["reason"]
-    assert "output = expert(x*w)" in checks[CT_TOP1]["reason"]
+    assert result["doctor_exit"] == 1 and llama4["status"] == "unknown", llama4
+    for label in ("ModelOpt NVFP4", "compressed-tensors NVFP4"):
+        assert f"{label} rejection: cannot tell (lifted, " in llama4["reason"], llama4["reason"]
+    assert "none in this release" not in llama4["reason"]
+    assert "runner pre-scale: patched" in llama4["reason"]
 
 
-@pytest.mark.parametrize(
-    ("name", "modelopt", "compressed_tensors"),
-    [
-        ("if/raise", "lifted", "lifted"),
-        ("helper and derived value", "lifted", "lifted"),
-        ("alias", "lifted", "lifted"),
-        (
-            "assert removed",
-            "cannot tell (lifted, which is safe where it does not reject)",
-            "lifted",
-        ),
-        ("pre-scale renamed", "lifted", "lifted"),
-        ("runner rejects again", "lifted", "lifted"),
-        ("match case", "lifted", "lifted"),
-    ],
-)
-def test_doctor_names_what_each_half_does(
-    agreed: dict[str, Any], name: str, modelopt: str, compressed_tensors: str
-) -> None:
-    reason = agreed[name]["doctor"][LLAMA4]["reason"]
-    assert f"ModelOpt NVFP4 rejection: {modelopt}" in reason, reason
-    assert f"compressed-tensors NVFP4 rejection: {compressed_tensors}" in reason, reason
-
-
-def test_no_read_of_the_flag_is_unknown_until_verify_shows_sglang_serving(
+def test_a_removed_assert_is_unknown_until_verify_shows_sglang_serving(
     runs: dict[str, Any],
 ) -> None:
-    """The assert removed: nothing reads the flag, which proves nothing; verify's record shows
-    SGLang's own layer serving, and only then is it "none in this release"."""
+    """The assert removed: unknown until verify's record shows SGLang's own layer serving, and
+    only then is it "none in this release"."""
     first, after = runs["assert removed"]["agree"], runs["assert removed"]["after"]
     assert first["doctor_exit"] == 1 and first["doctor"][LLAMA4]["status"] == "unknown"
     assert first["doctor"][LLAMA4]["reason"].startswith(
         "cannot tell whether ModelOptNvFp4FusedMoEMethod.apply still rejects "
-        "apply_router_weight_on_input: the reader finds nothing that reads the flag, which "
-        "proves nothing, and no record shows SGLang's own layer serving top-1 with the flag; "
-        "run `sglang-nvfp4-patches verify`"
+        "apply_router_weight_on_input: no record shows SGLang's own layer serving top-1 with "
+        "the flag; "
     ), first["doctor"][LLAMA4]["reason"]
     assert after["doctor_exit"] == 0, after
     assert (
@@ -205,43 +164,26 @@ def test_no_read_of_the_flag_is_unknown_until_verify_shows_sglang_serving(
     assert "shown on CPU by verify on this machine" in after["doctor"][LLAMA4]["reason"]
 
 
-def test_a_rejection_it_cannot_read_is_unknown_and_doctor_exits_1(runs: dict[str, Any]) -> None:
-    result = runs["out of sight"]["agree"]
-    llama4 = result["doctor"][LLAMA4]
-    assert result["doctor_exit"] == 1 and llama4["status"] == "unknown", llama4
-    assert llama4["reason"].startswith(
-        "cannot tell whether ModelOptNvFp4FusedMoEMethod.apply still rejects "
-        "apply_router_weight_on_input: it hands self.moe_runner_config to _CHECKS[0], which "
-        "this reader cannot read at modelopt_quant.py:"
-    ), llama4["reason"]
-    assert "run `sglang-nvfp4-patches verify`" in llama4["reason"]
-    assert "none in this release" not in llama4["reason"]
-    # lifted all the same (the flag-free view is safe where the method does not reject)
-    assert "ModelOpt NVFP4 rejection: cannot tell (lifted, " in llama4["reason"]
-    assert {check["outcome"] for check in result["verify"]} == {"held"}, result["verify"]
-    after = runs["out of sight"]["after"]
-    assert after["doctor_exit"] == 0, after
-    assert "ModelOpt NVFP4 rejection: lifted" in after["doctor"][LLAMA4]["reason"]
-
-
 def test_a_renamed_runner_prescale_applies_the_weight_once(agreed: dict[str, Any]) -> None:
     """Our pre-scale wraps the renamed one and hands it a flag-free config: the kernel gets
     x*w (not x*w*w) and unit scales, which verify's top-1 check reads off the kernel call."""
     result = agreed["pre-scale renamed"]
     reason = result["doctor"][LLAMA4]["reason"]
-    assert reason.startswith("runner pre-scale: patched (the top-1 pre-scale is ours, and it ")
+    assert "runner pre-scale: patched (the top-1 pre-scale is ours, and it " in reason
     assert "the weight is applied once" in reason
     assert "applied once, on the input" in checks_of(result)[MODELOPT_TOP1]["reason"]
 
 
-def test_a_runner_that_rejects_the_flag_again_gets_our_prescale(agreed: dict[str, Any]) -> None:
-    reason = agreed["runner rejects again"]["doctor"][LLAMA4]["reason"]
+def test_a_runner_that_rejects_the_flag_again_gets_our_prescale(runs: dict[str, Any]) -> None:
+    """verify's record shows SGLang's own fused function not serving: ours stays."""
+    checks = checks_of(runs["runner rejects again"]["agree"])
+    assert "applied once, on the input" in checks[MODELOPT_TOP1]["reason"], checks
+    reason = runs["runner rejects again"]["after"]["doctor"][LLAMA4]["reason"]
     assert reason.startswith(
         "runner pre-scale: patched (the top-1 pre-scale is ours, and it hands SGLang's fused "
         "function a config without the flag: the weight is applied once, also where SGLang "
-        "pre-scales under a name this plugin does not know): its fused function "
-        "fused_experts_none_to_flashinfer_cutlass still rejects the flag (raise "
-        "NotImplementedError at flashinfer_cutlass.py:"
+        "pre-scales under a name this plugin does not know): its registered fused function "
+        "does not serve the flag ("
     ), reason
 
 
@@ -257,7 +199,7 @@ def test_doctor_and_verify_never_disagree(runs: dict[str, Any]) -> None:
                 assert not failed, (name, failed)
 
 
-UNSEEN_HALF = {
+REWRITTEN_HALF = {
     "match case": "ModelOpt NVFP4",
     "config method and property": "compressed-tensors NVFP4",
     "decorator": "ModelOpt NVFP4",
@@ -268,28 +210,15 @@ UNSEEN_HALF = {
 }
 
 
-@pytest.mark.parametrize("name", [n for n in UNSEEN if n not in READ_SINCE])
-def test_an_unseen_rejection_is_unknown_never_none_and_doctor_exits_1(
-    runs: dict[str, Any], name: str
-) -> None:
-    first = runs[name]["agree"]
-    llama4 = first["doctor"][LLAMA4]
-    assert first["doctor_exit"] == 1 and llama4["status"] == "unknown", llama4
-    assert f"{UNSEEN_HALF[name]} rejection: cannot tell" in llama4["reason"], llama4["reason"]
-    assert "none in this release" not in llama4["reason"]
-    # the runner is not shown to pre-scale without a record: ours wraps it
-    assert "runner pre-scale: patched" in llama4["reason"]
-
-
-@pytest.mark.parametrize("name", [n for n in UNSEEN if n != "at load"])
-def test_an_unseen_rejection_is_lifted_and_verify_holds(runs: dict[str, Any], name: str) -> None:
+@pytest.mark.parametrize("name", [n for n in REWRITES if n != "at load"])
+def test_a_rewritten_rejection_is_lifted_and_verify_holds(runs: dict[str, Any], name: str) -> None:
     checks = checks_of(runs[name]["agree"])
     assert {check["outcome"] for check in checks.values()} == {"held"}, checks
     for check in (MODELOPT_TOP1, CT_TOP1, f"{MODELOPT_TOP1}{AS_SERVED}"):
         assert "output = expert(x*w)" in checks[check]["reason"], checks[check]
 
 
-@pytest.mark.parametrize("name", list(UNSEEN))
+@pytest.mark.parametrize("name", list(REWRITES))
 def test_with_the_patch_off_verify_fails(runs: dict[str, Any], name: str) -> None:
     checks = checks_of(runs[name]["off"])
     failed = {check for check, result in checks.items() if result["outcome"] == "FAILED"}
@@ -315,15 +244,15 @@ def test_a_check_moved_into_weight_processing_fails_verify_with_sglangs_message(
 
 
 @pytest.mark.parametrize(
-    "name", [n for n in UNSEEN if n not in ("at load", "method pre-scales, runner stops")]
+    "name", [n for n in REWRITES if n not in ("at load", "method pre-scales, runner stops")]
 )
-def test_after_verify_an_unseen_rejection_reads_lifted_as_shown(
+def test_after_verify_a_rewritten_rejection_reads_lifted_as_shown(
     runs: dict[str, Any], name: str
 ) -> None:
     after = runs[name]["after"]
     llama4 = after["doctor"][LLAMA4]
     assert after["doctor_exit"] == 0 and llama4["status"] == "applied", llama4
-    assert f"{UNSEEN_HALF[name]} rejection: lifted" in llama4["reason"]
+    assert f"{REWRITTEN_HALF[name]} rejection: lifted" in llama4["reason"]
     assert llama4["reason"].startswith("runner pre-scale: upstream;"), llama4["reason"]
 
 

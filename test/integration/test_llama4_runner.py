@@ -19,15 +19,14 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     PreQuantizedActivationsError,
     TopKNotOneError,
 )
+from sglang_nvfp4_patches.llama4_router_weight.rule import RUNNER_MODULE, Part, decide
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     CUTLASS_FUSED_FUNC_KEYS,
     FLASHINFER_A2A,
-    RUNNER_MODULE,
     STANDARD_DISPATCH,
     honour_router_weight_on_input,
     is_patched,
     prequantized_remedies,
-    upstream_prescale_problem,
 )
 from sglang_nvfp4_patches.simulation.cutlass_kernel import cpu_cutlass_kernel
 from support.configs import LLAMA4_NVFP4
@@ -134,7 +133,9 @@ def output_weighted_semantics(batch: dict) -> torch.Tensor:
 
 def runner_is_upstream() -> bool:
     """Whether the record for this SGLang shows its own runner pre-scaling (0.5.21+)."""
-    return upstream_prescale_problem() is None
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import current_facts
+
+    return not decide(current_facts(), Part.RUNNER).act
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
+from sglang_nvfp4_patches.llama4_router_weight.rule import Part
 from sglang_nvfp4_patches.status import sglang_version
 
 # The first SGLang release that ships each feature a test expects by release, where the test
@@ -33,21 +34,22 @@ def ships(first_release: str) -> bool:
 NO_CPU_KERNEL_RELEASES = ("0.5.12", "0.5.12.post1")
 
 
-def recorded_llama4_state(part: str) -> str | None:
+def recorded_llama4_state(part: Part) -> str | None:
     """The state the ``llama4-router-weight`` record for this SGLang gives ``part`` (``None``:
     no record, or nothing of that part)."""
     from sglang_nvfp4_patches.llama4_router_weight.evidence import current_facts
 
-    fact = (current_facts() or {}).get(part)
-    return fact.get("state") if isinstance(fact, dict) else None
+    facts = current_facts()
+    shown = None if facts is None else facts.shown.get(part)
+    return None if shown is None else shown.value
 
 
-def shipped_llama4_serving(part: str) -> list[str]:
+def shipped_llama4_serving(part: Part) -> list[str]:
     """The releases whose shipped release-facts row shows ``part``'s layer serving (SGLang's
     own, or lifted), oldest first: the table read here, on its own."""
     from sglang_nvfp4_patches.release_facts import SHIPPED
 
     lines = [line.split() for line in SHIPPED.read_text().splitlines() if line[:1] not in "#"]
-    column = lines[0].index(f"l4:{part}")
+    column = lines[0].index(part.value)
     found = [words[0] for words in lines[1:] if words[column] in ("upstream", "lift-serves")]
     return sorted(found, key=Version)

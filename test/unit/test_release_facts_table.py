@@ -14,6 +14,7 @@ import pytest
 
 from sglang_nvfp4_patches import release_facts
 from sglang_nvfp4_patches.llama4_router_weight import evidence as llama4
+from sglang_nvfp4_patches.llama4_router_weight.rule import Part, Shown
 from sglang_nvfp4_patches.nvfp4_moe_runner import evidence as moe
 from sglang_nvfp4_patches.release_facts import (
     KEPT_BY,
@@ -231,18 +232,16 @@ def test_the_moe_cells_say_each_state_per_gpu_and_launch() -> None:
 
 
 def test_the_llama4_cells_say_each_part() -> None:
-    facts = {"runner": {"state": "not shown"}, "modelopt": {"state": "lifted, wrong"}}
-    cells = llama4.cells(facts, llama4.PARTS)
+    facts = {Part.RUNNER: {"state": Shown.NOT_SHOWN}, Part.MODELOPT: {"state": Shown.LIFTED_WRONG}}
+    cells = llama4.cells(facts)
     assert cells == {
         "l4:runner": "not-shown",
         "l4:modelopt": "lifted-wrong",
         "l4:compressed-tensors": "-",
     }
     read = llama4.facts_of(Row("0.5.99", "f" * 16, cells))
-    assert read == {
-        "runner": {"state": "not shown", "detail": llama4.SENTENCES["not shown"]},
-        "modelopt": {"state": "lifted, wrong", "detail": llama4.SENTENCES["lifted, wrong"]},
-    }
+    assert read is not None
+    assert read.shown == {Part.RUNNER: Shown.NOT_SHOWN, Part.MODELOPT: Shown.LIFTED_WRONG}
 
 
 @pytest.mark.parametrize("row", parse(SHIPPED_TEXT)[1], ids=lambda row: row.release)
@@ -253,7 +252,8 @@ def test_every_shipped_cell_reads_back_as_written(row: Row) -> None:
     moe_cells = {c: v for c, v in row.cells.items() if c.startswith(moe.COLUMN)}
     assert moe.cells(moe_facts) == moe_cells
     llama4_cells = {c: v for c, v in row.cells.items() if c.startswith(llama4.COLUMN)}
-    assert llama4.cells(llama4_facts, llama4.PARTS) == llama4_cells
+    shown = {part: {"state": state} for part, state in llama4_facts.shown.items()}
+    assert llama4.cells(shown) == llama4_cells
 
 
 def test_no_kept_file_is_no_row(package: Path, shipped: Path) -> None:

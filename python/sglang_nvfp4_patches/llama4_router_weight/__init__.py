@@ -2,10 +2,11 @@
 
 Llama 4 builds its MoE with ``apply_router_weight_on_input=True``; the CUTLASS kernel only
 scales expert outputs. For top-1 routing, pre-scaling the activations by the router weight
-(:mod:`.prescale`) is exact; the rest is refused when the layer is built
-(:func:`.rule.refusal_for`). Seams: :mod:`.runner_registry`, :mod:`.method_lift`; commands:
-:mod:`.install`, :mod:`.read_back` (``doctor``), :mod:`.checks` (``verify``); the rest:
-docs/code-map.md.
+(:mod:`.prescale`) is exact. One pure function decides everything, from the release facts and
+the layer being built: :func:`.rule.decide` (the runner gets our pre-scale or not, each method's
+check lifted or not, the layer refused or not). Seams carrying it out: :mod:`.runner_registry`,
+:mod:`.method_lift`; commands: :mod:`.install`, :mod:`.read_back` (``doctor``), :mod:`.checks`
+(``verify``); the rest: docs/code-map.md.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def release_facts() -> dict[str, str]:
     from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
 
     with quiet_sglang():
-        return evidence.cells(evidence.gather(), evidence.PARTS)
+        return evidence.cells(evidence.gather())
 
 
 PATCH = Patch(

@@ -29,11 +29,13 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     LiftedLayerWrongError,
     RouterWeightOnInputError,
 )
-from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import (
+from sglang_nvfp4_patches.llama4_router_weight.rule import (
+    CUTLASS,
+    MODELOPT,
+    NAME,
     REJECTING_METHODS,
     RejectingMethod,
 )
-from sglang_nvfp4_patches.llama4_router_weight.rule import NAME
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import DOUBLE_WEIGHTING
 from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
 from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4, LLAMA4_NVFP4_CT
@@ -55,8 +57,7 @@ from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
 
 TOKENS = 7
 EVIDENCE_CHECK = "evidence (SGLang's own runner and methods, on CPU)"
-CUTLASS_RUNNER = "flashinfer_cutlass"
-MODELOPT = {"quantization": "modelopt_fp4"}
+MODELOPT_FP4 = {"quantization": "modelopt_fp4"}
 DP_ATTENTION_EP = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "ep_size": 2}
 TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
 
@@ -147,7 +148,6 @@ def _refused(
     accepts the flag by itself (nothing lifted, so nothing of ours refuses it), refused by
     SGLang at the first forward: never computed with the weight on the output."""
     from sglang_nvfp4_patches.llama4_router_weight.method_lift import is_lifted
-    from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import MODELOPT
 
     moe = build()
     try:
@@ -184,13 +184,13 @@ def _refused(
 def _as_a_server_loads_it(rejecting: RejectingMethod) -> str:
     """Served, or refused when it is built where the record shows it computing wrong."""
     from sglang_nvfp4_patches.llama4_router_weight.evidence import run_as_the_server
-    from sglang_nvfp4_patches.llama4_router_weight.method_lift import decision_here
+    from sglang_nvfp4_patches.llama4_router_weight.method_lift import answer_here
 
     run = run_as_the_server(rejecting.part)
-    refusal = decision_here(rejecting).refusal
-    if run["verdict"] == "refused" and refusal is not None and refusal in run["detail"]:
+    refusal = answer_here(rejecting).refusal
+    if run["verdict"] == "refused" and refusal is not None and str(refusal) in run["detail"]:
         return f"refused {run['detail']}"
-    if run["runner"] != CUTLASS_RUNNER:
+    if run["runner"] != CUTLASS:
         raise NotApplicable(f"this SGLang builds the {run['runner']} MoE runner for it on SM120")
     if run["verdict"] != "serves":
         raise CheckFailed(f"the layer {run['verdict']}: {run['detail']}")
@@ -198,11 +198,11 @@ def _as_a_server_loads_it(rejecting: RejectingMethod) -> str:
 
 
 def _evidence() -> str:
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import PARTS, cells, gather
+    from sglang_nvfp4_patches.llama4_router_weight.evidence import cells, gather
 
     found = gather()
-    summary = "; ".join(f"{part}: {fact['state']}" for part, fact in found.items())
-    return agrees_or_kept(cells(found, PARTS), summary)
+    summary = "; ".join(f"{part.key}: {fact['state'].value}" for part, fact in found.items())
+    return agrees_or_kept(cells(found), summary)
 
 
 def run_checks() -> list[CheckResult]:
@@ -228,15 +228,15 @@ def run_checks() -> list[CheckResult]:
         modelopt_top1 = functools.partial(
             _top1_with_the_flag, kernel, modelopt_layer, "ModelOpt NVFP4"
         )
-        check("ModelOpt NVFP4 top-1 with the flag", modelopt_top1, **MODELOPT)
+        check("ModelOpt NVFP4 top-1 with the flag", modelopt_top1, **MODELOPT_FP4)
         top2 = functools.partial(_top2_without_the_flag, kernel)
-        check("ModelOpt NVFP4 top-2 without the flag", top2, **MODELOPT)
+        check("ModelOpt NVFP4 top-2 without the flag", top2, **MODELOPT_FP4)
         top_k_2 = functools.partial(_refused, lambda: modelopt_layer(top_k=2), ("top_k=2",), 2)
-        check("ModelOpt NVFP4 top-k 2 with the flag", top_k_2, **MODELOPT)
+        check("ModelOpt NVFP4 top-k 2 with the flag", top_k_2, **MODELOPT_FP4)
         fp4_allgather = functools.partial(
             _refused, lambda: modelopt_layer(top_k=None), (FP4_ALLGATHER_SWITCH,), 1, True
         )
-        all_gather_flags = {**MODELOPT, **DP_ATTENTION_EP, "moe_runner_backend": CUTLASS_RUNNER}
+        all_gather_flags = {**MODELOPT_FP4, **DP_ATTENTION_EP, "moe_runner_backend": CUTLASS}
         check("ModelOpt NVFP4 FP4 all-gather", fp4_allgather, **all_gather_flags)
         ct_top1 = functools.partial(
             _top1_with_the_flag, kernel, compressed_tensors_layer, "compressed-tensors"

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from sglang_nvfp4_patches.llama4_router_weight import outcomes
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import method_patcher
-from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import REJECTING_METHODS
-from sglang_nvfp4_patches.llama4_router_weight.rule import NAME
-from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE, runner_patcher
+from sglang_nvfp4_patches.llama4_router_weight.rule import NAME, REJECTING_METHODS, RUNNER_MODULE
+from sglang_nvfp4_patches.llama4_router_weight.runner_registry import runner_patcher
 from sglang_nvfp4_patches.post_import import module_exists
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.status import PatchReport, PatchState
@@ -44,19 +43,23 @@ def summarize(observe: bool) -> PatchReport:
     """One report from the parts, ranked as :func:`.read_back.unpatched_report` ranks them (a
     process that imported SGLang before the plugin reports what one that imports it after does)."""
     parts = outcomes.recorded()
-    if not parts:
-        action = "probed" if observe else "patched"
-        return PatchReport(NAME, PatchState.PENDING, f"{action} when SGLang loads a MoE layer")
-    failed = [f"{part}: {r.reason}" for part, r in parts.items() if r.state is PatchState.FAILED]
+    states = {report.state for report in parts.values()}
+    every = len(parts) == 1 + len(REJECTING_METHODS)
+    failed = [
+        f"{part.key}: {r.reason}" for part, r in parts.items() if r.state is PatchState.FAILED
+    ]
     if failed:
         return PatchReport(NAME, PatchState.FAILED, "; ".join(failed))
-    states = {report.state for report in parts.values()}
     reason = "; ".join(report.reason for report in parts.values())
     if PatchState.NOT_PATCHED in states:
         return PatchReport(NAME, PatchState.NOT_PATCHED, reason)
+    # unknown only once every part has answered: a part still to come may show its bug live
+    if not parts or (PatchState.UNKNOWN in states and not every):
+        action = "probed" if observe else "patched"
+        return PatchReport(NAME, PatchState.PENDING, f"{action} when SGLang loads a MoE layer")
     if PatchState.UNKNOWN in states:
         reason = "; ".join(r.reason for r in parts.values() if r.state is PatchState.UNKNOWN)
         return PatchReport(NAME, PatchState.UNKNOWN, f"{reason}; run `{VERIFY_COMMAND}`")
-    if states == {PatchState.ALREADY_UPSTREAM} and len(parts) == 1 + len(REJECTING_METHODS):
+    if states == {PatchState.ALREADY_UPSTREAM} and every:
         return PatchReport(NAME, PatchState.ALREADY_UPSTREAM, reason)
     return PatchReport(NAME, PatchState.APPLIED, reason)

@@ -15,6 +15,7 @@ from sglang_nvfp4_patches.llama4_router_weight.rule import LayerFacts
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import (
     MOE_UTILS_MODULE,
     has_dispatch_type_flag,
+    registry_prescaled,
 )
 
 logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
@@ -106,4 +107,5 @@ def layer_facts(layer: Any, method: Any, runner_config: Any) -> LayerFacts:
         fp4_allgather=fp4_allgather(),
         nvfp4_dispatch=nvfp4_dispatch(method),
         dispatch_type_flag=has_dispatch_type_flag(),
+        runner_prescaled=registry_prescaled(),
     )

@@ -9,19 +9,19 @@ import threading
 from collections.abc import Callable
 from types import ModuleType
 
-from sglang_nvfp4_patches.llama4_router_weight.rule import NAME
+from sglang_nvfp4_patches.llama4_router_weight.rule import NAME, Part
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, this_gate
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
 logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
 
 _lock = threading.Lock()
-_outcomes: dict[str, PatchReport] = {}
+_outcomes: dict[Part, PatchReport] = {}
 
 ModulePatcher = Callable[[ModuleType], None]
 
 
-def record(part: str, state: PatchState, reason: str) -> None:
+def record(part: Part, state: PatchState, reason: str) -> None:
     """Record ``part``'s outcome; a new failure or unknown logs one ERROR, a new live-but-
     unpatched finding one WARNING, a repeated outcome nothing."""
     report = PatchReport(NAME, state, reason)
@@ -29,23 +29,24 @@ def record(part: str, state: PatchState, reason: str) -> None:
         if _outcomes.get(part) == report:
             return
         _outcomes[part] = report
+    where = part.key
     if state is PatchState.NOT_PATCHED:
         because = this_gate().not_patched_because()
-        logger.warning("[%s] live here: %s (%s); %s.", NAME, reason, part, because)
+        logger.warning("[%s] live here: %s (%s); %s.", NAME, reason, where, because)
     if state is PatchState.UNKNOWN:
         run = f"Run `{VERIFY_COMMAND}` before serving Llama 4 on the CUTLASS runner."
-        logger.error("[%s] %s (%s, SGLang %s). %s", NAME, reason, part, sglang_version(), run)
+        logger.error("[%s] %s (%s, SGLang %s). %s", NAME, reason, where, sglang_version(), run)
     if state is PatchState.FAILED:
         why = f"{reason}. SGLang is left unchanged there."
-        logger.error("[%s] could not patch %s on SGLang %s: %s", NAME, part, sglang_version(), why)
+        logger.error("[%s] could not patch %s on SGLang %s: %s", NAME, where, sglang_version(), why)
 
 
-def recorded() -> dict[str, PatchReport]:
+def recorded() -> dict[Part, PatchReport]:
     with _lock:
         return dict(_outcomes)
 
 
-def reported_as(part: str) -> Callable[[ModulePatcher], ModulePatcher]:
+def reported_as(part: Part) -> Callable[[ModulePatcher], ModulePatcher]:
     """Any unexpected error while patching ``part`` is recorded as its failure."""
 
     def decorate(patch_module: ModulePatcher) -> ModulePatcher:

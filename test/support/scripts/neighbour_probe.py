@@ -49,8 +49,7 @@ def our_targets(scheduler: bool) -> dict[str, list[str]]:
     """Every target our plugin hooks on this release (as this process is configured), with
     the names of our hooks on it; read off SGLang by feature before plugins load."""
     from sglang_nvfp4_patches.gemma4_attention import rule_state as root_cause
-    from sglang_nvfp4_patches.llama4_router_weight.rejecting_methods import REJECTING_METHODS
-    from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE
+    from sglang_nvfp4_patches.llama4_router_weight.rule import REJECTING_METHODS, RUNNER_MODULE
     from sglang_nvfp4_patches.post_import import module_exists
 
     targets: dict[str, list[str]] = {}

@@ -52,18 +52,16 @@ def _layer() -> dict[str, Any]:
 def _hooks() -> dict[str, Any]:
     import importlib
 
-    from sglang_nvfp4_patches.llama4_router_weight.method_lift import (
-        REJECTING_METHODS,
-        create_moe_runner_hook,
-    )
+    from sglang_nvfp4_patches.llama4_router_weight.method_lift import create_moe_runner_hook
     from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
+    from sglang_nvfp4_patches.llama4_router_weight.rule import REJECTING_METHODS
     from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count
 
     for rejecting in REJECTING_METHODS:
         importlib.import_module(rejecting.module)
     return {
         "hooks": {
-            rejecting.part: hook_count(bound_at(rejecting.target), create_moe_runner_hook)
+            rejecting.part.key: hook_count(bound_at(rejecting.target), create_moe_runner_hook)
             for rejecting in REJECTING_METHODS
         },
         "doctor": current_state().as_dict(),

@@ -46,9 +46,10 @@ def refusal_of(fused_func: Callable[..., Any]) -> str:
 def _runner_upstream() -> bool:
     """Whether the runner part stood down: a record shows SGLang's own runner pre-scaling."""
     from sglang_nvfp4_patches.llama4_router_weight import outcomes
+    from sglang_nvfp4_patches.llama4_router_weight.rule import Part
     from sglang_nvfp4_patches.status import PatchState
 
-    runner = outcomes.recorded().get("runner")
+    runner = outcomes.recorded().get(Part.RUNNER)
     return runner is not None and runner.state is PatchState.ALREADY_UPSTREAM
 
 
@@ -63,7 +64,6 @@ def main() -> None:
     if args.no_llama4_record:
         from sglang_nvfp4_patches.llama4_router_weight import evidence
 
-        evidence.current_row = lambda: None
         evidence.current_facts = lambda: None
     if args.without:
         importlib.import_module("sglang.srt.server_args")  # SGLang's own imports come first
@@ -84,7 +84,7 @@ def main() -> None:
         register()
 
     from sglang_nvfp4_patches.gemma4_attention import NAME
-    from sglang_nvfp4_patches.llama4_router_weight.runner_registry import RUNNER_MODULE
+    from sglang_nvfp4_patches.llama4_router_weight.rule import RUNNER_MODULE
     from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
     from sglang_nvfp4_patches.post_import import module_exists
     from sglang_nvfp4_patches.server_args_seam import hooks
