@@ -16,6 +16,7 @@ from sglang_nvfp4_patches import release_facts
 from sglang_nvfp4_patches.llama4_router_weight import evidence as llama4
 from sglang_nvfp4_patches.llama4_router_weight.rule import Part, Shown
 from sglang_nvfp4_patches.nvfp4_moe_runner import evidence as moe
+from sglang_nvfp4_patches.nvfp4_moe_runner.rule import EvidenceKey
 from sglang_nvfp4_patches.release_facts import (
     KEPT_BY,
     RECORDS_ENV,
@@ -213,15 +214,16 @@ def test_the_script_writes_the_table_back_byte_for_byte() -> None:
 
 def test_the_moe_cells_say_each_state_per_gpu_and_launch() -> None:
     """One hand-written fact per letter, read back where it was written."""
-    facts = {
-        "silu, top-1 on sm100, no --quantization": {"state": "live"},
-        "silu, top-1 on sm100, --quantization modelopt_fp4": {"state": "live"},
-        "silu, top-1 on sm100, --quantization modelopt": {"state": "no remedy"},
-        "silu, top-1 on sm103, no --quantization": {"state": "upstream"},
-        "silu, top-1 on sm120, no --quantization": {"state": "not affected"},
-        "silu, top-1 on sm121, no --quantization": {"state": "not covered"},
-        "silu, top-1 on sm121, --quantization modelopt": {"state": "unknown"},
+    written = {
+        ("sm100", "no --quantization"): "live",
+        ("sm100", "--quantization modelopt_fp4"): "live",
+        ("sm100", "--quantization modelopt"): "no remedy",
+        ("sm103", "no --quantization"): "upstream",
+        ("sm120", "no --quantization"): "not affected",
+        ("sm121", "no --quantization"): "not covered",
+        ("sm121", "--quantization modelopt"): "unknown",
     }
+    facts = {EvidenceKey("silu, top-1", *where): {"state": s} for where, s in written.items()}
     cells = moe.cells(facts)
     assert cells == {"moe:silu,top-1": "LLN/U../A../C.?"}
     read = moe.facts_of(Row("0.5.99", "f" * 16, cells))
