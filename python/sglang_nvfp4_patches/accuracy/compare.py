@@ -204,27 +204,21 @@ def compare_runs(
                 "the runs used different data, so pairing them by id would pair different "
                 "questions"
             )
-    discordant_b = discordant_c = correct_a = correct_b = 0
+    rights = [(a.records[qid]["correct"], b.records[qid]["correct"]) for qid in shared]
     by_subject: dict[str, list[int]] = {}
-    for qid in shared:
-        right_a = a.records[qid]["correct"]
-        right_b = b.records[qid]["correct"]
-        correct_a += right_a
-        correct_b += right_b
-        discordant_b += right_a and not right_b
-        discordant_c += right_b and not right_a
+    for qid, (right_a, right_b) in zip(shared, rights, strict=True):
         counts = by_subject.setdefault(a.records[qid]["subject"], [0, 0, 0])
         counts[0] += 1
         counts[1] += right_a
         counts[2] += right_b
-    test = mcnemar(discordant_b, discordant_c)
+    test = mcnemar(sum(ra > rb for ra, rb in rights), sum(rb > ra for ra, rb in rights))
     n = len(shared)
     return Comparison(
         label_a=a.label,
         label_b=b.label,
         n=n,
-        acc_a=correct_a / n,
-        acc_b=correct_b / n,
+        acc_a=sum(ra for ra, _ in rights) / n,
+        acc_b=sum(rb for _, rb in rights) / n,
         test=test,
         alpha=alpha,
         verdict=verdict_text(test, alpha),

@@ -424,11 +424,7 @@ def backoff_delay(retry: int, base_s: float, rng: random.Random, max_s: float = 
 def endpoint_url(base_url: str, api: Api) -> str:
     """Full URL for ``api``; an OpenAI-style base URL ending in ``/v1`` is accepted too."""
     base = base_url.rstrip("/")
-    if api is Api.NATIVE:
-        return f"{base}/generate"
-    if base.endswith("/v1"):
-        return f"{base}/completions"
-    return f"{base}/v1/completions"
+    return f"{base}/generate" if api is Api.NATIVE else f"{base.removesuffix('/v1')}/v1/completions"
 
 
 def request_body(api: Api, prompt: str, max_new_tokens: int, model: str) -> bytes:
