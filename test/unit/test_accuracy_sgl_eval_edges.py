@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sglang_nvfp4_patches.accuracy.compare import compare_runs
+from sglang_nvfp4_patches.accuracy.compare import compare_runs, load_sgl_eval, paired_runs
 from sglang_nvfp4_patches.accuracy.errors import RunFileError
-from sglang_nvfp4_patches.accuracy.sgl_eval import load_sgl_eval, paired_runs
 from sglang_nvfp4_patches.accuracy.store import RUN_FORMAT, RUN_VERSION, write_json_atomic
 
 FINISHED = {"partial": False}

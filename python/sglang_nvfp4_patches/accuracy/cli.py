@@ -420,9 +420,8 @@ class _StatusLines:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from sglang_nvfp4_patches.accuracy.compare import compare_runs, verdict_exit_code
+    from sglang_nvfp4_patches.accuracy.compare import compare_runs, paired_runs, verdict_exit_code
     from sglang_nvfp4_patches.accuracy.report import format_comparison, repeats_note
-    from sglang_nvfp4_patches.accuracy.sgl_eval import paired_runs
 
     pairs = paired_runs(args.run_a, args.run_b, allow_partial=args.allow_partial)
     comparisons = [

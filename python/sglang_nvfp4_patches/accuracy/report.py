@@ -13,15 +13,6 @@ from sglang_nvfp4_patches.accuracy.scoring import CHANCE_ACCURACY, COLLAPSE_MARG
 if TYPE_CHECKING:  # run.py imports aiohttp; compare should not pay for it
     from sglang_nvfp4_patches.accuracy.run import RunOutcome
 
-# Why a run stopped early, by the kind of its last failure (run.Failure values).
-ABORT_CAUSES = {
-    "connection": "no connection to the server could be made: is it up, at that --base-url?",
-    "timeout": "every request timed out: is the server overloaded or stuck? (--timeout)",
-    "server error": "the server is up but answers with HTTP 5xx errors: see its log",
-    "rejected": "the server is up but rejects the requests (HTTP 4xx): check --api and --model",
-    "bad reply": "the server is up but its replies are not completions: check --api and --base-url",
-}
-
 
 def _fmt_acc(value: float | None) -> str:
     return "   n/a" if value is None else f"{value:.4f}"
@@ -78,7 +69,7 @@ def run_notes(outcome: RunOutcome) -> list[str]:
             f"first: {qid}: {error}"
         )
     if outcome.aborted:
-        cause = ABORT_CAUSES.get(getattr(outcome.abort_cause, "value", ""), "see the errors")
+        cause = outcome.abort_cause.value if outcome.abort_cause else "see the errors"
         in_flight = len(outcome.failures) - ABORT_AFTER_CONSECUTIVE_FAILURES
         also = f" ({in_flight} more already asked failed too)" if in_flight > 0 else ""
         lines.append(

@@ -28,7 +28,7 @@ import aiohttp
 from sglang_nvfp4_patches.accuracy.dataset import EvalItem, load_eval_items, open_source
 from sglang_nvfp4_patches.accuracy.errors import ConfigError, ResumeError
 from sglang_nvfp4_patches.accuracy.limits import ABORT_AFTER_CONSECUTIVE_FAILURES, url_problem
-from sglang_nvfp4_patches.accuracy.scoring import make_record, score_by_subject, total_score
+from sglang_nvfp4_patches.accuracy.scoring import make_record, score_by_subject
 from sglang_nvfp4_patches.accuracy.store import (
     RUN_FORMAT,
     RUN_VERSION,
@@ -61,20 +61,23 @@ class Api(str, enum.Enum):
 class Failure(str, enum.Enum):
     """What went wrong with a request, as a report words the cause of many failures."""
 
-    CONNECTION = "connection"  # refused, reset or dropped: no HTTP answer at all
-    TIMEOUT = "timeout"
-    SERVER_ERROR = "server error"  # HTTP 5xx
-    REJECTED = "rejected"  # HTTP 4xx
-    BAD_REPLY = "bad reply"  # an answer that is not a completion of this API
+    CONNECTION = "no connection to the server could be made: is it up, at that --base-url?"
+    TIMEOUT = "every request timed out: is the server overloaded or stuck? (--timeout)"
+    SERVER_ERROR = "the server is up but answers with HTTP 5xx errors: see its log"
+    REJECTED = "the server is up but rejects the requests (HTTP 4xx): check --api and --model"
+    BAD_REPLY = "the server is up but its replies are not completions: check --api and --base-url"
+
+
+# What another attempt may help with: no answer at all, or a server error (HTTP 5xx).
+_RETRIED = (Failure.CONNECTION, Failure.TIMEOUT, Failure.SERVER_ERROR)
 
 
 class RequestFailedError(Exception):
-    """A request failed: ``kind`` says how, ``retry`` whether another attempt may help."""
+    """A request failed: ``kind`` says how."""
 
-    def __init__(self, message: str, kind: Failure, retry: bool = False) -> None:
+    def __init__(self, message: str, kind: Failure) -> None:
         super().__init__(message)
         self.kind = kind
-        self.retry = retry
 
 
 @dataclass(frozen=True)
@@ -353,8 +356,7 @@ def _run_document(
     endpoint: Mapping[str, Any],
 ) -> dict[str, Any]:
     """The RUN.json content: metadata, summary and one record per answered question."""
-    per_subject = score_by_subject(records)
-    total = total_score(per_subject.values())
+    correct = sum(record["correct"] for record in records)
     return {
         "format": RUN_FORMAT,
         "version": RUN_VERSION,
@@ -380,11 +382,8 @@ def _run_document(
         ),
         "failed_ids": [qid for qid, _ in outcome.failures],
         "complete": len(records) == len(items),
-        "accuracy": total.accuracy,
-        "per_subject": {
-            subject: {"n": s.n, "correct": s.correct, "accuracy": s.accuracy}
-            for subject, s in per_subject.items()
-        },
+        "accuracy": correct / len(records) if records else None,
+        "per_subject": score_by_subject(records),
         "records": records,
     }
 
@@ -425,11 +424,7 @@ def backoff_delay(retry: int, base_s: float, rng: random.Random, max_s: float = 
 def endpoint_url(base_url: str, api: Api) -> str:
     """Full URL for ``api``; an OpenAI-style base URL ending in ``/v1`` is accepted too."""
     base = base_url.rstrip("/")
-    if api is Api.NATIVE:
-        return f"{base}/generate"
-    if base.endswith("/v1"):
-        return f"{base}/completions"
-    return f"{base}/v1/completions"
+    return f"{base}/generate" if api is Api.NATIVE else f"{base.removesuffix('/v1')}/v1/completions"
 
 
 def request_body(api: Api, prompt: str, max_new_tokens: int, model: str) -> bytes:
@@ -487,7 +482,7 @@ async def _ask(
         try:
             return await _attempt(session, config, body)
         except RequestFailedError as exc:
-            if not exc.retry:
+            if exc.kind not in _RETRIED:
                 raise RequestFailedError(f"{exc} (not retried)", exc.kind) from None
             if retry >= config.max_retries:
                 message = f"{exc} (gave up after {retry + 1} attempt(s))"
@@ -506,12 +501,12 @@ async def _attempt(session: aiohttp.ClientSession, config: RunConfig, body: byte
             raw = await resp.read()
     except asyncio.TimeoutError:
         message = f"timed out after {config.timeout_s:g} s"
-        raise RequestFailedError(message, Failure.TIMEOUT, retry=True) from None
+        raise RequestFailedError(message, Failure.TIMEOUT) from None
     except aiohttp.ClientError as exc:
         message = f"{type(exc).__name__}: {exc}"
-        raise RequestFailedError(message, Failure.CONNECTION, retry=True) from None
+        raise RequestFailedError(message, Failure.CONNECTION) from None
     if status >= 500:
-        raise RequestFailedError(f"HTTP {status}: {_snippet(raw)}", Failure.SERVER_ERROR, True)
+        raise RequestFailedError(f"HTTP {status}: {_snippet(raw)}", Failure.SERVER_ERROR)
     if status >= 400:
         message = f"HTTP {status} from {url}: {_snippet(raw)}"
         raise RequestFailedError(message, Failure.REJECTED)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from sglang_nvfp4_patches.accuracy.dataset import CHOICE_LETTERS, EvalItem
@@ -39,29 +38,14 @@ def make_record(item: EvalItem, output: str) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Score:
-    n: int
-    correct: int
-
-    @property
-    def accuracy(self) -> float | None:
-        return self.correct / self.n if self.n else None
-
-
-def score_by_subject(records: Iterable[Mapping[str, Any]]) -> dict[str, Score]:
-    """Per-subject scores, subjects in first-seen order."""
+def score_by_subject(records: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """RUN.json's ``per_subject``: n, correct and accuracy, subjects in first-seen order."""
     counts: dict[str, list[int]] = {}
     for record in records:
         entry = counts.setdefault(record["subject"], [0, 0])
         entry[0] += 1
         entry[1] += bool(record["correct"])
-    return {subject: Score(n, correct) for subject, (n, correct) in counts.items()}
-
-
-def total_score(scores: Iterable[Score]) -> Score:
-    listed = list(scores)
-    return Score(sum(s.n for s in listed), sum(s.correct for s in listed))
+    return {s: {"n": n, "correct": c, "accuracy": c / n} for s, (n, c) in counts.items()}
 
 
 def is_collapsed(accuracy: float | None) -> bool:
