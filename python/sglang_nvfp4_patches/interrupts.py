@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import _thread
 import contextlib
-import functools
 import signal
 import sys
 from collections.abc import Callable, Coroutine, Iterator
@@ -31,7 +30,6 @@ _requested = False
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C: noted, then Python's own handling (KeyboardInterrupt)."""
     global _requested
     _requested = True
     signal.default_int_handler(signum, frame)
@@ -75,18 +73,6 @@ def _sent_again(error: object) -> bool:
     return False
 
 
-def _lost_unraisable(previous: Callable[[object], object], unraisable: object) -> None:
-    """``sys.unraisablehook`` inside the block."""
-    if not _sent_again(getattr(unraisable, "exc_value", None)):
-        previous(unraisable)
-
-
-def _lost_printed(previous: Callable[..., object], kind: type, error: object, tb: object) -> None:
-    """``sys.excepthook`` inside the block (what ``PyErr_Print`` calls)."""
-    if not _sent_again(error):
-        previous(kind, error, tb)
-
-
 @contextlib.contextmanager
 def stop_requests_as_interrupt() -> Iterator[None]:
     """SIGTERM (and SIGHUP unless ignored) raise KeyboardInterrupt while the block runs, and
@@ -103,9 +89,9 @@ def stop_requests_as_interrupt() -> Iterator[None]:
     previous = {stop: signal.signal(stop, _stop) for stop in stops}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, _interrupt)
-    hooks = sys.unraisablehook, sys.excepthook
-    sys.unraisablehook = functools.partial(_lost_unraisable, hooks[0])
-    sys.excepthook = functools.partial(_lost_printed, hooks[1])
+    unraisable, printed = hooks = sys.unraisablehook, sys.excepthook  # printed: PyErr_Print's
+    sys.unraisablehook = lambda lost: _sent_again(lost.exc_value) or unraisable(lost)
+    sys.excepthook = lambda *lost: _sent_again(lost[1]) or printed(*lost)
     try:
         yield
     finally:
@@ -115,7 +101,7 @@ def stop_requests_as_interrupt() -> Iterator[None]:
 
 
 def stop_requested() -> bool:
-    """A Ctrl-C or stop request arrived in the block (even if some code caught it)."""
+    """A Ctrl-C or stop request arrived in the block, even if some code caught it."""
     return _requested
 
 

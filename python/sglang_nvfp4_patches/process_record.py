@@ -36,20 +36,12 @@ class ProcessDecision:
     force_error: str  # an invalid SGLANG_NVFP4_PATCHES_FORCE, explained
 
 
-def _tested_release_with_these_sources() -> str | None:
-    """The tested release whose shipped row has this SGLang's sources (for the gate)."""
-    from sglang_nvfp4_patches.release_facts import release_with_these_sources
-
-    try:
-        return release_with_these_sources()
-    except Exception:  # sources that cannot be read are no tested release's: untested
-        return None
-
-
 @functools.cache
 def decision() -> ProcessDecision:
     """The one reading of the release gate, DISABLE and FORCE in this process."""
-    gate = release_gate(sglang_version(), sources_of=_tested_release_with_these_sources)
+    from sglang_nvfp4_patches.release_facts import release_with_these_sources
+
+    gate = release_gate(sglang_version(), sources_of=release_with_these_sources)
     try:
         disabled, disable_error = disabled_patches(), ""
     except UnknownPatchNameError as error:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import enum
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 OLDEST_SUPPORTED = "0.5.12"
@@ -36,10 +35,6 @@ TESTED_RELEASES: tuple[str, ...] = (
     "0.5.23",
 )
 NEWEST_TESTED = str(max(Version(release) for release in TESTED_RELEASES))
-# pyproject declares only the lower bound (installing must never downgrade the user's
-# SGLang; scripts/check_wheel.py checks it); the upper bound lives here alone.
-SUPPORTED_RANGE = f">={OLDEST_SUPPORTED},<={NEWEST_TESTED}"
-SUPPORTED_SGLANG = SpecifierSet(SUPPORTED_RANGE)
 
 
 class ReleaseStatus(str, enum.Enum):
