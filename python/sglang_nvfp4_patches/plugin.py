@@ -10,7 +10,6 @@ import functools
 import logging
 from collections.abc import Callable
 
-from sglang_nvfp4_patches.patch import Patch
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.process_record import (
     ProcessDecision,
@@ -84,15 +83,6 @@ def _announce(gate: ReleaseGate) -> None:
     )
 
 
-def _observe(patch: Patch, gate: ReleaseGate) -> PatchReport:
-    """An untested release without the opt-in: the patch's probes only, read-only."""
-    report = _install_one(patch.name, functools.partial(patch.install, forced=False, observe=True))
-    if report.state is PatchState.NOT_PATCHED:
-        report = with_the_reason(report, gate)
-        logger.warning("[%s] live here: %s.", patch.name, report.reason)
-    return report
-
-
 def install_all(decided: ProcessDecision) -> dict[str, PatchReport]:
     """Install every patch that is not disabled; report each (untested: only probe)."""
     gate = decided.gate
@@ -118,11 +108,15 @@ def install_all(decided: ProcessDecision) -> dict[str, PatchReport]:
         name = patch.name
         if name in disabled:
             installed[name] = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
-        elif not gate.applies:
-            installed[name] = _observe(patch, gate)
-        else:
-            install = functools.partial(patch.install, forced=name in forced, observe=False)
-            installed[name] = _install_one(name, install)
+            continue
+        # An untested release without the opt-in: the patch's probes only, read-only.
+        observe = not gate.applies
+        install = functools.partial(patch.install, forced=name in forced, observe=observe)
+        report = _install_one(name, install)
+        if observe and report.state is PatchState.NOT_PATCHED:
+            report = with_the_reason(report, gate)
+            logger.warning("[%s] live here: %s.", name, report.reason)
+        installed[name] = report
     return installed
 
 

@@ -19,6 +19,7 @@ from sglang_nvfp4_patches.server_args_seam.launch import (
 )
 from sglang_nvfp4_patches.server_args_seam.question import Question, questions_of
 from sglang_nvfp4_patches.server_args_seam.seam import (
+    ADJUSTMENTS_TARGET,
     OverrideSeam,
     SeamKind,
     find_override_seam,
@@ -114,12 +115,12 @@ def _wire() -> None:
     global _seam
     seam = find_override_seam()
     if seam.kind is SeamKind.ADJUSTMENTS_METHOD:
-        install_hook(seam.target(), adjustments_hook)
+        install_hook(ADJUSTMENTS_TARGET, adjustments_hook)
     else:
         register = getattr(seam.module, REGISTER_PREDICATE, None)
         if register is None or not isinstance(getattr(seam.module, PREDICATES, None), list):
             raise PatchUnavailable(
-                f"the {seam.name} has no {REGISTER_PREDICATE}, so no provider reaches every "
+                f"the {seam.kind.value} has no {REGISTER_PREDICATE}, so no provider reaches every "
                 "architecture"
             )
         if registry_provider not in _registered(seam):
@@ -164,10 +165,10 @@ def times_asked(patch: str) -> int:
         return 0
     seam = _current_seam()
     if seam.kind is SeamKind.ADJUSTMENTS_METHOD:
-        return hook_count(bound_at(seam.target()), adjustments_hook)
+        return hook_count(bound_at(ADJUSTMENTS_TARGET), adjustments_hook)
     return _registered(seam).count(registry_provider)
 
 
 def where() -> str:
     """The seam the hook is on, by name (``doctor``)."""
-    return _current_seam().name
+    return _current_seam().kind.value
