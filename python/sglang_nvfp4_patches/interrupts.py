@@ -1,15 +1,8 @@
-"""Stop requests: SIGTERM and SIGHUP handled as Ctrl-C is (pure).
-
-Their default action ends the process at once, leaving what it started (``ab``'s servers,
-``verify``'s children) running and its temporary files behind; as a KeyboardInterrupt they get
-Ctrl-C's clean-up and one line saying what was kept (exit 130). A stop request is honoured even
-with SIGINT ignored (a script's background job); SIGHUP ignored at start (``nohup``) stays
-ignored; inside :func:`stop_requests_held` nothing interrupts.
-
-A KeyboardInterrupt can be swallowed and printed: by Python in a weakref callback or ``__del__``
-(an import lock's clean-up: ``sys.unraisablehook``), or by an extension module whose import
-calls ``PyErr_Print`` (``sys.excepthook``). Inside the block such a lost stop is not printed
-but sent again.
+"""Stop requests: SIGTERM and SIGHUP handled as Ctrl-C is (pure), so what a command started
+(``ab``'s servers, ``verify``'s children) and its temporary files get Ctrl-C's clean-up and one
+line (exit 130), even with SIGINT ignored (a background job); SIGHUP ignored at start (``nohup``)
+stays ignored. A KeyboardInterrupt Python swallows and prints (``sys.unraisablehook``: a weakref
+callback or ``__del__``; ``sys.excepthook``: an extension's ``PyErr_Print``) is sent again.
 """
 
 from __future__ import annotations
@@ -24,9 +17,7 @@ from types import FrameType
 INTERRUPTED = "interrupted"  # the line a stopped command prints when it has nothing to add
 
 _held = 0  # how many stop_requests_held blocks are running
-# A Ctrl-C or stop request arrived in stop_requests_as_interrupt's block: what the command
-# fails with then is still the stop (a C extension's import can hide the KeyboardInterrupt).
-_requested = False
+_requested = False  # a Ctrl-C or stop request arrived in stop_requests_as_interrupt's block
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -65,7 +56,6 @@ def _send_stop_soon() -> None:
 
 
 def _sent_again(error: object) -> bool:
-    """Whether ``error`` is a stop that some code swallowed, now sent again."""
     if isinstance(error, KeyboardInterrupt) and _requested:
         # From another thread, a moment later: sent from here, Python would swallow it again.
         _thread.start_new_thread(_send_stop_soon, ())

@@ -1,11 +1,8 @@
 """The release facts: what CI settled by running each tested release's code on CPU, one row per
-release in ``release_facts.txt`` (pure: no SGLang, no torch, no simulation at import).
-
-A row holds the release, a fingerprint of the SGLang sources the questions run through
-(:data:`SOURCES`) and one cell per question per GPU and layer setting. A server finds its row by
-the fingerprint alone, whatever its version string says. ``verify`` derives the cells again:
-they must equal the shipped row, or are kept in ``$SGLANG_NVFP4_PATCHES_RECORDS`` (never
-overwritten by a different cell).
+release in ``release_facts.txt`` (pure: no SGLang, no torch, no simulation at import): the
+release, a fingerprint of the SGLang sources the questions run through (:data:`SOURCES`), by
+which a server finds its row whatever its version string, and one cell per question. ``verify``
+derives the cells again: they equal the shipped row, or are kept in this machine's records.
 """
 
 from __future__ import annotations

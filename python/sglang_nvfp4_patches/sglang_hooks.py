@@ -1,11 +1,7 @@
-"""Wrap one SGLang target with our hook, beside any other plugin's hooks on it.
-
-Our hooks are installed when SGLang imports their target's module (:mod:`post_import`), which
-may be before, during or after ``apply_hooks()``; recording them in SGLang's ``HookRegistry``
-would lose later hooks (a target marked applied early) or wrap one twice (applied from inside
-``apply_hooks``). So :func:`install_hook` wraps only our hook around what is bound now, through
-the registry's own per-target step, and records nothing: every hook is in the chain exactly
-once, in any load order.
+"""Wrap one SGLang target with our hook, beside any other plugin's hooks on it: through the
+``HookRegistry``'s own per-target step, recording nothing (our hooks go on as their module is
+imported, before, during or after ``apply_hooks()``; a recorded one would be lost or applied
+twice), so every hook is in the chain exactly once, in any load order.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Which SGLang releases the plugin was tested on, and how any version string compares (pure:
-no SGLang import). The only place a version string is read: it decides whether the patches
-apply without opt-in (:mod:`.release_gate`), never what is patched.
-
-With ``P`` the public part of a PEP 440 version (a local ``+gabc123`` names a build of ``P``):
-tested when ``OLDEST_SUPPORTED <= P <= NEWEST_TESTED`` (``0.5.23rc1`` and ``0.5.23.dev1`` sort
-below 0.5.23); newer when ``P > NEWEST_TESTED`` (``0.5.24.dev3``, ``0.5.23.post1``); older when
-``P < OLDEST_SUPPORTED``; unknown when it does not parse. All but tested are *untested*.
+no SGLang import): it decides whether the patches apply without opt-in (:mod:`.release_gate`),
+never what is patched. A version is tested when the public part of it (a local ``+gabc123``
+names a build of it) lies from ``OLDEST_SUPPORTED`` to ``NEWEST_TESTED``; all else is untested.
 """
 
 from __future__ import annotations

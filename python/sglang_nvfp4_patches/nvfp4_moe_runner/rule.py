@@ -178,23 +178,19 @@ def decide(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Decis
     its runner has a fused function for the all-to-all backend (else the launch is refused)."""
     decision = _one_gpu(facts, evidence)
     if decision.state is not None and decision.instead is None and facts.layout.dimensions:
-        decision = _across_gpus(facts, decision)
+        own = facts.own_runner()  # the runner weighed is SGLang's own, where it publishes one
+        runner = own if own is not None else decision.runner
+        found = fate(facts.layout, runner, facts.registered, facts.runners_for, facts.shown())
+        if found.failure is not None:
+            refused = f"{found.failure}. {found.instead}"
+            decision = replace(decision, runner=None, layout_refusal=refused)
+        else:  # a WARNING concerns what the plugin publishes; SGLang's own runner is its call
+            decision = replace(decision, not_shown=found.not_shown if decision.runner else None)
     if decision.runner is not None or decision.instead is not None:
         own = facts.own_runner()
         if own is not None:
             return Decision(None, f"SGLang publishes {own} itself")
     return decision
-
-
-def _across_gpus(facts: LaunchFacts, decision: Decision) -> Decision:
-    own = facts.own_runner()  # the runner weighed is SGLang's own, where it publishes one
-    runner = own if own is not None else decision.runner
-    found = fate(facts.layout, runner, facts.registered, facts.runners_for, facts.shown())
-    if found.failure is not None:
-        refused = f"{found.failure}. {found.instead}"
-        return replace(decision, runner=None, layout_refusal=refused)
-    # a WARNING concerns what the plugin publishes; SGLang's own runner is SGLang's call
-    return replace(decision, not_shown=found.not_shown if decision.runner else None)
 
 
 def _one_gpu(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Decision:
