@@ -20,7 +20,13 @@ from sglang_nvfp4_patches.process_record import (
 )
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, ReleaseGate
 from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_ENV
-from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
+from sglang_nvfp4_patches.status import (
+    PatchReport,
+    PatchState,
+    PatchUnavailable,
+    log_not_applied,
+    sglang_version,
+)
 from sglang_nvfp4_patches.supported_releases import (
     NEWEST_TESTED,
     OLDEST_SUPPORTED,
@@ -37,12 +43,7 @@ def _install_one(name: str, installer: Callable[[], PatchReport]) -> PatchReport
         reason = str(error)
     except Exception as error:  # A broken patch must never stop the server.
         reason = f"{type(error).__name__}: {error}"
-    logger.error(
-        "[%s] could not be applied on SGLang %s: %s. SGLang is left unchanged for this patch.",
-        name,
-        sglang_version(),
-        reason,
-    )
+    log_not_applied(logger, name, reason)
     return PatchReport(name, PatchState.FAILED, reason)
 
 

@@ -26,7 +26,7 @@ from sglang_nvfp4_patches.server_args_seam.seam import (
     seam_module,
 )
 from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook
-from sglang_nvfp4_patches.status import PATCHED_MARK, PatchUnavailable, sglang_version
+from sglang_nvfp4_patches.status import PATCHED_MARK, PatchUnavailable, log_not_applied
 
 logger = logging.getLogger("sglang_nvfp4_patches.server_args_seam")
 REGISTER_PREDICATE = "register_model_override_predicate"
@@ -140,13 +140,7 @@ def ask(patch: str) -> str | None:
             _wire()
         except PatchUnavailable as error:
             failures.append(str(error))
-            logger.error(
-                "[%s] could not be applied on SGLang %s: %s. SGLang is left unchanged for "
-                "this patch.",
-                patch,
-                sglang_version(),
-                error,
-            )
+            log_not_applied(logger, patch, error)
 
     when_imported(seam_module(), wire)
     if any(question.check_record is not None for question in asked):
