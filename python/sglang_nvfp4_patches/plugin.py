@@ -60,27 +60,20 @@ def _announce(gate: ReleaseGate) -> None:
         )
     if gate.tested:
         return
-    if gate.opted_in:
-        logger.warning(
-            "sglang-nvfp4-patches was tested on SGLang %s to %s; SGLang %s is untested, and the "
-            "patches are applied by feature because %s=apply is set. Run `%s` on this "
-            "release before serving.",
-            OLDEST_SUPPORTED,
-            NEWEST_TESTED,
-            gate.version,
-            UNTESTED_ENV,
-            VERIFY_COMMAND,
-        )
-        return
+    what = (
+        f"and the patches are applied by feature because {UNTESTED_ENV}=apply is set. Run "
+        f"`{VERIFY_COMMAND}` on this release before serving."
+        if gate.opted_in
+        else "so nothing is patched. The probes still run, read-only, and each bug still live "
+        f"here is named as SGLang loads its code. Run `{VERIFY_COMMAND}`, then set "
+        f"{UNTESTED_ENV}=apply to apply the patches."
+    )
     logger.warning(
-        "sglang-nvfp4-patches was tested on SGLang %s to %s; SGLang %s is untested, so nothing "
-        "is patched. The probes still run, read-only, and each bug still live here is named "
-        "as SGLang loads its code. Run `%s`, then set %s=apply to apply the patches.",
+        "sglang-nvfp4-patches was tested on SGLang %s to %s; SGLang %s is untested, %s",
         OLDEST_SUPPORTED,
         NEWEST_TESTED,
         gate.version,
-        VERIFY_COMMAND,
-        UNTESTED_ENV,
+        what,
     )
 
 

@@ -41,9 +41,7 @@ class ReleaseGate:
         )
 
     def sources_note(self) -> str:
-        """Why an untested version is tested here (empty where it is not)."""
-        if not self.same_sources_as:
-            return ""
+        """Why an untested version with a tested release's sources is tested here."""
         return f"its sources equal tested release {self.same_sources_as}'s"
 
     def opt_in_note(self) -> str:
