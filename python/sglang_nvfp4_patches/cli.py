@@ -46,7 +46,7 @@ from sglang_nvfp4_patches.progress import announce
 from sglang_nvfp4_patches.settings import check_environment
 from sglang_nvfp4_patches.simulation.gpus import gpu_choices, gpu_profile
 from sglang_nvfp4_patches.status import sglang_version
-from sglang_nvfp4_patches.streams import OutputUnwritable, discard, guarded, stdout_closed
+from sglang_nvfp4_patches.streams import OutputUnwritable, discard, guarded
 
 
 def _run_explain(args: argparse.Namespace) -> int:
@@ -219,9 +219,11 @@ def _run(argv: Sequence[str] | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Every exit is one line at most (usage errors, Ctrl-C, closed pipes, the environment, a
     bug of ours: its traceback goes to a file); an unwritable stderr changes no exit status."""
-    closed = stdout_closed()
-    if closed is not None:
-        return _environment_error(closed)
+    if sys.stdout is None:
+        return _environment_error(
+            "stdout is closed (started with >&-); this command prints its answer there: give it "
+            "a stdout (a file, a pipe or /dev/null)"
+        )
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = guarded(sys.stdout, True), guarded(sys.stderr, False)
     try:

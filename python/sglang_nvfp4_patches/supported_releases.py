@@ -60,10 +60,9 @@ def is_tested(version: str) -> bool:
 def untested_phrase(version: str) -> str:
     """``SGLang 0.5.24.dev0 is newer than the newest tested release (0.5.23)``, and so on."""
     status = release_status(version)
-    if status is ReleaseStatus.NEWER:
-        return f"SGLang {version} is newer than the newest tested release ({NEWEST_TESTED})"
-    if status is ReleaseStatus.OLDER:
-        return f"SGLang {version} is older than the oldest supported release ({OLDEST_SUPPORTED})"
     if status is ReleaseStatus.UNKNOWN:
         return f"SGLang version {version!r} is not a version this plugin can compare"
-    return f"SGLang {version} is a tested release"
+    if status is ReleaseStatus.TESTED:
+        return f"SGLang {version} is a tested release"
+    bound = NEWEST_TESTED if status is ReleaseStatus.NEWER else OLDEST_SUPPORTED
+    return f"SGLang {version} is {status.value} ({bound})"
