@@ -46,7 +46,7 @@ from sglang_nvfp4_patches.progress import announce
 from sglang_nvfp4_patches.settings import check_environment
 from sglang_nvfp4_patches.simulation.gpus import gpu_choices, gpu_profile
 from sglang_nvfp4_patches.status import sglang_version
-from sglang_nvfp4_patches.streams import OutputUnwritable, discard, guarded, stdout_closed
+from sglang_nvfp4_patches.streams import OutputUnwritable, discard, guarded
 
 
 def _run_explain(args: argparse.Namespace) -> int:
@@ -73,50 +73,6 @@ def _run_verify(args: argparse.Namespace) -> int:
     return run_verify(args)
 
 
-def _add_verify_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "verify",
-        help="check each patch's contract against this SGLang on CPU (no GPU, no download)",
-        description=(
-            "Runs each patch's contract through the installed SGLang's real code on a "
-            "simulated GPU, in fresh processes with every patch switched on (also on an "
-            "untested release). One line per check; exit 0 only when every check holds."
-        ),
-    )
-    parser.add_argument("--json", action="store_true", help="one JSON object per check")
-    parser.set_defaults(func=_run_verify)
-
-
-def _add_explain_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "explain",
-        help="what SGLang picks for a checkpoint on a GPU, unpatched vs patched (CPU only)",
-        description=(
-            "Runs SGLang's own server-args resolution with the GPU simulated. Any other "
-            "option is a server flag as you would give it to 'sglang serve' (e.g. "
-            "--kv-cache-dtype fp8_e4m3 --tp-size 4 --moe-runner-backend flashinfer_cutlass): "
-            "the installed SGLang's own parser reads it, so the answer is for that exact "
-            "command line."
-        ),
-        allow_abbrev=False,  # an SGLang flag must never be taken for a prefix of ours
-    )
-    parser.add_argument(
-        "--model",
-        "--model-path",
-        type=path_argument,
-        help="local directory holding a config.json (as --model-path for sglang serve)",
-    )
-    parser.add_argument(
-        "--gpu",
-        type=_gpu,
-        metavar="GPU",
-        help=f"simulate one GPU only: {gpu_choices()} (case-insensitive)",
-    )
-    parser.add_argument("--no-patches", action="store_true", help="SGLang's own answer only")
-    parser.add_argument("--json", action="store_true", help="one JSON object per model x GPU")
-    parser.set_defaults(func=_run_explain)
-
-
 def _gpu(text: str) -> str:
     """argparse type: a GPU profile by its SM name or a GPU's name, as its profile name."""
     profile = gpu_profile(text)
@@ -136,13 +92,49 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    _add_explain_parser(subparsers)
+    explain = subparsers.add_parser(
+        "explain",
+        help="what SGLang picks for a checkpoint on a GPU, unpatched vs patched (CPU only)",
+        description=(
+            "Runs SGLang's own server-args resolution with the GPU simulated. Any other "
+            "option is a server flag as you would give it to 'sglang serve' (e.g. "
+            "--kv-cache-dtype fp8_e4m3 --tp-size 4 --moe-runner-backend flashinfer_cutlass): "
+            "the installed SGLang's own parser reads it, so the answer is for that exact "
+            "command line."
+        ),
+        allow_abbrev=False,  # an SGLang flag must never be taken for a prefix of ours
+    )
+    explain.add_argument(
+        "--model",
+        "--model-path",
+        type=path_argument,
+        help="local directory holding a config.json (as --model-path for sglang serve)",
+    )
+    explain.add_argument(
+        "--gpu",
+        type=_gpu,
+        metavar="GPU",
+        help=f"simulate one GPU only: {gpu_choices()} (case-insensitive)",
+    )
+    explain.add_argument("--no-patches", action="store_true", help="SGLang's own answer only")
+    explain.add_argument("--json", action="store_true", help="one JSON object per model x GPU")
+    explain.set_defaults(func=_run_explain)
     doctor = subparsers.add_parser(
         "doctor", help="what is patched here and what is already upstream"
     )
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
     doctor.set_defaults(func=_run_doctor)
-    _add_verify_parser(subparsers)
+    verify = subparsers.add_parser(
+        "verify",
+        help="check each patch's contract against this SGLang on CPU (no GPU, no download)",
+        description=(
+            "Runs each patch's contract through the installed SGLang's real code on a "
+            "simulated GPU, in fresh processes with every patch switched on (also on an "
+            "untested release). One line per check; exit 0 only when every check holds."
+        ),
+    )
+    verify.add_argument("--json", action="store_true", help="one JSON object per check")
+    verify.set_defaults(func=_run_verify)
     add_accuracy_parser(subparsers)
     return parser
 
@@ -229,9 +221,11 @@ def _run(argv: Sequence[str] | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Every exit is one line at most (usage errors, Ctrl-C, closed pipes, the environment, a
     bug of ours: its traceback goes to a file); an unwritable stderr changes no exit status."""
-    closed = stdout_closed()
-    if closed is not None:
-        return _environment_error(closed)
+    if sys.stdout is None:
+        return _environment_error(
+            "stdout is closed (started with >&-); this command prints its answer there: give it "
+            "a stdout (a file, a pipe or /dev/null)"
+        )
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = guarded(sys.stdout, True), guarded(sys.stderr, False)
     try:

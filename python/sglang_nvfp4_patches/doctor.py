@@ -8,14 +8,10 @@ import json
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.process_record import decision, not_loaded, read_back, reports
-from sglang_nvfp4_patches.release_gate import ReleaseGate
 from sglang_nvfp4_patches.report_text import patch_lines
 from sglang_nvfp4_patches.settings import DISABLE_ENV
 from sglang_nvfp4_patches.status import PatchReport, PatchState, dist_version, sglang_version
 from sglang_nvfp4_patches.supported_releases import untested_phrase
-
-# doctor's exit status 1: a bug this plugin fixes is (or may be) live here and nothing fixes it.
-UNFIXED = (PatchState.FAILED, PatchState.NOT_PATCHED, PatchState.UNKNOWN)
 
 
 def _gpu_seen() -> str:
@@ -27,13 +23,6 @@ def _gpu_seen() -> str:
     return f"{torch.cuda.get_device_name(0)} (SM{major}{minor})"
 
 
-def _release_line(gate: ReleaseGate) -> str:
-    if gate.tested:
-        return f"tested: {gate.sources_note()}" if gate.same_sources_as else "tested"
-    action = "patches applied by opt-in" if gate.opted_in else "nothing patched"
-    return f"untested: {untested_phrase(gate.version)}; {action}"
-
-
 def collect() -> dict[str, object]:
     """Load plugins as SGLang does, then read each patch's state back from SGLang."""
     from sglang.srt.plugins import load_plugins
@@ -41,6 +30,12 @@ def collect() -> dict[str, object]:
     load_plugins()
     loaded = reports()
     decided = decision()
+    gate = decided.gate
+    if gate.tested:
+        release = f"tested: {gate.sources_note()}" if gate.same_sources_as else "tested"
+    else:
+        action = "patches applied by opt-in" if gate.opted_in else "nothing patched"
+        release = f"untested: {untested_phrase(gate.version)}; {action}"
     patches: dict[str, dict[str, str]] = {}
     for patch in PATCHES:
         name = patch.name
@@ -53,7 +48,7 @@ def collect() -> dict[str, object]:
         patches[name] = report.as_dict()
     return {
         "sglang": sglang_version(),
-        "release": _release_line(decided.gate),
+        "release": release,
         "flashinfer": dist_version("flashinfer-python"),
         "torch": dist_version("torch"),
         "gpu": _gpu_seen(),
@@ -79,9 +74,11 @@ def format_text(result: dict[str, object]) -> str:
 
 
 def exit_status(result: dict[str, object]) -> int:
-    """1 where any patch is in an :data:`UNFIXED` state, else 0."""
+    """1 where a bug this plugin fixes is (or may be) live here and nothing fixes it, else 0."""
     patches: dict[str, dict[str, str]] = result["patches"]  # type: ignore[assignment]
-    unfixed = {state.value for state in UNFIXED}
+    unfixed = {
+        state.value for state in (PatchState.FAILED, PatchState.NOT_PATCHED, PatchState.UNKNOWN)
+    }
     failed = any(report["status"] in unfixed for report in patches.values())
     return EXIT_FAILED if failed else EXIT_OK
 

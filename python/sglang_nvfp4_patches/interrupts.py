@@ -1,22 +1,14 @@
-"""Stop requests: SIGTERM and SIGHUP handled as Ctrl-C is (pure).
-
-Their default action ends the process at once, leaving what it started (``ab``'s servers,
-``verify``'s children) running and its temporary files behind; as a KeyboardInterrupt they get
-Ctrl-C's clean-up and one line saying what was kept (exit 130). A stop request is honoured even
-with SIGINT ignored (a script's background job); SIGHUP ignored at start (``nohup``) stays
-ignored; inside :func:`stop_requests_held` nothing interrupts.
-
-A KeyboardInterrupt can be swallowed and printed: by Python in a weakref callback or ``__del__``
-(an import lock's clean-up: ``sys.unraisablehook``), or by an extension module whose import
-calls ``PyErr_Print`` (``sys.excepthook``). Inside the block such a lost stop is not printed
-but sent again.
+"""Stop requests: SIGTERM and SIGHUP handled as Ctrl-C is (pure), so what a command started
+(``ab``'s servers, ``verify``'s children) and its temporary files get Ctrl-C's clean-up and one
+line (exit 130), even with SIGINT ignored (a background job); SIGHUP ignored at start (``nohup``)
+stays ignored. A KeyboardInterrupt Python swallows and prints (``sys.unraisablehook``: a weakref
+callback or ``__del__``; ``sys.excepthook``: an extension's ``PyErr_Print``) is sent again.
 """
 
 from __future__ import annotations
 
 import _thread
 import contextlib
-import functools
 import signal
 import sys
 from collections.abc import Callable, Coroutine, Iterator
@@ -25,13 +17,10 @@ from types import FrameType
 INTERRUPTED = "interrupted"  # the line a stopped command prints when it has nothing to add
 
 _held = 0  # how many stop_requests_held blocks are running
-# A Ctrl-C or stop request arrived in stop_requests_as_interrupt's block: what the command
-# fails with then is still the stop (a C extension's import can hide the KeyboardInterrupt).
-_requested = False
+_requested = False  # a Ctrl-C or stop request arrived in stop_requests_as_interrupt's block
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C: noted, then Python's own handling (KeyboardInterrupt)."""
     global _requested
     _requested = True
     signal.default_int_handler(signum, frame)
@@ -67,24 +56,11 @@ def _send_stop_soon() -> None:
 
 
 def _sent_again(error: object) -> bool:
-    """Whether ``error`` is a stop that some code swallowed, now sent again."""
     if isinstance(error, KeyboardInterrupt) and _requested:
         # From another thread, a moment later: sent from here, Python would swallow it again.
         _thread.start_new_thread(_send_stop_soon, ())
         return True
     return False
-
-
-def _lost_unraisable(previous: Callable[[object], object], unraisable: object) -> None:
-    """``sys.unraisablehook`` inside the block."""
-    if not _sent_again(getattr(unraisable, "exc_value", None)):
-        previous(unraisable)
-
-
-def _lost_printed(previous: Callable[..., object], kind: type, error: object, tb: object) -> None:
-    """``sys.excepthook`` inside the block (what ``PyErr_Print`` calls)."""
-    if not _sent_again(error):
-        previous(kind, error, tb)
 
 
 @contextlib.contextmanager
@@ -103,9 +79,9 @@ def stop_requests_as_interrupt() -> Iterator[None]:
     previous = {stop: signal.signal(stop, _stop) for stop in stops}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, _interrupt)
-    hooks = sys.unraisablehook, sys.excepthook
-    sys.unraisablehook = functools.partial(_lost_unraisable, hooks[0])
-    sys.excepthook = functools.partial(_lost_printed, hooks[1])
+    unraisable, printed = hooks = sys.unraisablehook, sys.excepthook  # printed: PyErr_Print's
+    sys.unraisablehook = lambda lost: _sent_again(lost.exc_value) or unraisable(lost)
+    sys.excepthook = lambda *lost: _sent_again(lost[1]) or printed(*lost)
     try:
         yield
     finally:
@@ -115,7 +91,7 @@ def stop_requests_as_interrupt() -> Iterator[None]:
 
 
 def stop_requested() -> bool:
-    """A Ctrl-C or stop request arrived in the block (even if some code caught it)."""
+    """A Ctrl-C or stop request arrived in the block, even if some code caught it."""
     return _requested
 
 

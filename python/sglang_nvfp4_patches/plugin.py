@@ -10,7 +10,6 @@ import functools
 import logging
 from collections.abc import Callable
 
-from sglang_nvfp4_patches.patch import Patch
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.process_record import (
     ProcessDecision,
@@ -21,7 +20,13 @@ from sglang_nvfp4_patches.process_record import (
 )
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, ReleaseGate
 from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_ENV
-from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable, sglang_version
+from sglang_nvfp4_patches.status import (
+    PatchReport,
+    PatchState,
+    PatchUnavailable,
+    log_not_applied,
+    sglang_version,
+)
 from sglang_nvfp4_patches.supported_releases import (
     NEWEST_TESTED,
     OLDEST_SUPPORTED,
@@ -38,12 +43,7 @@ def _install_one(name: str, installer: Callable[[], PatchReport]) -> PatchReport
         reason = str(error)
     except Exception as error:  # A broken patch must never stop the server.
         reason = f"{type(error).__name__}: {error}"
-    logger.error(
-        "[%s] could not be applied on SGLang %s: %s. SGLang is left unchanged for this patch.",
-        name,
-        sglang_version(),
-        reason,
-    )
+    log_not_applied(logger, name, reason)
     return PatchReport(name, PatchState.FAILED, reason)
 
 
@@ -60,37 +60,21 @@ def _announce(gate: ReleaseGate) -> None:
         )
     if gate.tested:
         return
-    if gate.opted_in:
-        logger.warning(
-            "sglang-nvfp4-patches was tested on SGLang %s to %s; SGLang %s is untested, and the "
-            "patches are applied by feature because %s=apply is set. Run `%s` on this "
-            "release before serving.",
-            OLDEST_SUPPORTED,
-            NEWEST_TESTED,
-            gate.version,
-            UNTESTED_ENV,
-            VERIFY_COMMAND,
-        )
-        return
+    what = (
+        f"and the patches are applied by feature because {UNTESTED_ENV}=apply is set. Run "
+        f"`{VERIFY_COMMAND}` on this release before serving."
+        if gate.opted_in
+        else "so nothing is patched. The probes still run, read-only, and each bug still live "
+        f"here is named as SGLang loads its code. Run `{VERIFY_COMMAND}`, then set "
+        f"{UNTESTED_ENV}=apply to apply the patches."
+    )
     logger.warning(
-        "sglang-nvfp4-patches was tested on SGLang %s to %s; SGLang %s is untested, so nothing "
-        "is patched. The probes still run, read-only, and each bug still live here is named "
-        "as SGLang loads its code. Run `%s`, then set %s=apply to apply the patches.",
+        "sglang-nvfp4-patches was tested on SGLang %s to %s; SGLang %s is untested, %s",
         OLDEST_SUPPORTED,
         NEWEST_TESTED,
         gate.version,
-        VERIFY_COMMAND,
-        UNTESTED_ENV,
+        what,
     )
-
-
-def _observe(patch: Patch, gate: ReleaseGate) -> PatchReport:
-    """An untested release without the opt-in: the patch's probes only, read-only."""
-    report = _install_one(patch.name, functools.partial(patch.install, forced=False, observe=True))
-    if report.state is PatchState.NOT_PATCHED:
-        report = with_the_reason(report, gate)
-        logger.warning("[%s] live here: %s.", patch.name, report.reason)
-    return report
 
 
 def install_all(decided: ProcessDecision) -> dict[str, PatchReport]:
@@ -118,11 +102,15 @@ def install_all(decided: ProcessDecision) -> dict[str, PatchReport]:
         name = patch.name
         if name in disabled:
             installed[name] = PatchReport(name, PatchState.DISABLED, f"listed in {DISABLE_ENV}")
-        elif not gate.applies:
-            installed[name] = _observe(patch, gate)
-        else:
-            install = functools.partial(patch.install, forced=name in forced, observe=False)
-            installed[name] = _install_one(name, install)
+            continue
+        # An untested release without the opt-in: the patch's probes only, read-only.
+        observe = not gate.applies
+        install = functools.partial(patch.install, forced=name in forced, observe=observe)
+        report = _install_one(name, install)
+        if observe and report.state is PatchState.NOT_PATCHED:
+            report = with_the_reason(report, gate)
+            logger.warning("[%s] live here: %s.", name, report.reason)
+        installed[name] = report
     return installed
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Protocol, TextIO, TypeVar
+from typing import Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -31,15 +31,13 @@ def announce(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def progress_bar(
-    total: int, unit: str, show: bool | None = None, initial: int = 0, stream: TextIO | None = None
-) -> Progress:
-    """A tqdm bar on ``stream`` (stderr); ``show`` None: only when stderr is a terminal."""
+def progress_bar(total: int, unit: str, show: bool | None = None, initial: int = 0) -> Progress:
+    """A tqdm bar on stderr; ``show`` None: only when stderr is a terminal."""
     if not (sys.stderr.isatty() if show is None else show):
         return _NoProgress()
     from tqdm import tqdm
 
-    return tqdm(total=total, initial=initial, unit=unit, file=stream or sys.stderr, mininterval=0.5)
+    return tqdm(total=total, initial=initial, unit=unit, file=sys.stderr, mininterval=0.5)
 
 
 def tracked(items: Iterable[T], total: int, unit: str) -> Iterator[T]:

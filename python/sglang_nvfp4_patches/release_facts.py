@@ -1,11 +1,8 @@
 """The release facts: what CI settled by running each tested release's code on CPU, one row per
-release in ``release_facts.txt`` (pure: no SGLang, no torch, no simulation at import).
-
-A row holds the release, a fingerprint of the SGLang sources the questions run through
-(:data:`SOURCES`) and one cell per question per GPU and layer setting. A server finds its row by
-the fingerprint alone, whatever its version string says. ``verify`` derives the cells again:
-they must equal the shipped row, or are kept in ``$SGLANG_NVFP4_PATCHES_RECORDS`` (never
-overwritten by a different cell).
+release in ``release_facts.txt`` (pure: no SGLang, no torch, no simulation at import): the
+release, a fingerprint of the SGLang sources the questions run through (:data:`SOURCES`), by
+which a server finds its row whatever its version string, and one cell per question. ``verify``
+derives the cells again: they equal the shipped row, or are kept in this machine's records.
 """
 
 from __future__ import annotations
@@ -105,18 +102,6 @@ def _read(path: Path, made_by: str) -> tuple[tuple[str, ...], list[Row]]:
         return (), []
 
 
-def _sglang_roots() -> tuple[str, ...]:
-    """The ``sglang`` package's directories in import order (a copy put first leads)."""
-    import importlib.util
-    import sys
-
-    imported = sys.modules.get("sglang")
-    if imported is not None and getattr(imported, "__path__", None):
-        return tuple(imported.__path__)
-    spec = importlib.util.find_spec("sglang")
-    return tuple(spec.submodule_search_locations or ()) if spec else ()
-
-
 @functools.cache
 def fingerprint_at(roots: tuple[str, ...], sources: tuple[str, ...] = SOURCES) -> str:
     """16 hex digits of the SHA-256 of ``sources`` under ``roots`` (an absent one: its name)."""
@@ -134,8 +119,16 @@ def fingerprint_at(roots: tuple[str, ...], sources: tuple[str, ...] = SOURCES) -
 
 
 def fingerprint() -> str:
-    """The fingerprint of the SGLang this interpreter imports."""
-    return fingerprint_at(_sglang_roots())
+    """The fingerprint of the SGLang this interpreter imports (its package's directories in
+    import order: a copy put first leads)."""
+    import importlib.util
+    import sys
+
+    imported = sys.modules.get("sglang")
+    if imported is not None and getattr(imported, "__path__", None):
+        return fingerprint_at(tuple(imported.__path__))
+    spec = importlib.util.find_spec("sglang")
+    return fingerprint_at(tuple(spec.submodule_search_locations or ()) if spec else ())
 
 
 def find_row(version: str, wanted: str) -> Row | None:
@@ -154,8 +147,12 @@ def current_row() -> Row | None:
 
 
 def release_with_these_sources() -> str | None:
-    """The tested release whose shipped row has this SGLang's sources, if any."""
-    row = current_row()
+    """The tested release whose shipped row has this SGLang's sources, if any (the release
+    gate's question)."""
+    try:
+        row = current_row()
+    except Exception:  # sources that cannot be read are no tested release's: untested
+        return None
     if row is None or row.made_by != SHIPPED_BY or not is_tested(row.release):
         return None
     return row.release
@@ -167,27 +164,23 @@ def keep(version: str, cells: Mapping[str, str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_name(f"{KEPT_NAME}.lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # verify's checks keep their cells at once
-        return _keep(path, version, cells)
-
-
-def _keep(path: Path, version: str, cells: Mapping[str, str]) -> Path:
-    wanted = fingerprint()
-    columns, rows = _read(path, KEPT_BY)
-    old = next((row for row in rows if row.fingerprint == wanted), None)
-    merged = dict(old.cells) if old else {}
-    for column, value in cells.items():
-        if merged.get(column, NOT_DERIVED) not in (NOT_DERIVED, value):
-            raise FactsConflict(
-                f"{path} already says {column} {merged[column]} for these SGLang sources; "
-                "delete its row to keep this verify run's"
-            )
-        merged[column] = value
-    if old is not None and merged == dict(old.cells):
+        wanted = fingerprint()
+        columns, rows = _read(path, KEPT_BY)
+        old = next((row for row in rows if row.fingerprint == wanted), None)
+        merged = dict(old.cells) if old else {}
+        for column, value in cells.items():
+            if merged.get(column, NOT_DERIVED) not in (NOT_DERIVED, value):
+                raise FactsConflict(
+                    f"{path} already says {column} {merged[column]} for these SGLang sources; "
+                    "delete its row to keep this verify run's"
+                )
+            merged[column] = value
+        if old is not None and merged == dict(old.cells):
+            return path
+        columns = tuple(dict.fromkeys([*columns, *cells]))
+        row = Row(old.release if old else version, wanted, merged, KEPT_BY)
+        rows = [r for r in rows if r.fingerprint != wanted] + [row]
+        partial = path.with_name(f"{KEPT_NAME}.{os.getpid()}.partial")
+        partial.write_text(render(columns, rows, "# kept by `verify` on this machine\n"))
+        os.replace(partial, path)
         return path
-    columns = tuple(dict.fromkeys([*columns, *cells]))
-    row = Row(old.release if old else version, wanted, merged, KEPT_BY)
-    rows = [r for r in rows if r.fingerprint != wanted] + [row]
-    partial = path.with_name(f"{KEPT_NAME}.{os.getpid()}.partial")
-    partial.write_text(render(columns, rows, "# kept by `verify` on this machine\n"))
-    os.replace(partial, path)
-    return path

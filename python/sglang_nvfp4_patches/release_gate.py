@@ -42,9 +42,7 @@ class ReleaseGate:
         )
 
     def sources_note(self) -> str:
-        """Why an untested version is tested here (empty where it is not)."""
-        if not self.same_sources_as:
-            return ""
+        """Why an untested version with a tested release's sources is tested here."""
         return f"its sources equal tested release {self.same_sources_as}'s"
 
     def opt_in_note(self) -> str:
@@ -68,19 +66,10 @@ def release_gate(
     return ReleaseGate(version, tested, opted_in and not tested, "", same_sources_as)
 
 
-def _tested_release_with_these_sources() -> str | None:
-    """The tested release whose shipped row has this SGLang's sources (for the gate)."""
-    from sglang_nvfp4_patches.release_facts import release_with_these_sources
-
-    try:
-        return release_with_these_sources()
-    except Exception:  # sources that cannot be read are no tested release's: untested
-        return None
-
-
 @functools.cache
 def this_gate() -> ReleaseGate:
     """The gate of the SGLang this process imports, read once."""
+    from sglang_nvfp4_patches.release_facts import release_with_these_sources
     from sglang_nvfp4_patches.status import sglang_version
 
-    return release_gate(sglang_version(), sources_of=_tested_release_with_these_sources)
+    return release_gate(sglang_version(), sources_of=release_with_these_sources)

@@ -29,12 +29,12 @@ def clauses(reason: str) -> list[str]:
     return [part.strip() for part in parts if part.strip()]
 
 
-def patch_lines(label: str, status: str, reason: str, width: int = WIDTH) -> list[str]:
-    """``label  status: first clause``, then each further clause on its own indented lines,
-    all wrapped to ``width`` columns (a single word longer than that is left whole)."""
+def patch_lines(label: str, status: str, reason: str) -> list[str]:
+    """``label  status: first clause``, then each further clause on its own indented lines
+    (a single word longer than :data:`WIDTH` is left whole)."""
     first, *rest = clauses(reason) or [""]
     indent = " " * (len(label) + 4)
-    wrap = textwrap.TextWrapper(width, break_long_words=False, break_on_hyphens=False)
+    wrap = textwrap.TextWrapper(WIDTH, break_long_words=False, break_on_hyphens=False)
     wrap.subsequent_indent = indent
     lines = wrap.wrap(f"{label}  {status}: {first}")
     for clause in rest:

@@ -1,18 +1,14 @@
-"""Wrap one SGLang target with our hook, beside any other plugin's hooks on it.
-
-Our hooks are installed when SGLang imports their target's module (:mod:`post_import`), which
-may be before, during or after ``apply_hooks()``; recording them in SGLang's ``HookRegistry``
-would lose later hooks (a target marked applied early) or wrap one twice (applied from inside
-``apply_hooks``). So :func:`install_hook` wraps only our hook around what is bound now, through
-the registry's own per-target step, and records nothing: every hook is in the chain exactly
-once, in any load order.
+"""Wrap one SGLang target with our hook, beside any other plugin's hooks on it: through the
+``HookRegistry``'s own per-target step, recording nothing (our hooks go on as their module is
+imported, before, during or after ``apply_hooks()``; a recorded one would be lost or applied
+twice), so every hook is in the chain exactly once, in any load order.
 """
 
 from __future__ import annotations
 
 import inspect
 import pkgutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from sglang_nvfp4_patches.status import PatchUnavailable
@@ -28,33 +24,27 @@ def bound_at(target: str) -> Any:
     return inspect.getattr_static(pkgutil.resolve_name(owner_path), attribute)
 
 
-def wrapper_chain(bound: Any) -> Iterator[Any]:
-    """``bound`` and every function it wraps (``__wrapped__``), outermost first."""
+def hook_count(bound: Any, hook: Callable[..., Any]) -> int:
+    """How many functions in ``bound``'s chain (``__wrapped__``, outermost first) hold ``hook``
+    in a closure cell."""
     function = getattr(bound, "__func__", bound)  # classmethod / staticmethod
-    seen: set[int] = set()
+    count, seen = 0, set()
     while function is not None and id(function) not in seen:
         seen.add(id(function))
-        yield function
+        cells = function.__closure__ or ()
+        count += any(getattr(cell, "cell_contents", None) is hook for cell in cells)
         function = getattr(function, "__wrapped__", None)
+    return count
 
 
-def hook_count(bound: Any, hook: Callable[..., Any]) -> int:
-    """How many wrappers in ``bound``'s chain hold ``hook`` (in a closure cell)."""
-    return sum(
-        any(getattr(cell, "cell_contents", None) is hook for cell in function.__closure__ or ())
-        for function in wrapper_chain(bound)
-    )
-
-
-def install_hook(target: str, hook: Callable[..., Any], kind: str = "around") -> Any:
-    """Wrap ``hook`` (a ``HookType`` value: ``around``, ``before``...) around what is bound at
-    ``target``, once; what is bound now. :class:`PatchUnavailable` where SGLang's registry lacks
-    the per-target step or did not wrap it (the target is then as it was)."""
+def install_hook(target: str, hook: Callable[..., Any]) -> None:
+    """Wrap ``hook`` AROUND what is bound at ``target``, once. :class:`PatchUnavailable` where
+    SGLang's registry lacks the per-target step or did not wrap it (the target is then as it
+    was)."""
     from sglang.srt.plugins import hook_registry
 
-    bound = bound_at(target)
-    if hook_count(bound, hook):
-        return bound
+    if hook_count(bound_at(target), hook):
+        return
     apply_target = getattr(hook_registry.HookRegistry, "_apply_target", None)
     if not callable(apply_target):
         raise PatchUnavailable(
@@ -63,8 +53,6 @@ def install_hook(target: str, hook: Callable[..., Any], kind: str = "around") ->
         )
     hook_source = getattr(hook_registry, "HookSource", None)
     source = hook_source(PLUGIN_ENTRY_POINT, DISTRIBUTION) if hook_source else None
-    apply_target(target, [(hook_registry.HookType(kind), hook, source)])
-    installed = bound_at(target)
-    if hook_count(installed, hook) != 1:
-        raise PatchUnavailable(f"SGLang's HookRegistry did not wrap {target} with {kind} hook")
-    return installed
+    apply_target(target, [(hook_registry.HookType("around"), hook, source)])
+    if hook_count(bound_at(target), hook) != 1:
+        raise PatchUnavailable(f"SGLang's HookRegistry did not wrap {target} with around hook")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import importlib.metadata
+import logging
 from dataclasses import dataclass
 
 
@@ -34,6 +35,16 @@ PATCHED_MARK = "__sglang_nvfp4_patches__"
 
 class PatchUnavailable(RuntimeError):
     """The installed SGLang lacks something a patch needs; the message says what."""
+
+
+def log_not_applied(logger: logging.Logger, patch: str, reason: object) -> None:
+    """The one ERROR of a patch that cannot be wired, SGLang left as it was."""
+    logger.error(
+        "[%s] could not be applied on SGLang %s: %s. SGLang is left unchanged for this patch.",
+        patch,
+        sglang_version(),
+        reason,
+    )
 
 
 def sglang_version() -> str:

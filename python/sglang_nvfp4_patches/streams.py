@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from typing import Any, TextIO
 
 from sglang_nvfp4_patches.errors import EnvironmentProblem
@@ -69,13 +68,3 @@ def guarded(stream: TextIO | None, is_stdout: bool) -> TextIO | None:
 def printable(text: str) -> str:
     """``text`` from a server as it may reach a terminal: control characters escaped."""
     return "".join(c if c.isprintable() or c == " " else ascii(c)[1:-1] for c in text)
-
-
-def stdout_closed() -> OutputUnwritable | None:
-    """The problem when the command was started with stdout closed (``>&-``)."""
-    if sys.stdout is not None:
-        return None
-    return OutputUnwritable(
-        "stdout is closed (started with >&-); this command prints its answer there: give it "
-        "a stdout (a file, a pipe or /dev/null)"
-    )

@@ -1,18 +1,13 @@
 """Which SGLang releases the plugin was tested on, and how any version string compares (pure:
-no SGLang import). The only place a version string is read: it decides whether the patches
-apply without opt-in (:mod:`.release_gate`), never what is patched.
-
-With ``P`` the public part of a PEP 440 version (a local ``+gabc123`` names a build of ``P``):
-tested when ``OLDEST_SUPPORTED <= P <= NEWEST_TESTED`` (``0.5.23rc1`` and ``0.5.23.dev1`` sort
-below 0.5.23); newer when ``P > NEWEST_TESTED`` (``0.5.24.dev3``, ``0.5.23.post1``); older when
-``P < OLDEST_SUPPORTED``; unknown when it does not parse. All but tested are *untested*.
+no SGLang import): it decides whether the patches apply without opt-in (:mod:`.release_gate`),
+never what is patched. A version is tested when the public part of it (a local ``+gabc123``
+names a build of it) lies from ``OLDEST_SUPPORTED`` to ``NEWEST_TESTED``; all else is untested.
 """
 
 from __future__ import annotations
 
 import enum
 
-from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 OLDEST_SUPPORTED = "0.5.12"
@@ -36,10 +31,6 @@ TESTED_RELEASES: tuple[str, ...] = (
     "0.5.23",
 )
 NEWEST_TESTED = str(max(Version(release) for release in TESTED_RELEASES))
-# pyproject declares only the lower bound (installing must never downgrade the user's
-# SGLang; scripts/check_wheel.py checks it); the upper bound lives here alone.
-SUPPORTED_RANGE = f">={OLDEST_SUPPORTED},<={NEWEST_TESTED}"
-SUPPORTED_SGLANG = SpecifierSet(SUPPORTED_RANGE)
 
 
 class ReleaseStatus(str, enum.Enum):
@@ -69,10 +60,9 @@ def is_tested(version: str) -> bool:
 def untested_phrase(version: str) -> str:
     """``SGLang 0.5.24.dev0 is newer than the newest tested release (0.5.23)``, and so on."""
     status = release_status(version)
-    if status is ReleaseStatus.NEWER:
-        return f"SGLang {version} is newer than the newest tested release ({NEWEST_TESTED})"
-    if status is ReleaseStatus.OLDER:
-        return f"SGLang {version} is older than the oldest supported release ({OLDEST_SUPPORTED})"
     if status is ReleaseStatus.UNKNOWN:
         return f"SGLang version {version!r} is not a version this plugin can compare"
-    return f"SGLang {version} is a tested release"
+    if status is ReleaseStatus.TESTED:
+        return f"SGLang {version} is a tested release"
+    bound = NEWEST_TESTED if status is ReleaseStatus.NEWER else OLDEST_SUPPORTED
+    return f"SGLang {version} is {status.value} ({bound})"

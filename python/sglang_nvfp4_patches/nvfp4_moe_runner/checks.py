@@ -13,6 +13,7 @@ from typing import Any
 from sglang_nvfp4_patches.check_result import CheckFailed, CheckResult, NotApplicable, run_check
 from sglang_nvfp4_patches.errors import LaunchRefused
 from sglang_nvfp4_patches.evidence_check import agrees_or_kept
+from sglang_nvfp4_patches.nvfp4_moe_runner import evidence
 from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import (
     cells,
     current_facts,
@@ -31,10 +32,13 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     EvidenceKey,
     EvidenceState,
     launch_name,
+    launch_that_works,
 )
+from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
+from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
+from sglang_nvfp4_patches.simulation.server_args import ServerArgsRejected, quiet_sglang, resolve
 
-# The launch lines operators use: no flags, and the model cards' --quantization.
-OPERATOR_LAUNCHES: tuple[str | None, ...] = (None, NVFP4)
 # Flags that make the launch the user's: resolution must be SGLang's own.
 GIVEN_FLAGS: tuple[dict[str, str], ...] = (
     {"moe_runner_backend": "flashinfer_trtllm"},
@@ -43,7 +47,8 @@ GIVEN_FLAGS: tuple[dict[str, str], ...] = (
 )
 
 
-def _evidence(found: Evidence) -> str:
+def _evidence() -> str:
+    found = gather()
     states = [fact["state"] for fact in found.values()]
     counts = ", ".join(f"{state} {states.count(state)}" for state in sorted(set(states)))
     summary = f"{len(found)} MoE layer settings x GPU x launch line: {counts}"
@@ -57,23 +62,22 @@ def _current_facts() -> Evidence:
     return record
 
 
+def _patched_and_own(model_dir: Path, gpu: str, **flags: Any) -> tuple[Any, Any]:
+    """The launch resolved with this process's hooks, and by SGLang alone (patch suspended)."""
+    patched = resolve(model_dir, GPU_PROFILES[gpu], **flags)
+    with suspended():
+        return patched, resolve(model_dir, GPU_PROFILES[gpu], **flags)
+
+
 def _launch(model_dir: Path, gpu: str, quantization: str | None) -> str:
     """One launch as this process's hooks resolve it, against the evidence (where the patch
     acts, the layer built on the published runner must serve)."""
-    from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
-    from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
-    from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
-    from sglang_nvfp4_patches.simulation.server_args import resolve
-
-    record = _current_facts()
     launch = launch_name(quantization)
-    fact = record[EvidenceKey(settings_of(model_dir), gpu, launch)]
+    fact = _current_facts()[EvidenceKey(settings_of(model_dir), gpu, launch)]
     state = EvidenceState(fact["state"])
     flags = {} if quantization is None else {"quantization": quantization}
-    profile = GPU_PROFILES[gpu]
-    published = resolve(model_dir, profile, **flags).moe_runner_backend
-    with suspended():
-        own = resolve(model_dir, profile, **flags).moe_runner_backend
+    patched, unpatched = _patched_and_own(model_dir, gpu, **flags)
+    published, own = patched.moe_runner_backend, unpatched.moe_runner_backend
     if own not in (None, AUTO):  # SGLang publishes a runner for this launch: it stands
         if published != own:
             raise CheckFailed(f"{gpu}, {launch}: SGLang publishes {own}, yet {published} is")
@@ -82,7 +86,7 @@ def _launch(model_dir: Path, gpu: str, quantization: str | None) -> str:
         raise CheckFailed(f"{gpu}, {launch}: the evidence is live, yet {published} is published")
     if state is not EvidenceState.LIVE:
         return f"{gpu}, {launch}: {state.value}, {published} published"
-    layer = run_first_moe_layer(model_dir, profile, flags)
+    layer = run_first_moe_layer(model_dir, GPU_PROFILES[gpu], flags)
     if layer is None or layer.verdict is not LayerVerdict.SERVES:
         what = "no layer" if layer is None else f"{layer.verdict.value}: {layer.detail}"
         raise CheckFailed(f"{gpu}, {launch}: published {published}; the layer: {what}")
@@ -90,11 +94,12 @@ def _launch(model_dir: Path, gpu: str, quantization: str | None) -> str:
 
 
 def _stand_in_launches(model_dir: Path) -> str:
-    """Every operator launch of one stand-in on every simulated Blackwell GPU."""
+    """Every operator launch (no flags, the model cards' ``--quantization``) of one stand-in on
+    every simulated Blackwell GPU."""
     done = [
         _launch(model_dir, gpu, quantization)
         for gpu in EVIDENCE_GPUS.values()
-        for quantization in OPERATOR_LAUNCHES
+        for quantization in (None, NVFP4)
     ]
     if not any(line.endswith(" serves") for line in done):
         raise NotApplicable("; ".join(done))
@@ -103,10 +108,6 @@ def _stand_in_launches(model_dir: Path) -> str:
 
 def _refusals() -> str:
     """Each launch line no runner serves, where another line does, is refused naming it."""
-    from sglang_nvfp4_patches.nvfp4_moe_runner.rule import launch_that_works
-    from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
-    from sglang_nvfp4_patches.simulation.server_args import ServerArgsRejected, resolve
-
     record = _current_facts()
     by_settings = {settings_of(model_dir): model_dir for model_dir in stand_ins().values()}
     refused: list[str] = []
@@ -130,17 +131,11 @@ def _refusals() -> str:
 
 
 def _given_flags_honoured() -> str:
-    from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
-    from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
-    from sglang_nvfp4_patches.simulation.server_args import resolve
-
     checked = []
     for stand_in, model_dir in stand_ins().items():
         for gpu in ("sm100", "sm120"):
             for flags in GIVEN_FLAGS:
-                patched = resolve(model_dir, GPU_PROFILES[gpu], **flags)
-                with suspended():
-                    unpatched = resolve(model_dir, GPU_PROFILES[gpu], **flags)
+                patched, unpatched = _patched_and_own(model_dir, gpu, **flags)
                 if patched != unpatched:
                     raise CheckFailed(f"{stand_in} with {flags}: {patched} not {unpatched}")
         checked.append(stand_in)
@@ -151,24 +146,14 @@ def _given_flags_honoured() -> str:
 
 def _layouts() -> str:
     """The release facts' ``layouts`` cell, derived again across CPU ranks."""
-    from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import gather_layouts
-
-    cells, lines = gather_layouts()
-    return agrees_or_kept(cells, "; ".join(lines))
+    found, lines = evidence.gather_layouts()
+    return agrees_or_kept(found, "; ".join(lines))
 
 
 def run_checks() -> list[CheckResult]:
     """Every check (call in a process where SGLang loaded the plugin)."""
-    from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
-
     with quiet_sglang():
-        found: dict[EvidenceKey, Any] = {}
-
-        def evidence() -> str:
-            found.update(gather())
-            return _evidence(found)
-
-        results = [run_check(NAME, "evidence (SGLang as it ships)", evidence)]
+        results = [run_check(NAME, "evidence (SGLang as it ships)", _evidence)]
         for stand_in, model_dir in stand_ins().items():
             results.append(
                 run_check(

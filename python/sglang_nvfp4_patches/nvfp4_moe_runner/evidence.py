@@ -29,7 +29,6 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
 )
 from sglang_nvfp4_patches.release_facts import Row, current_row
 
-QUANTIZATION_FLAG = "--quantization"
 # The launches across CPU ranks that show each layout dimension: (stand-in, GPU, layout of
 # simulation.ranks.LAYOUTS), launched with no runner flag as operators launch them.
 LAYOUT_RUNS: tuple[tuple[str, str, str], ...] = (
@@ -106,30 +105,10 @@ def current_facts() -> Evidence | None:
     return None if row is None else facts_of(row)
 
 
-def nvfp4_spellings() -> tuple[str, ...]:
-    """The ``--quantization`` values SGLang offers that launch a ModelOpt NVFP4 checkpoint with
-    its ModelOpt NVFP4 method (``modelopt_fp4``, ``modelopt``)."""
-    from sglang_nvfp4_patches.simulation.server_args import flag_choices
-
-    offered = flag_choices(QUANTIZATION_FLAG)
-    return tuple(spelling for spelling in NVFP4_SPELLINGS if spelling in offered)
-
-
-def _cutlass_run(model_dir: Path, profile: Any, flags: dict[str, Any]) -> dict[str, Any] | None:
-    """The layer with ``--moe-runner-backend flashinfer_cutlass`` (a refusal: a failure)."""
-    from sglang_nvfp4_patches.simulation.moe_forward import run_first_moe_layer
-
-    try:
-        run = run_first_moe_layer(model_dir, profile, {**flags, "moe_runner_backend": CUTLASS})
-    except (ValueError, AssertionError) as refused:  # how SGLang refuses server arguments
-        reason = " ".join(str(refused).split()) or type(refused).__name__
-        return {"runner": None, "verdict": "fails", "detail": f"SGLang refuses it: {reason}"}
-    return None if run is None else run.as_json()
-
-
-def gather_one(model_dir: Path, gpu: str, quantization: str | None = None) -> dict[str, Any]:
+def gather_one(model_dir: Path, gpu: str, quantization: str | None) -> dict[str, Any]:
     """The state of one stand-in on one simulated GPU, launched with ``quantization``, and the
-    runner SGLang publishes (the other patches act as in a server)."""
+    runner SGLang publishes (the other patches act as in a server); a refusal of
+    ``--moe-runner-backend flashinfer_cutlass`` is a failure on it."""
     from sglang_nvfp4_patches.nvfp4_moe_runner.suspension import suspended
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.moe_forward import run_first_moe_layer
@@ -142,9 +121,14 @@ def gather_one(model_dir: Path, gpu: str, quantization: str | None = None) -> di
         unpatched = None
         if published in (None, AUTO):
             unpatched = run_first_moe_layer(model_dir, profile, flags)
-    cutlass = None
+    cutlass: dict[str, Any] | None = None
     if unpatched is not None and unpatched.broken:
-        cutlass = _cutlass_run(model_dir, profile, flags)
+        try:
+            run = run_first_moe_layer(model_dir, profile, {**flags, "moe_runner_backend": CUTLASS})
+            cutlass = None if run is None else run.as_json()
+        except (ValueError, AssertionError) as refused:  # how SGLang refuses server arguments
+            reason = " ".join(str(refused).split()) or type(refused).__name__
+            cutlass = {"verdict": "fails", "detail": f"SGLang refuses it: {reason}"}
     state = evidence_of(published, None if unpatched is None else unpatched.as_json(), cutlass)
     return {"state": state.value, "published": published}
 
@@ -173,11 +157,13 @@ def gather() -> dict[EvidenceKey, dict[str, Any]]:
     """Every settings key the stand-ins give, on every simulated GPU and launch line (the
     control first)."""
     from sglang_nvfp4_patches.simulation.bundled import EVIDENCE_CONTROL
+    from sglang_nvfp4_patches.simulation.server_args import flag_choices
 
     found: dict[EvidenceKey, dict[str, Any]] = {}
     general: dict[tuple[str, str], str | None] = {}
     models = sorted(stand_ins().items(), key=lambda item: item[1] != EVIDENCE_CONTROL)
-    spellings = nvfp4_spellings()
+    offered = flag_choices("--quantization")  # the NVFP4 spellings this SGLang offers
+    spellings = [spelling for spelling in NVFP4_SPELLINGS if spelling in offered]
     for stand_in, model_dir in models:
         settings = settings_of(model_dir)
         for gpu in EVIDENCE_GPUS.values():

@@ -12,7 +12,6 @@ from sglang_nvfp4_patches.server_args_seam.seam import seam_module
 from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 logger = logging.getLogger("sglang_nvfp4_patches.nvfp4_moe_runner")
-PENDING = "decided when SGLang resolves a ModelOpt NVFP4 MoE checkpoint"
 
 
 def install(forced: bool, observe: bool) -> PatchReport:
@@ -33,5 +32,7 @@ def install(forced: bool, observe: bool) -> PatchReport:
     failure = hooks.ask(NAME)
     if failure is not None:
         return PatchReport(NAME, PatchState.FAILED, failure)
-    module = seam_module()
-    return PatchReport(NAME, PatchState.PENDING, f"{PENDING} (hooked when {module} is imported)")
+    pending = "decided when SGLang resolves a ModelOpt NVFP4 MoE checkpoint"
+    return PatchReport(
+        NAME, PatchState.PENDING, f"{pending} (hooked when {seam_module()} is imported)"
+    )

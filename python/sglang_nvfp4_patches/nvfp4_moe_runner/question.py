@@ -71,10 +71,9 @@ def _own_runner(launch: Launch) -> str | None:
 def _once(model_path: str, decision: Decision) -> bool:
     key = (model_path, decision.key, decision.reason, str(decision.runner), str(decision.not_shown))
     with _lock:
-        if key in _logged:
-            return False
+        first = key not in _logged
         _logged.add(key)
-        return True
+    return first
 
 
 def decide_and_log(facts: LaunchFacts, launch: Launch) -> Decision:

@@ -79,7 +79,8 @@ def summary(facts: Evidence, origin: str, live_state: PatchState) -> PatchReport
     return PatchReport(NAME, PatchState.NOT_APPLICABLE, reason)
 
 
-def _evidence(live_state: PatchState) -> PatchReport:
+def _evidence(live_state: PatchState, where: str) -> PatchReport:
+    """The release facts' report, ``where`` before its reason where the failure is live."""
     from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import facts_of
     from sglang_nvfp4_patches.release_facts import current_row
 
@@ -87,7 +88,10 @@ def _evidence(live_state: PatchState) -> PatchReport:
     facts = None if row is None else facts_of(row)
     if row is None or facts is None:
         return no_record()
-    return summary(facts, row.origin(sglang_version()), live_state)
+    report = summary(facts, row.origin(sglang_version()), live_state)
+    if report.state is live_state:
+        return PatchReport(NAME, live_state, f"{where}: {report.reason}")
+    return report
 
 
 def current_state() -> PatchReport:
@@ -96,15 +100,9 @@ def current_state() -> PatchReport:
 
     if hooks.times_asked(NAME) != 1:
         return PatchReport(NAME, PatchState.FAILED, f"not installed in the {hooks.where()}")
-    report = _evidence(PatchState.APPLIED)
-    if report.state is PatchState.APPLIED:
-        return PatchReport(NAME, report.state, f"{hooks.where()}: {report.reason}")
-    return report
+    return _evidence(PatchState.APPLIED, hooks.where())
 
 
 def unpatched_report() -> PatchReport:
     """The evidence, read-only, where nothing is installed."""
-    report = _evidence(PatchState.NOT_PATCHED)
-    if report.state is PatchState.NOT_PATCHED:
-        return PatchReport(NAME, report.state, f"live here: {report.reason}")
-    return report
+    return _evidence(PatchState.NOT_PATCHED, "live here")

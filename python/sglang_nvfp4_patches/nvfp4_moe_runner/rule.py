@@ -37,14 +37,14 @@ OTHER_KERNEL = "other kernel"
 
 
 class EvidenceState(str, enum.Enum):
-    """What the evidence says about one model family on one GPU, launched with no flags."""
+    """What the evidence says of one MoE layer's settings on one GPU and launch line (each
+    state's meaning: :data:`STATE_REASONS`)."""
 
-    LIVE = "live"  # SGLang's own layer fails there, and on flashinfer_cutlass it serves
-    UPSTREAM = "upstream"  # SGLang's own layer serves: nothing to fix
-    NOT_AFFECTED = "not affected"  # SGLang publishes a runner itself, or runner and weights agree
-    NO_REMEDY = "no remedy"  # SGLang's own layer fails there, and on flashinfer_cutlass too
-    UNKNOWN = "unknown"  # the simulation could not tell
-    # no stand-in with these settings has its runner left at auto on that GPU and launch
+    LIVE = "live"
+    UPSTREAM = "upstream"
+    NOT_AFFECTED = "not affected"
+    NO_REMEDY = "no remedy"
+    UNKNOWN = "unknown"
     NOT_COVERED = "not covered"
 
 
@@ -163,11 +163,9 @@ def refusal(decision: Decision, model_path: str, version: str, layout: Layout = 
             f"ModelOpt NVFP4 MoE layer ({settings}) fails when it is built: "
             f"{decision.layout_refusal}; refused before the weights load."
         )
-    instead = (
-        "without --quantization"
-        if decision.instead == NO_QUANTIZATION
-        else (f"with {decision.instead}")
-    )
+    instead = f"with {decision.instead}"
+    if decision.instead == NO_QUANTIZATION:
+        instead = "without --quantization"
     return (
         f"{model_path}: launched with {launch} on {gpu.upper()}, SGLang {version}'s ModelOpt "
         f"NVFP4 MoE layer ({settings}) fails with every MoE runner this plugin can publish "
@@ -178,30 +176,23 @@ def refusal(decision: Decision, model_path: str, version: str, layout: Layout = 
 def decide(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Decision:
     """Every behaviour of the patch for one launch: publish ``flashinfer_cutlass``, leave
     SGLang's runner, or refuse the launch (and the WARNING of a layout not shown on CPU).
-    ``evidence()`` (asked only when needed) maps :class:`EvidenceKey` to ``{"state",
-    "detail"}``, or is ``None`` where this SGLang has no record. The one-GPU decision holds
-    for a layout only where its runner has a fused function for the all-to-all backend (else
-    the launch is refused); where SGLang's whole resolution publishes a runner itself, the
-    plugin leaves it."""
+    ``evidence()`` is asked only when needed. The one-GPU decision holds for a layout only where
+    its runner has a fused function for the all-to-all backend (else the launch is refused)."""
     decision = _one_gpu(facts, evidence)
     if decision.state is not None and decision.instead is None and facts.layout.dimensions:
-        decision = _across_gpus(facts, decision)
+        own = facts.own_runner()  # the runner weighed is SGLang's own, where it publishes one
+        runner = own if own is not None else decision.runner
+        found = fate(facts.layout, runner, facts.registered, facts.runners_for, facts.shown())
+        if found.failure is not None:
+            refused = f"{found.failure}. {found.instead}"
+            decision = replace(decision, runner=None, layout_refusal=refused)
+        else:  # a WARNING concerns what the plugin publishes; SGLang's own runner is its call
+            decision = replace(decision, not_shown=found.not_shown if decision.runner else None)
     if decision.runner is not None or decision.instead is not None:
         own = facts.own_runner()
         if own is not None:
             return Decision(None, f"SGLang publishes {own} itself")
     return decision
-
-
-def _across_gpus(facts: LaunchFacts, decision: Decision) -> Decision:
-    own = facts.own_runner()  # the runner weighed is SGLang's own, where it publishes one
-    runner = own if own is not None else decision.runner
-    found = fate(facts.layout, runner, facts.registered, facts.runners_for, facts.shown())
-    if found.failure is not None:
-        refused = f"{found.failure}. {found.instead}"
-        return replace(decision, runner=None, layout_refusal=refused)
-    # a WARNING concerns what the plugin publishes; SGLang's own runner is SGLang's call
-    return replace(decision, not_shown=found.not_shown if decision.runner else None)
 
 
 def _one_gpu(facts: LaunchFacts, evidence: Callable[[], Evidence | None]) -> Decision:

@@ -19,13 +19,14 @@ from sglang_nvfp4_patches.server_args_seam.launch import (
 )
 from sglang_nvfp4_patches.server_args_seam.question import Question, questions_of
 from sglang_nvfp4_patches.server_args_seam.seam import (
+    ADJUSTMENTS_TARGET,
     OverrideSeam,
     SeamKind,
     find_override_seam,
     seam_module,
 )
 from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook
-from sglang_nvfp4_patches.status import PATCHED_MARK, PatchUnavailable, sglang_version
+from sglang_nvfp4_patches.status import PATCHED_MARK, PatchUnavailable, log_not_applied
 
 logger = logging.getLogger("sglang_nvfp4_patches.server_args_seam")
 REGISTER_PREDICATE = "register_model_override_predicate"
@@ -114,12 +115,12 @@ def _wire() -> None:
     global _seam
     seam = find_override_seam()
     if seam.kind is SeamKind.ADJUSTMENTS_METHOD:
-        install_hook(seam.target(), adjustments_hook)
+        install_hook(ADJUSTMENTS_TARGET, adjustments_hook)
     else:
         register = getattr(seam.module, REGISTER_PREDICATE, None)
         if register is None or not isinstance(getattr(seam.module, PREDICATES, None), list):
             raise PatchUnavailable(
-                f"the {seam.name} has no {REGISTER_PREDICATE}, so no provider reaches every "
+                f"the {seam.kind.value} has no {REGISTER_PREDICATE}, so no provider reaches every "
                 "architecture"
             )
         if registry_provider not in _registered(seam):
@@ -139,13 +140,7 @@ def ask(patch: str) -> str | None:
             _wire()
         except PatchUnavailable as error:
             failures.append(str(error))
-            logger.error(
-                "[%s] could not be applied on SGLang %s: %s. SGLang is left unchanged for "
-                "this patch.",
-                patch,
-                sglang_version(),
-                error,
-            )
+            log_not_applied(logger, patch, error)
 
     when_imported(seam_module(), wire)
     if any(question.check_record is not None for question in asked):
@@ -164,10 +159,10 @@ def times_asked(patch: str) -> int:
         return 0
     seam = _current_seam()
     if seam.kind is SeamKind.ADJUSTMENTS_METHOD:
-        return hook_count(bound_at(seam.target()), adjustments_hook)
+        return hook_count(bound_at(ADJUSTMENTS_TARGET), adjustments_hook)
     return _registered(seam).count(registry_provider)
 
 
 def where() -> str:
     """The seam the hook is on, by name (``doctor``)."""
-    return _current_seam().name
+    return _current_seam().kind.value

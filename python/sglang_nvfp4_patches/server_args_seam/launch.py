@@ -126,12 +126,10 @@ class Launch:
     @classmethod
     def resolved(cls, record: Any) -> Launch:
         """A record SGLang resolved (kept pristine where it resolves once)."""
+        kind, module = SeamKind.ADJUSTMENTS_METHOD, SERVER_ARGS_MODULE
         if hasattr(record, "resolve_once"):
-            return cls(
-                record, OverrideSeam(SeamKind.REGISTRY, importlib.import_module(BASE_MODULE))
-            )
-        module = importlib.import_module(SERVER_ARGS_MODULE)
-        return cls(record, OverrideSeam(SeamKind.ADJUSTMENTS_METHOD, module))
+            kind, module = SeamKind.REGISTRY, BASE_MODULE
+        return cls(record, OverrideSeam(kind, importlib.import_module(module)))
 
     @property
     def pristine(self) -> bool:

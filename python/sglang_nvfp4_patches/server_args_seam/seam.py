@@ -18,6 +18,7 @@ BASE_MODULE = "sglang.srt.arg_groups.model_override_base"
 OVERRIDES_MODULE = "sglang.srt.arg_groups.overrides"
 SERVER_ARGS_MODULE = "sglang.srt.server_args"
 ADJUSTMENTS_METHOD = "_handle_model_specific_adjustments"
+ADJUSTMENTS_TARGET = f"{SERVER_ARGS_MODULE}.ServerArgs.{ADJUSTMENTS_METHOD}"  # hooked AROUND
 
 
 class SeamKind(enum.Enum):
@@ -30,14 +31,6 @@ class SeamKind(enum.Enum):
 class OverrideSeam:
     kind: SeamKind
     module: Any  # the registry's module, or sglang.srt.server_args
-
-    @property
-    def name(self) -> str:
-        return self.kind.value
-
-    def target(self) -> str:
-        """The hook target of an adjustments-method seam."""
-        return f"{SERVER_ARGS_MODULE}.ServerArgs.{ADJUSTMENTS_METHOD}"
 
 
 def seam_module() -> str:

@@ -35,8 +35,7 @@ _STOP_WAIT_S = 10.0  # between SIGTERM and SIGKILL for a child when verify is in
 
 def child_environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in (DISABLE_ENV, FORCE_ENV)}
-    env[UNTESTED_ENV] = UNTESTED_APPLY
-    return env
+    return {**env, UNTESTED_ENV: UNTESTED_APPLY}
 
 
 @dataclass
@@ -100,23 +99,20 @@ def run_all() -> Checked:
             for group in (patch.name for patch in PATCHES):
                 out = Path(scratch, f"{group}.json")
                 with stop_requests_deferred():
-                    started[group] = (_start_child(group, out, env), out)
+                    process = subprocess.Popen(
+                        [sys.executable, "-m", CHILD_MODULE, group, str(out)],
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    )
+                    started[group] = (process, out)
             for group, (process, out) in started.items():
                 _collect(group, process, out, checked)
         finally:
             _stop([process for process, _ in started.values()])
     return checked
-
-
-def _start_child(group: str, out: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", CHILD_MODULE, group, str(out)],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def sglang_line(imported: dict[str, str], metadata: str) -> str:
