@@ -20,13 +20,13 @@ from sglang_nvfp4_patches.reference.cutlass_moe_contract import (
     GATE_ACTIVATIONS,
     cutlass_fused_moe_reference,
 )
-from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
 from sglang_nvfp4_patches.simulation.patching import attribute
 
 RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
 MODELOPT_MODULE = "sglang.srt.layers.quantization.modelopt_quant"
 MODELOPT_KERNEL_NAME = "flashinfer_cutlass_fused_moe"  # bound at import before the runner
 E4M3_ONE = 0x38  # 1.0 as a float8_e4m3fn byte
+E2M1_GRID: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)  # FP4 magnitudes
 
 
 def _e2m1_values(codes: torch.Tensor) -> torch.Tensor:
