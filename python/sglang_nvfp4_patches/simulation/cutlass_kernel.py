@@ -46,6 +46,19 @@ def random_fp4(shape: tuple[int, ...], generator: torch.Generator) -> tuple[torc
     return _e2m1_values(codes), codes[..., 0::2] | (codes[..., 1::2] << 4)
 
 
+def random_batch(
+    tokens: int, hidden: int, experts: int, top_k: int, dtype: torch.dtype, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Hidden states, router weights in (0.1, 1) and distinct expert ids per token."""
+    generator = torch.Generator().manual_seed(100 + seed)
+    x = torch.randn(tokens, hidden, generator=generator).to(dtype)
+    weights = torch.rand(tokens, top_k, generator=generator) * 0.9 + 0.1
+    ids = torch.stack(
+        [torch.randperm(experts, generator=generator)[:top_k] for _ in range(tokens)]
+    ).to(torch.int32)
+    return x, weights, ids
+
+
 def _unit_scaled(quant_scales: list[torch.Tensor], fc1: torch.Tensor, fc2: torch.Tensor) -> bool:
     """Whether NVFP4 quant scales are all one (the swizzled layout pads with zero bytes)."""
     if not all(bool(torch.all(quant_scales[i] == 1)) for i in (0, 2, 3, 5)):

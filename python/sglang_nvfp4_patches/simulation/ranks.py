@@ -17,7 +17,6 @@ the others are terminated.
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import multiprocessing
 import os
@@ -94,12 +93,6 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def _layer_experts(model: MoeModel, ep_size: int) -> int:
-    """As :func:`.moe_forward.run_first_moe_layer` builds it, rounded up to split evenly."""
-    experts = max(4, 2 * model.top_k)
-    return -(-experts // ep_size) * ep_size
 
 
 def _world_size(fields: Mapping[str, Any]) -> int:
@@ -397,75 +390,58 @@ def _layer_on_rank(
     import torch
     from sglang.srt.distributed import tensor_model_parallel_all_reduce
     from sglang.srt.layers.moe.topk import StandardTopKOutput
-    from sglang.srt.layers.moe.utils import initialize_moe_config
 
-    from sglang_nvfp4_patches.server_args_seam.launch import quant_config_of
     from sglang_nvfp4_patches.simulation.cutlass_kernel import (
         cpu_cutlass_kernel,
         cuda_moves_stay_on_cpu,
     )
     from sglang_nvfp4_patches.simulation.moe_forward import (
-        _model_config,
-        _Stage,
-        _verdict_of,
         against_meaning,
-        batch,
-        build_layer,
-        expert_weights,
-        layer_runner,
-        load_weights,
+        checkpoint_quant_config,
+        forward_through,
+        layer_experts,
     )
-    from sglang_nvfp4_patches.simulation.scheduler import _dp_attention_started
+    from sglang_nvfp4_patches.simulation.scheduler import (
+        _dp_attention_started,
+        initialize_moe_config,
+    )
     from sglang_nvfp4_patches.simulation.uncomputed_kernels import uncomputed_kernels
 
-    if inspect.signature(initialize_moe_config).parameters:  # where it takes the ServerArgs
-        initialize_moe_config(server_args)
-    else:
-        initialize_moe_config()
+    def layer_forward(layer: Any, x: Any, router_weights: Any, ids: Any) -> Any:
+        topk = StandardTopKOutput(topk_weights=router_weights, topk_ids=ids, router_logits=None)
+        return layer.forward(x, topk)
+
+    initialize_moe_config(server_args)
     model = moe_model(json.loads((model_dir / "config.json").read_text()))
     assert model is not None  # checked by the parent
-    experts = _layer_experts(model, int(server_args.ep_size or 1))
+    experts = layer_experts(model, int(server_args.ep_size or 1))
     with (
         _dp_attention_started(server_args),
         cpu_cutlass_kernel() as kernel,
         uncomputed_kernels(profile),
         cuda_moves_stay_on_cpu(),
     ):
-        quant_config = quant_config_of(_model_config(server_args))
+        quant_config = checkpoint_quant_config(server_args)
         if quant_config is None:
             return _RankOutcome(rank, LayerVerdict.NOT_SIMULATED, "its checkpoint is not quantized")
-        stage, layer, failure, bug = _Stage.BUILD, None, None, None
+        run, bug = None, None
         try:
-            layer = build_layer(model, quant_config, experts)
-            weights = expert_weights(experts)
-            stage = _Stage.LOAD
-            load_weights(layer, model, weights)
-            stage = _Stage.PROCESS
-            layer.quant_method.process_weights_after_loading(layer)  # as the loader calls it
-            stage = _Stage.FORWARD
-            x, router_weights, ids = batch(model, experts)
-            topk = StandardTopKOutput(topk_weights=router_weights, topk_ids=ids, router_logits=None)
-            out = layer.forward(x, topk)
-        except Exception as error:  # classified: SGLang's, a kernel's, or re-raised as ours
-            try:
-                runner = layer_runner(layer) if layer is not None else None
-                failure = _verdict_of(error, stage, profile, runner)
-            except Exception:
-                bug = traceback.format_exc()
-        runner = layer_runner(layer) if layer is not None else None
+            run = forward_through(model, quant_config, experts, profile, layer_forward)
+        except Exception:  # the simulation's own failure
+            bug = traceback.format_exc()
         kernel_ranks = _kernel_ranks(kernel.calls[-1]) if kernel.calls else None
         # Every rank reaches this: none is left waiting in the all-reduce for a failed one.
-        went_through = torch.tensor([0 if failure or bug else 1])
+        went_through = torch.tensor([0 if run is None or run.failure else 1])
         torch.distributed.all_reduce(went_through, op=torch.distributed.ReduceOp.MIN)
-        if bug is not None:
+        if run is None:
             return _RankOutcome(rank, None, "", bug=bug)
-        if failure is not None:
-            return _RankOutcome(rank, failure[0], failure[1], None, runner, kernel_ranks)
+        if run.failure is not None:
+            return _RankOutcome(rank, *run.failure, None, run.runner, kernel_ranks)
         if not int(went_through):
-            return _RankOutcome(rank, None, "another rank failed", None, runner, kernel_ranks)
-        out = tensor_model_parallel_all_reduce(out)  # as the model's MoE block does
-    verdict, detail, error = against_meaning(model, out, x, router_weights, ids, weights)
-    return _RankOutcome(rank, verdict, detail, error, runner, kernel_ranks)
+            return _RankOutcome(rank, None, "another rank failed", None, run.runner, kernel_ranks)
+        run = replace(run, out=tensor_model_parallel_all_reduce(run.out))  # as the MoE block does
+    verdict, detail, error = against_meaning(model, run)
+    return _RankOutcome(rank, verdict, detail, error, run.runner, kernel_ranks)
 
 
 def _kernel_ranks(call: Mapping[str, Any]) -> KernelRanks:
