@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sglang_nvfp4_patches.explain.layer import AS_ONE_GPU, NOT_SHOWN, LayerOutcome
-from sglang_nvfp4_patches.explain.runner_search import RUNNER_FLAG, RunnerSearch
+from sglang_nvfp4_patches.explain.layer import (
+    AS_ONE_GPU,
+    NOT_SHOWN,
+    RUNNER_FLAG,
+    LayerOutcome,
+    RunnerSearch,
+)
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile
 from sglang_nvfp4_patches.simulation.server_args import ResolvedBackends

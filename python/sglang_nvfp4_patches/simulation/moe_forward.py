@@ -288,7 +288,12 @@ def _verdict_of(
 ) -> tuple[LayerVerdict, str]:
     """What ``error``, raised at ``stage`` by a layer built on ``runner``, says of it: a
     runner whose kernels the GPU lacks fails wherever the CPU stopped short of them."""
-    from sglang_nvfp4_patches.simulation.uncomputed_kernels import KernelReached, runner_kernels
+    from sglang_nvfp4_patches.simulation.uncomputed_kernels import (
+        TRTLLM_KERNEL,
+        TRTLLM_RUNNER,
+        KernelReached,
+        trtllm_gen_moe_kernels,
+    )
 
     if isinstance(error, KernelReached):
         if error.has_kernels is False:
@@ -303,9 +308,8 @@ def _verdict_of(
         return LayerVerdict.FAILS, f"{stage.value}: {message}"
     if whose != "gpu only":
         raise error  # the simulation's own failure: a bug, never a verdict on SGLang
-    kernels = runner_kernels(runner, gpu)
-    if kernels is not None and kernels[1] is False:
-        return LayerVerdict.NO_KERNEL, f"{kernels[0]} has no kernels for {gpu.label}"
+    if runner == TRTLLM_RUNNER and trtllm_gen_moe_kernels(gpu) is False:
+        return LayerVerdict.NO_KERNEL, f"{TRTLLM_KERNEL} has no kernels for {gpu.label}"
     call = f"{stage.done(runner)}; {stage.value} it calls GPU-only code ({message})"
     return LayerVerdict.NOT_SIMULATED, f"{call}, which the CPU does not run"
 

@@ -1,17 +1,12 @@
 """A checkpoint's first MoE layer across 2 or 4 real processes on CPU, one rank each, as a
-server's schedulers run it: each process loads the plugins, resolves and publishes the
-ServerArgs on the simulated GPU with its rank, has SGLang build its process groups (``gloo``;
-PyNCCL off, as SGLang turns it off without a GPU), builds, loads and processes the layer
-(:mod:`.moe_forward`), then runs its ``forward`` and SGLang's tensor-parallel all-reduce, as
-the model's MoE block does. Each rank's reduced output is compared with what the layer means
-(:mod:`..reference.moe_meaning`). SGLang refuses a ``FusedMoE`` of several ranks in one
-process: hence the processes.
-
-The ranks are ``spawn``-ed (the caller's main module is imported in each, as multiprocessing
-does: it must guard its own start with ``if __name__ == "__main__"``); their output is
-discarded, their temporary files and the shared memory they leave are removed, and none
-outlives the run: at the deadline, a stop request or a rank ending outside the collectives,
-the others are terminated.
+server's schedulers run it: each loads the plugins, resolves and publishes the ServerArgs on the
+simulated GPU, has SGLang build its process groups (``gloo``; PyNCCL off, as without a GPU),
+runs the layer (:mod:`.moe_forward`) and SGLang's tensor-parallel all-reduce, and compares the
+result with what the layer means. SGLang refuses a ``FusedMoE`` of several ranks in one
+process: hence the processes. They are ``spawn``-ed (the caller's main module must guard its
+start with ``if __name__ == "__main__"``); their output is discarded, their temporary files and
+shared memory removed, and none outlives the run (the deadline, a stop request, or a rank
+ending outside the collectives terminates the others).
 """
 
 from __future__ import annotations
@@ -34,10 +29,8 @@ from typing import Any
 
 from sglang_nvfp4_patches.interrupts import stop_requests_as_interrupt
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
-from sglang_nvfp4_patches.simulation.moe_forward import (
-    LayerVerdict,
-)
-from sglang_nvfp4_patches.simulation.moe_models import MoeModel, moe_model
+from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, not_simulated
+from sglang_nvfp4_patches.simulation.moe_models import moe_model
 
 # ServerArgs fields of each layout (``ep_size`` equal to ``tp_size``: SGLang's expert parallel).
 LAYOUTS: dict[str, dict[str, int]] = {
@@ -95,11 +88,6 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _world_size(fields: Mapping[str, Any]) -> int:
-    """One scheduler per tensor- and pipeline-parallel rank (SGLang's WORLD group)."""
-    return int(fields.get("tp_size") or 1) * int(fields.get("pp_size") or 1)
-
-
 def run_across_ranks(
     model_dir: Path,
     gpu: str,
@@ -112,19 +100,15 @@ def run_across_ranks(
     fields; the processes are ended within ``timeout_s`` seconds, or at a stop request."""
     profile = GPU_PROFILES[gpu]
     fields = {**LAYOUTS[layout], **(flags or {})}
-    world = _world_size(fields)
+    world = int(fields.get("tp_size") or 1) * int(fields.get("pp_size") or 1)  # SGLang's WORLD
     model = moe_model(json.loads((model_dir / "config.json").read_text()))
-    why_not = _not_simulated(model, profile) or _no_parallel_state()
+    why_not = (
+        "its config builds no MoE layer" if model is None else not_simulated(model, profile)
+    ) or _no_parallel_state()
     if why_not is not None:
         return RanksRun(layout, world, LayerVerdict.NOT_SIMULATED, why_not)
     outcomes, ended = _ranks_run(model_dir, profile, fields, world, timeout_s)
     return _combined(layout, world, outcomes, ended)
-
-
-def _not_simulated(model: MoeModel | None, profile: GpuProfile) -> str | None:
-    from sglang_nvfp4_patches.simulation.moe_forward import not_simulated
-
-    return "its config builds no MoE layer" if model is None else not_simulated(model, profile)
 
 
 def _no_parallel_state() -> str | None:
@@ -286,21 +270,16 @@ def _rank_main(
     its temporary files are under ``scratch``."""
     os.environ[NCCL_SO_PATH_ENV] = NO_NCCL  # before SGLang is imported
     os.environ["TMPDIR"] = tempfile.tempdir = scratch
-    _silenced()
+    devnull = os.open(os.devnull, os.O_WRONLY)  # SGLang's banners and warnings go nowhere
+    for fd in (1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
     _ends_with_parent()
     try:
         outcome = _rank_outcome(rank, world, port, Path(model_dir), GPU_PROFILES[gpu], fields)
     except BaseException:  # the simulation's own failure: the parent raises it
         outcome = _RankOutcome(rank, None, "", alone=True, bug=traceback.format_exc())
     results.put(outcome)
-
-
-def _silenced() -> None:
-    """This process's stdout and stderr (SGLang's banners and warnings) go nowhere."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    for fd in (1, 2):
-        os.dup2(devnull, fd)
-    os.close(devnull)
 
 
 def _ends_with_parent() -> None:
