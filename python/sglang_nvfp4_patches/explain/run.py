@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, LaunchRefused, UsageError
 from sglang_nvfp4_patches.explain.input import (
@@ -38,8 +38,6 @@ from sglang_nvfp4_patches.simulation.server_args import (
     resolve,
 )
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
-
-T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -85,8 +83,9 @@ def explain_one(
     unpatched, patched, refused, layer = reading.answer(answers)
     if layer is not None:
         layer = across(layer, unpatched.layout)
+    off = {PatchState.DISABLED: "off"}
     notes = tuple(
-        (name, f"{name} is {_off_word(report)} ({report.reason})")
+        (name, f"{name} is {off.get(report.state, report.state.value)} ({report.reason})")
         for name, report in (disabled or {}).items()
         if name in {patch.name for patch in concerned}
     )
@@ -121,10 +120,6 @@ def _patched(
         raise
 
 
-def _off_word(report: PatchReport) -> str:
-    return "off" if report.state is PatchState.DISABLED else report.state.value
-
-
 @dataclass(frozen=True)
 class SglangReading:
     """SGLang reading a checkpoint's ``files`` with the user's server ``flags`` (``words``: as
@@ -137,7 +132,7 @@ class SglangReading:
     words: Sequence[str]
     where: str  # the checkpoint and the simulated GPU
 
-    def answer(self, answers: Callable[[Mapping[str, Any]], T]) -> T:
+    def answer(self, answers: Callable[[Mapping[str, Any]], Answers]) -> Answers:
         try:
             return answers(self.flags)
         except KeyboardInterrupt:

@@ -15,7 +15,7 @@ from typing import Any
 from sglang_nvfp4_patches.post_import import module_exists
 from sglang_nvfp4_patches.simulation.cutlass_kernel import MODELOPT_MODULE, RUNNER_MODULE
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, device_capability, simulated_gpu
-from sglang_nvfp4_patches.simulation.patching import attribute, environ_restored
+from sglang_nvfp4_patches.simulation.patching import attribute, environ_unset
 from sglang_nvfp4_patches.simulation.server_args import resolved_server_args
 
 # Resolution sets this in os.environ: it must not leak into the next resolution.
@@ -84,7 +84,7 @@ def moe_layer_build_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]
     """Where a scheduler stands when it builds MoE layers, on a simulated GPU."""
     profile = GPU_PROFILES[gpu]
     with (
-        environ_restored(SET_BY_RESOLUTION, unset=True),
+        environ_unset(SET_BY_RESOLUTION),
         device_capability(profile),
         simulated_gpu(profile),
     ):
