@@ -100,30 +100,25 @@ class RecordingCutlassKernel:
         output = kwargs.get("output")
         quant_scales = kwargs.get("quant_scales")
         fc1, fc2 = kwargs["fc1_expert_weights"], kwargs["fc2_expert_weights"]
-        if quant_scales is not None or kwargs.get("input_sf") is not None:
-            if kwargs.get("input_sf") is not None or not _unit_scaled(quant_scales, fc1, fc2):
-                result = torch.zeros_like(output) if output is not None else None
-                return self._returned(result, output)
-            fc1, fc2 = decode_e2m1(fc1), decode_e2m1(fc2)
-        result = cutlass_fused_moe_reference(
-            kwargs["input"],
-            kwargs["token_selected_experts"],
-            kwargs["token_final_scales"],
-            fc1,
-            fc2,
-            kwargs["output_dtype"],
-            activation=activation_name(kwargs.get("activation_type")),
-            ep_size=int(kwargs.get("ep_size") or 1),
-            ep_rank=int(kwargs.get("ep_rank") or 0),
-        )
-        return self._returned(result, output)
-
-    @staticmethod
-    def _returned(result: torch.Tensor | None, output: torch.Tensor | None) -> list[Any]:
-        if output is not None:
-            output.copy_(result)
-            result = output
-        return [result]
+        if kwargs.get("input_sf") is not None or (
+            quant_scales is not None and not _unit_scaled(quant_scales, fc1, fc2)
+        ):
+            result = torch.zeros_like(output) if output is not None else None
+        else:
+            if quant_scales is not None:
+                fc1, fc2 = decode_e2m1(fc1), decode_e2m1(fc2)
+            result = cutlass_fused_moe_reference(
+                kwargs["input"],
+                kwargs["token_selected_experts"],
+                kwargs["token_final_scales"],
+                fc1,
+                fc2,
+                kwargs["output_dtype"],
+                activation=activation_name(kwargs.get("activation_type")),
+                ep_size=int(kwargs.get("ep_size") or 1),
+                ep_rank=int(kwargs.get("ep_rank") or 0),
+            )
+        return [output.copy_(result) if output is not None else result]
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ import json
 import os
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +66,7 @@ class LayerRun:
         return self.verdict in BROKEN
 
     def as_json(self) -> dict[str, str | None]:
-        return {
-            "family": self.family,
-            "runner": self.runner,
-            "verdict": self.verdict.value,
-            "detail": self.detail,
-        }
+        return {**asdict(self), "verdict": self.verdict.value}
 
 
 class _Stage(str, enum.Enum):
