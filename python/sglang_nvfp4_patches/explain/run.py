@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, LaunchRefused, UsageError
 from sglang_nvfp4_patches.explain.input import (
@@ -36,6 +36,7 @@ from sglang_nvfp4_patches.simulation.server_args import (
     ResolvedBackends,
     ServerArgsRejected,
     resolve,
+    sglang_parser,
 )
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
 
@@ -192,22 +193,6 @@ def _passes(answers: Callable[[Mapping[str, Any]], object], flags: Mapping[str, 
     return True
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """SGLang's own server parser; its complaint becomes one ``error:`` line, not an exit."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"sglang serve (SGLang {sglang_version()}): {message}")
-
-
-def _sglang_parser() -> argparse.ArgumentParser:
-    """SGLang's own server parser, as ``launch_server`` parses (its complaint: one line)."""
-    from sglang.srt.server_args import ServerArgs
-
-    parser = _OneLineParser(prog="sglang serve", add_help=False)
-    ServerArgs.add_cli_args(parser)
-    return parser
-
-
 def server_flags(words: Sequence[str]) -> dict[str, Any]:
     """The ``ServerArgs`` fields the user's server flags set, read by SGLang's own parser and
     flag-to-field mapping, so every flag of that release works as it does there."""
@@ -219,7 +204,7 @@ def server_flags(words: Sequence[str]) -> dict[str, Any]:
     record = dataclasses.make_dataclass(
         "ParsedServerArgs", [(name, Any, dataclasses.field(default=None)) for name in fields]
     )
-    parser = _sglang_parser()
+    parser = sglang_parser()
 
     def parsed(extra: Sequence[str]) -> dict[str, Any]:
         with contextlib.redirect_stdout(sys.stderr):  # deprecation notes stay off stdout
@@ -239,7 +224,7 @@ def spelled(words: Sequence[str], fields: Sequence[str]) -> str:
     parser maps flags to fields; a field no word is found for, by its flag's usual name."""
     dests = {
         option: action.dest
-        for action in _sglang_parser()._actions
+        for action in sglang_parser()._actions
         for option in action.option_strings
     }
     picked: list[str] = []

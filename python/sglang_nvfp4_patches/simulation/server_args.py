@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from sglang_nvfp4_patches.errors import UsageError
 from sglang_nvfp4_patches.moe_layout import ONE_GPU, Layout
@@ -91,12 +91,23 @@ def _reason(error: BaseException) -> str:
     return f"{type(error).__name__} at `{line}`" if line else type(error).__name__
 
 
-def flag_choices(flag: str) -> tuple[str, ...]:
-    """The values the installed SGLang's own server parser offers for ``flag``
-    (``--moe-runner-backend``, ``--quantization``)."""
+class _OneLineParser(argparse.ArgumentParser):
+    """SGLang's own server parser; its complaint becomes one ``error:`` line, not an exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"sglang serve (SGLang {sglang_version()}): {message}")
+
+
+def sglang_parser() -> argparse.ArgumentParser:
+    """SGLang's own server parser, as ``launch_server`` parses (its complaint: one line)."""
     from sglang.srt.server_args import ServerArgs
 
-    parser = argparse.ArgumentParser(add_help=False)
+    parser = _OneLineParser(prog="sglang serve", add_help=False)
     ServerArgs.add_cli_args(parser)
-    action = next(a for a in parser._actions if flag in a.option_strings)
+    return parser
+
+
+def flag_choices(flag: str) -> tuple[str, ...]:
+    """The values SGLang's own server parser offers for ``flag`` (``--moe-runner-backend``)."""
+    action = next(a for a in sglang_parser()._actions if flag in a.option_strings)
     return tuple(str(choice) for choice in action.choices or ())
