@@ -42,14 +42,27 @@ def environ_unset(names: Iterable[str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def _rebind(swaps: Mapping[str, tuple[Any, Any]]) -> None:
-    """In every SGLang module loaded, each name bound to the first of its pair is rebound to
-    the second."""
-    for module_name, module in list(sys.modules.items()):
-        namespace = getattr(module, "__dict__", {}) if module_name.startswith("sglang") else {}
-        for name, (old, new) in swaps.items():
-            if namespace.get(name) is old:
-                setattr(module, name, new)
+# Per owner module: the SGLang modules already looked at (each once per process), and those
+# that bind one of its functions (by function name).
+_scanned: dict[str, set[str]] = {}
+_holders: dict[tuple[str, str], list[Any]] = {}
+_modules_seen: dict[str, int] = {}  # per owner: how many modules Python had at its last look
+
+
+def _holders_of(owner: str, originals: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """Every SGLang module that binds each of ``originals`` (by name) under that name."""
+    scanned = _scanned.setdefault(owner, set())
+    if _modules_seen.get(owner) != len(sys.modules):  # modules come, they are not dropped
+        _modules_seen[owner] = len(sys.modules)
+        for name, module in list(sys.modules.items()):
+            if name in scanned or not name.startswith("sglang"):
+                continue
+            scanned.add(name)
+            namespace = getattr(module, "__dict__", {})
+            for function, original in originals.items():
+                if namespace.get(function) is original:
+                    _holders.setdefault((owner, function), []).append(module)
+    return {function: _holders.get((owner, function), []) for function in originals}
 
 
 @contextlib.contextmanager
@@ -58,10 +71,17 @@ def rebound_in_sglang(
 ) -> Iterator[None]:
     """Each SGLang module's binding of ``owner``'s functions in ``fakes_for_all`` is the fake."""
     source = importlib.import_module(owner)
-    swaps = {n: (getattr(source, n), f) for n, f in fakes_for_all.items() if hasattr(source, n)}
-    _rebind(swaps)
+    originals = {name: getattr(source, name) for name in fakes_for_all if hasattr(source, name)}
+    fakes = {name: fake for name, fake in fakes_for_all.items() if name in originals}
+    for function, modules in _holders_of(owner, originals).items():
+        for module in modules:
+            if vars(module).get(function) is originals[function]:
+                setattr(module, function, fakes[function])
     try:
         yield
     finally:
-        # Modules first imported in the block may have copied a fake: they are put back too.
-        _rebind({name: (fake, original) for name, (original, fake) in swaps.items()})
+        # Modules first imported in the block may have copied a fake: they are holders too.
+        for function, modules in _holders_of(owner, fakes).items():
+            for module in modules:
+                if vars(module).get(function) is fakes[function]:
+                    setattr(module, function, originals[function])
