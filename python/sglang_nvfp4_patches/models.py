@@ -18,6 +18,14 @@ LLAMA4_ARCHITECTURES: frozenset[str] = frozenset(
 LLAMA4, GEMMA4 = "Llama 4", "Gemma 4"
 
 
+def architecture(config: Mapping[str, object]) -> str | None:
+    """The first listed architecture, as SGLang picks the model class."""
+    architectures = config.get("architectures")
+    if isinstance(architectures, list) and architectures and isinstance(architectures[0], str):
+        return architectures[0]
+    return None
+
+
 def moe_family(architecture: str | None, enable_moe_block: object = None) -> str | None:
     """The family whose MoE model ``architecture`` is (Gemma 4: with MoE blocks on), or None."""
     if architecture in LLAMA4_ARCHITECTURES:

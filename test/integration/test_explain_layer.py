@@ -80,7 +80,7 @@ def test_a_top2_refusal_names_a_runner_shown_to_serve_it_or_says_none_is(
 ) -> None:
     """The runners tried are this SGLang's own ``--moe-runner-backend`` choices; one named as
     serving serves one forward here too, and none is claimed where the search found none."""
-    from sglang_nvfp4_patches.explain.runner_search import RUNNER_FLAG
+    from sglang_nvfp4_patches.explain.layer import RUNNER_FLAG
     from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
     from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
     from sglang_nvfp4_patches.simulation.server_args import flag_choices

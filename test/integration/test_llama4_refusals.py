@@ -26,7 +26,8 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     UnverifiedWrapperError,
 )
 from sglang_nvfp4_patches.llama4_router_weight.rule import COMPRESSED_TENSORS, MODELOPT
-from sglang_nvfp4_patches.simulation.moe_layer import LLAMA4_MOE_PREFIX, fused_moe_layer
+from sglang_nvfp4_patches.simulation.llama4_layers import fused_moe_layer
+from sglang_nvfp4_patches.simulation.moe_models import LLAMA4_EXPERTS
 from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on
 from support.configs import LLAMA4_NVFP4, LLAMA4_NVFP4_CT, edited_copy
 from support.release import recorded_llama4_state
@@ -65,7 +66,7 @@ def compressed_tensors_layer() -> tuple[Any, Any, Any]:
     config = json.loads((LLAMA4_NVFP4_CT / "config.json").read_text())
     quant_config = CompressedTensorsConfig.from_config(config["quantization_config"])
     layer = fused_moe_layer(EXPERTS, INTERMEDIATE)
-    layer.quant_method = quant_config.get_quant_method(layer, prefix=LLAMA4_MOE_PREFIX)
+    layer.quant_method = quant_config.get_quant_method(layer, prefix=LLAMA4_EXPERTS)
     if recorded_llama4_state(COMPRESSED_TENSORS.part) in ("upstream", "other runner"):
         pytest.skip(  # 0.5.15.post1: the scheme has no CUTLASS branch, so nothing to lift
             "not applicable: the record shows this SGLang's compressed-tensors NVFP4 MoE scheme "

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from sglang_nvfp4_patches.simulation.cutlass_kernel import RUNNER_MODULE
-from sglang_nvfp4_patches.simulation.moe_layer import (
+from sglang_nvfp4_patches.simulation.llama4_layers import (
     llama4_runner_config as release_llama4_runner_config,
 )
 from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on, single_rank_tp_group

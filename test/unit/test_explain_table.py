@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sglang_nvfp4_patches.explain.layer import LayerOutcome
-from sglang_nvfp4_patches.explain.runner_search import RunnerSearch
+from sglang_nvfp4_patches.explain.layer import LayerOutcome, RunnerSearch
 from sglang_nvfp4_patches.explain.table import MAX_CELL, ExplainRow, format_table
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
 from sglang_nvfp4_patches.simulation.server_args import ResolvedBackends

@@ -20,7 +20,7 @@ from sglang_nvfp4_patches.reference.cutlass_moe_contract import (
     ActivationQuantizer,
     cutlass_fused_moe_reference,
 )
-from sglang_nvfp4_patches.reference.nvfp4 import global_scale_for, nvfp4_activation_quantizer
+from support.nvfp4 import global_scale_for, nvfp4_activation_quantizer
 
 HIDDEN = 5120
 EXPERTS = 4

@@ -7,8 +7,8 @@ import itertools
 import pytest
 import torch
 
-from sglang_nvfp4_patches.reference.nvfp4 import (
-    E2M1_GRID,
+from sglang_nvfp4_patches.simulation.cutlass_kernel import E2M1_GRID
+from support.nvfp4 import (
     NVFP4BlockSizeError,
     NVFP4GlobalScaleError,
     dequantize_nvfp4,

@@ -5,7 +5,7 @@
 * :mod:`.run`: SGLang's own parser for the server flags, then one resolution per model x GPU
   on the CPU simulation (:mod:`sglang_nvfp4_patches.simulation`), unpatched and patched, and
   what the patches of the row's architecture say of it (their ``explain_note``);
-* :mod:`.layer`: the row's first MoE layer run once patched and once as SGLang ships it;
-* :mod:`.runner_search`: for a layer refused for top-k > 1, the runner choices that serve it;
+* :mod:`.layer`: the row's first MoE layer run once patched and once as SGLang ships it (for
+  a layer refused where another runner may serve it, the runner choices that do);
 * :mod:`.table`: the rows, their notes, the table and the JSON.
 """

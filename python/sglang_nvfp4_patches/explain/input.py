@@ -14,7 +14,7 @@ from typing import Any
 
 from sglang_nvfp4_patches.accuracy.files import FileRole, read_bounded
 from sglang_nvfp4_patches.errors import UsageError, loads_json
-from sglang_nvfp4_patches.models import moe_family
+from sglang_nvfp4_patches.models import architecture, moe_family
 from sglang_nvfp4_patches.simulation.moe_models import (
     EXPERTS_FIELD,
     TOP_K_FIELD,
@@ -185,14 +185,6 @@ def field_type_problem(config: Mapping[str, Any]) -> str | None:
 def read_model_config(model_dir: Path) -> dict[str, Any]:
     """The checkpoint's config.json, once :func:`read_checkpoint` passed it."""
     return read_checkpoint(model_dir)[model_dir / CONFIG_NAME]
-
-
-def architecture(config: dict[str, Any]) -> str | None:
-    """The first listed architecture, as SGLang picks the model class."""
-    architectures = config.get("architectures")
-    if isinstance(architectures, list) and architectures and isinstance(architectures[0], str):
-        return architectures[0]
-    return None
 
 
 # Identifiers a line of SGLang/transformers reads: attributes, ["key"] and .get("key").

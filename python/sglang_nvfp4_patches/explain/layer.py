@@ -9,13 +9,44 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sglang_nvfp4_patches.explain.runner_search import RunnerSearch, search_runners
 from sglang_nvfp4_patches.moe_layout import FIELDS, Layout, fate
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile
 
 # What a row's layout does to its one-GPU fate (LayerOutcome.layout_fate values).
 AS_ONE_GPU, NOT_SHOWN, NO_FUSED_FUNCTION = "as on one GPU", "not shown", "no fused function"
+RUNNER_FLAG = "--moe-runner-backend"
+
+
+@dataclass(frozen=True)
+class RunnerSearch:
+    """The runner choices tried on a refused layer: those that served, those GPU-only."""
+
+    serving: tuple[str, ...]
+    not_simulated: tuple[str, ...]
+    tried: int
+
+
+def search_runners(model_dir: Path, gpu: GpuProfile, flags: Mapping[str, Any]) -> RunnerSearch:
+    """For a layer a patch refuses where another runner may serve it (``runner_may_lift``): the
+    layer run once with the user's ``flags`` on each ``--moe-runner-backend`` choice but
+    ``auto``."""
+    from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
+    from sglang_nvfp4_patches.simulation.server_args import flag_choices
+
+    serving: list[str] = []
+    not_simulated: list[str] = []
+    candidates = [choice for choice in flag_choices(RUNNER_FLAG) if choice != "auto"]
+    for runner in candidates:
+        try:
+            run = run_first_moe_layer(model_dir, gpu, {**flags, "moe_runner_backend": runner})
+        except (ValueError, AssertionError):  # SGLang refuses the flag for this checkpoint
+            continue
+        if run is not None and run.verdict is LayerVerdict.SERVES:
+            serving.append(runner)
+        elif run is not None and run.verdict is LayerVerdict.NOT_SIMULATED:
+            not_simulated.append(runner)
+    return RunnerSearch(tuple(serving), tuple(not_simulated), len(candidates))
 
 
 @dataclass(frozen=True)
@@ -62,7 +93,7 @@ def layer_outcome(
     ``as_it_ships`` suspends every patch; ``patched``: this process's hooks are live."""
     from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, run_first_moe_layer
 
-    flags = one_gpu(flags)
+    flags = {name: value for name, value in flags.items() if name not in FIELDS}  # one GPU
     with as_it_ships():
         unpatched = run_first_moe_layer(model_dir, gpu, flags)
     if unpatched is None:
@@ -85,11 +116,6 @@ def layer_outcome(
         unknown=_unknown(run),
         unknown_unpatched=_unknown(unpatched),
     )
-
-
-def one_gpu(flags: Mapping[str, Any]) -> dict[str, Any]:
-    """``flags`` without those that place the layer across GPUs: the one-GPU launch."""
-    return {name: value for name, value in flags.items() if name not in FIELDS}
 
 
 def across(outcome: LayerOutcome, layout: Layout) -> LayerOutcome:

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any
 
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK, LaunchRefused, UsageError
 from sglang_nvfp4_patches.explain.input import (
@@ -36,10 +36,9 @@ from sglang_nvfp4_patches.simulation.server_args import (
     ResolvedBackends,
     ServerArgsRejected,
     resolve,
+    sglang_parser,
 )
 from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
-
-T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -85,8 +84,9 @@ def explain_one(
     unpatched, patched, refused, layer = reading.answer(answers)
     if layer is not None:
         layer = across(layer, unpatched.layout)
+    off = {PatchState.DISABLED: "off"}
     notes = tuple(
-        (name, f"{name} is {_off_word(report)} ({report.reason})")
+        (name, f"{name} is {off.get(report.state, report.state.value)} ({report.reason})")
         for name, report in (disabled or {}).items()
         if name in {patch.name for patch in concerned}
     )
@@ -121,10 +121,6 @@ def _patched(
         raise
 
 
-def _off_word(report: PatchReport) -> str:
-    return "off" if report.state is PatchState.DISABLED else report.state.value
-
-
 @dataclass(frozen=True)
 class SglangReading:
     """SGLang reading a checkpoint's ``files`` with the user's server ``flags`` (``words``: as
@@ -137,7 +133,7 @@ class SglangReading:
     words: Sequence[str]
     where: str  # the checkpoint and the simulated GPU
 
-    def answer(self, answers: Callable[[Mapping[str, Any]], T]) -> T:
+    def answer(self, answers: Callable[[Mapping[str, Any]], Answers]) -> Answers:
         try:
             return answers(self.flags)
         except KeyboardInterrupt:
@@ -197,22 +193,6 @@ def _passes(answers: Callable[[Mapping[str, Any]], object], flags: Mapping[str, 
     return True
 
 
-class _OneLineParser(argparse.ArgumentParser):
-    """SGLang's own server parser; its complaint becomes one ``error:`` line, not an exit."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"sglang serve (SGLang {sglang_version()}): {message}")
-
-
-def _sglang_parser() -> argparse.ArgumentParser:
-    """SGLang's own server parser, as ``launch_server`` parses (its complaint: one line)."""
-    from sglang.srt.server_args import ServerArgs
-
-    parser = _OneLineParser(prog="sglang serve", add_help=False)
-    ServerArgs.add_cli_args(parser)
-    return parser
-
-
 def server_flags(words: Sequence[str]) -> dict[str, Any]:
     """The ``ServerArgs`` fields the user's server flags set, read by SGLang's own parser and
     flag-to-field mapping, so every flag of that release works as it does there."""
@@ -224,7 +204,7 @@ def server_flags(words: Sequence[str]) -> dict[str, Any]:
     record = dataclasses.make_dataclass(
         "ParsedServerArgs", [(name, Any, dataclasses.field(default=None)) for name in fields]
     )
-    parser = _sglang_parser()
+    parser = sglang_parser()
 
     def parsed(extra: Sequence[str]) -> dict[str, Any]:
         with contextlib.redirect_stdout(sys.stderr):  # deprecation notes stay off stdout
@@ -244,7 +224,7 @@ def spelled(words: Sequence[str], fields: Sequence[str]) -> str:
     parser maps flags to fields; a field no word is found for, by its flag's usual name."""
     dests = {
         option: action.dest
-        for action in _sglang_parser()._actions
+        for action in sglang_parser()._actions
         for option in action.option_strings
     }
     picked: list[str] = []

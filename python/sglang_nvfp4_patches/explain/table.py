@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sglang_nvfp4_patches.explain.layer import AS_ONE_GPU, NOT_SHOWN, LayerOutcome
-from sglang_nvfp4_patches.explain.runner_search import RUNNER_FLAG, RunnerSearch
+from sglang_nvfp4_patches.explain.layer import (
+    AS_ONE_GPU,
+    NOT_SHOWN,
+    RUNNER_FLAG,
+    LayerOutcome,
+    RunnerSearch,
+)
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile
 from sglang_nvfp4_patches.simulation.server_args import ResolvedBackends
@@ -86,57 +91,49 @@ class ExplainRow:
             for patch in PATCHES
             if patch.concerns(self.architecture)
         ]
+        layer = self.layer or LayerOutcome(None)
+        about: list[str] = []  # each said after the model's name
         if self.moe_reading:
-            notes.append(f"{self.model}: {self.moe_reading}")
+            about.append(self.moe_reading)
         if self.dense:
-            notes.append(f"{self.model}: {DENSE}")
+            about.append(DENSE)
         if self.launch_refused:
-            refusal = self.launch_refused.rstrip(".")
-            notes.append(f"{self.model}: the launch is refused: {refusal}")
+            about.append(f"the launch is refused: {self.launch_refused.rstrip('.')}")
         if self.refused:
-            search = self.layer.search if self.layer is not None else None
-            refused = self.refused.rstrip(".") if search is not None else self.refused
-            notes.append(f"{self.model}: the MoE layer is refused {refused}{_instead(search)}")
-        layer = self.layer
-        as_shipped = layer is not None and (layer.runner, layer.fails) == (
-            layer.unpatched_runner,
-            layer.fails_unpatched,
-        )
+            refused = self.refused.rstrip(".") if layer.search is not None else self.refused
+            about.append(f"the MoE layer is refused {refused}{_instead(layer.search)}")
+        as_shipped = (layer.runner, layer.fails) == (layer.unpatched_runner, layer.fails_unpatched)
         # a refused launch builds no layer: its note says why instead
-        fails = bool(layer and layer.fails and self.patches_asked and not self.launch_refused)
+        fails = bool(layer.fails and self.patches_asked and not self.launch_refused)
         if fails and not as_shipped:
             on = f"on the {layer.runner} MoE runner it" if layer.runner else "the MoE layer"
-            notes.append(f"{self.model}: {on} fails {layer.fails}")
+            about.append(f"{on} fails {layer.fails}")
         if fails and as_shipped:
-            notes.append(
-                f"{self.model}: with the patches as without, {_built(layer.runner)} fails "
-                f"{layer.fails}"
-            )
-        elif layer is not None and layer.fails_unpatched:
+            about.append(f"with the patches as without, {_built(layer.runner)} fails {layer.fails}")
+        elif layer.fails_unpatched:
             who = "without the patches, SGLang" if self.patches_asked else "SGLang as it ships"
             built = _built(layer.unpatched_runner)
-            notes.append(f"{self.model}: {who} builds {built} and fails {layer.fails_unpatched}")
-        if layer is not None and layer.unknown_unpatched and not self.launch_refused:
+            about.append(f"{who} builds {built} and fails {layer.fails_unpatched}")
+        if not self.launch_refused:
             who = "without the patches" if self.patches_asked else "as SGLang ships it"
-            if layer.unknown != layer.unknown_unpatched:
-                notes.append(f"{self.model}: {who}, {UNKNOWN_FATE}: {layer.unknown_unpatched}")
-        if layer is not None and layer.unknown and not self.launch_refused:
-            notes.append(f"{self.model}: {UNKNOWN_FATE}: {layer.unknown}")
-        if layer is not None and layer.layout_fate == AS_ONE_GPU:
+            if layer.unknown_unpatched and layer.unknown != layer.unknown_unpatched:
+                about.append(f"{who}, {UNKNOWN_FATE}: {layer.unknown_unpatched}")
+            if layer.unknown:
+                about.append(f"{UNKNOWN_FATE}: {layer.unknown}")
+        notes += [f"{self.model}: {note}" for note in about]
+        fate = None
+        if layer.layout_fate == AS_ONE_GPU:
             fate = "as on one GPU (each of its dimensions shown across 2 and 4 CPU ranks)"
+        elif (layer.layout_fate or "").startswith(NOT_SHOWN):
+            fate = f"unknown ({(layer.layout_fate or '').partition(': ')[2]})"
+        if fate is not None:
             notes.append(
                 f"{self.model} launched with {layer.layout}: the MoE layer's fate is {fate}"
-            )
-        elif layer is not None and (layer.layout_fate or "").startswith(NOT_SHOWN):
-            why = layer.layout_fate.partition(": ")[2]
-            notes.append(
-                f"{self.model} launched with {layer.layout}: the MoE layer's fate is "
-                f"unknown ({why})"
             )
         return one_line("; ".join(note for note in notes if note))
 
     def as_json(self) -> dict[str, object]:
-        layer = self.layer
+        layer = self.layer or LayerOutcome(None)
         return {
             "model": self.model,
             "gpu": self.gpu.name,
@@ -148,11 +145,11 @@ class ExplainRow:
             "patched": self.patched is not None or self.launch_refused is not None,
             "moe_layer_runner": self.moe_layer_runner,
             "moe_layer_refused": self.refused,
-            "moe_layer_fails": layer.fails if layer is not None else None,
-            "unpatched_moe_layer_runner": layer.unpatched_runner if layer is not None else None,
-            "unpatched_fails_at_warmup": layer.fails_unpatched if layer is not None else None,
-            "layout": layer.layout if layer is not None else None,
-            "layout_fate": layer.layout_fate if layer is not None else None,
+            "moe_layer_fails": layer.fails,
+            "unpatched_moe_layer_runner": layer.unpatched_runner,
+            "unpatched_fails_at_warmup": layer.fails_unpatched,
+            "layout": layer.layout,
+            "layout_fate": layer.layout_fate,
             "launch_refused": self.launch_refused,
             "dense": self.dense,
             "note": self.note,

@@ -1,13 +1,11 @@
 """CPU reference of the contract of FlashInfer's ``cutlass_fused_moe`` (our own, for tests):
-per token, ``out[t] = sum_k token_final_scales[t, k] * expert_{ids[t, k]}(input[t])``, a gated
-expert ``w2 @ (act(gate) * up)`` with ``fc1`` stacking ``[up; gate]`` (FlashInfer's ``w31``)
-and ``act`` SiLU (``Swiglu``, the default; Llama 4) or exact GELU (``Geglu``; Gemma 4). Router
-weights only scale expert *outputs*: why ``llama4-router-weight`` exists. Computed in float32,
-cast to ``output_dtype``; ``activation_quantizer`` stands in for the kernel's own. Under expert
-parallelism the ids stay global: rank ``ep_rank`` holds experts ``[ep_rank*E, (ep_rank+1)*E)``
-of its ``E`` weights and adds nothing for the others (the ranks' outputs are summed after it);
-under tensor parallelism each rank holds a slice of every expert's intermediate size, and its
-output is likewise a partial sum.
+``out[t] = sum_k token_final_scales[t, k] * expert_{ids[t, k]}(input[t])``, a gated expert
+``w2 @ (act(gate) * up)`` with ``fc1`` stacking ``[up; gate]`` (FlashInfer's ``w31``) and
+``act`` SiLU (``Swiglu``, Llama 4) or exact GELU (``Geglu``, Gemma 4), in float32. Router
+weights only scale expert *outputs*: why ``llama4-router-weight`` exists. Under expert
+parallelism the ids stay global and rank ``ep_rank`` adds only its own ``E`` experts
+``[ep_rank*E, (ep_rank+1)*E)``; under tensor parallelism each rank holds a slice of every
+expert: either way the ranks' outputs are partial sums.
 """
 
 from __future__ import annotations

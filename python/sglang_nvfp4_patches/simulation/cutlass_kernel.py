@@ -20,13 +20,13 @@ from sglang_nvfp4_patches.reference.cutlass_moe_contract import (
     GATE_ACTIVATIONS,
     cutlass_fused_moe_reference,
 )
-from sglang_nvfp4_patches.reference.nvfp4 import E2M1_GRID
 from sglang_nvfp4_patches.simulation.patching import attribute
 
 RUNNER_MODULE = "sglang.srt.layers.moe.moe_runner.flashinfer_cutlass"
 MODELOPT_MODULE = "sglang.srt.layers.quantization.modelopt_quant"
 MODELOPT_KERNEL_NAME = "flashinfer_cutlass_fused_moe"  # bound at import before the runner
 E4M3_ONE = 0x38  # 1.0 as a float8_e4m3fn byte
+E2M1_GRID: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)  # FP4 magnitudes
 
 
 def _e2m1_values(codes: torch.Tensor) -> torch.Tensor:
@@ -44,6 +44,19 @@ def random_fp4(shape: tuple[int, ...], generator: torch.Generator) -> tuple[torc
     """Values on the E2M1 grid and their packed bytes (low nibble first)."""
     codes = torch.randint(0, 16, shape, generator=generator, dtype=torch.uint8)
     return _e2m1_values(codes), codes[..., 0::2] | (codes[..., 1::2] << 4)
+
+
+def random_batch(
+    tokens: int, hidden: int, experts: int, top_k: int, dtype: torch.dtype, seed: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Hidden states, router weights in (0.1, 1) and distinct expert ids per token."""
+    generator = torch.Generator().manual_seed(100 + seed)
+    x = torch.randn(tokens, hidden, generator=generator).to(dtype)
+    weights = torch.rand(tokens, top_k, generator=generator) * 0.9 + 0.1
+    ids = torch.stack(
+        [torch.randperm(experts, generator=generator)[:top_k] for _ in range(tokens)]
+    ).to(torch.int32)
+    return x, weights, ids
 
 
 def _unit_scaled(quant_scales: list[torch.Tensor], fc1: torch.Tensor, fc2: torch.Tensor) -> bool:
@@ -87,30 +100,25 @@ class RecordingCutlassKernel:
         output = kwargs.get("output")
         quant_scales = kwargs.get("quant_scales")
         fc1, fc2 = kwargs["fc1_expert_weights"], kwargs["fc2_expert_weights"]
-        if quant_scales is not None or kwargs.get("input_sf") is not None:
-            if kwargs.get("input_sf") is not None or not _unit_scaled(quant_scales, fc1, fc2):
-                result = torch.zeros_like(output) if output is not None else None
-                return self._returned(result, output)
-            fc1, fc2 = decode_e2m1(fc1), decode_e2m1(fc2)
-        result = cutlass_fused_moe_reference(
-            kwargs["input"],
-            kwargs["token_selected_experts"],
-            kwargs["token_final_scales"],
-            fc1,
-            fc2,
-            kwargs["output_dtype"],
-            activation=activation_name(kwargs.get("activation_type")),
-            ep_size=int(kwargs.get("ep_size") or 1),
-            ep_rank=int(kwargs.get("ep_rank") or 0),
-        )
-        return self._returned(result, output)
-
-    @staticmethod
-    def _returned(result: torch.Tensor | None, output: torch.Tensor | None) -> list[Any]:
-        if output is not None:
-            output.copy_(result)
-            result = output
-        return [result]
+        if kwargs.get("input_sf") is not None or (
+            quant_scales is not None and not _unit_scaled(quant_scales, fc1, fc2)
+        ):
+            result = torch.zeros_like(output) if output is not None else None
+        else:
+            if quant_scales is not None:
+                fc1, fc2 = decode_e2m1(fc1), decode_e2m1(fc2)
+            result = cutlass_fused_moe_reference(
+                kwargs["input"],
+                kwargs["token_selected_experts"],
+                kwargs["token_final_scales"],
+                fc1,
+                fc2,
+                kwargs["output_dtype"],
+                activation=activation_name(kwargs.get("activation_type")),
+                ep_size=int(kwargs.get("ep_size") or 1),
+                ep_rank=int(kwargs.get("ep_rank") or 0),
+            )
+        return [output.copy_(result) if output is not None else result]
 
 
 @contextlib.contextmanager

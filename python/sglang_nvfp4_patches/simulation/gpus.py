@@ -86,21 +86,14 @@ COMMON = "sglang.srt.utils.common"
 _EXACT_PROBES: dict[str, tuple[int, int]] = {"is_sm120": (12, 0), "is_sm121": (12, 1)}
 
 
-def _legacy_fakes(profile: GpuProfile) -> dict[str, Callable[..., Any]]:
+def _probe_fakes(profile: GpuProfile, legacy: bool) -> dict[str, Callable[..., Any]]:
+    """Stand-ins of the exact-capability probes and, with ``legacy``, of the others."""
     facts = profile.platform_facts()
-    fakes: dict[str, Callable[..., Any]] = {
-        name: (lambda value=facts[fact], *_a, **_k: value) for name, fact in _LEGACY_PROBES.items()
-    }
-    fakes["get_device_capability"] = lambda *_a, **_k: profile.capability
-    fakes["get_device_sm"] = lambda *_a, **_k: facts["device_sm"]
-    return fakes
-
-
-def _exact_fakes(profile: GpuProfile) -> dict[str, Callable[..., Any]]:
-    return {
-        name: (lambda value=profile.capability == capability, *_a, **_k: value)
-        for name, capability in _EXACT_PROBES.items()
-    }
+    values: dict[str, object] = {n: profile.capability == c for n, c in _EXACT_PROBES.items()}
+    if legacy:
+        values.update({name: facts[fact] for name, fact in _LEGACY_PROBES.items()})
+        values.update(get_device_capability=profile.capability, get_device_sm=facts["device_sm"])
+    return {name: (lambda *_a, _v=value, **_k: _v) for name, value in values.items()}
 
 
 @contextlib.contextmanager
@@ -110,12 +103,12 @@ def simulated_gpu(profile: GpuProfile) -> Iterator[None]:
     try:
         from sglang.srt.runtime_context import _PLATFORM_PROBES, _PLATFORM_VALUES, override_platform
     except ImportError:
-        with rebound_in_sglang(COMMON, {**_legacy_fakes(profile), **_exact_fakes(profile)}):
+        with rebound_in_sglang(COMMON, _probe_fakes(profile, legacy=True)):
             yield
         return
     known = set(_PLATFORM_PROBES) | set(_PLATFORM_VALUES)
     facts = {k: v for k, v in profile.platform_facts().items() if k in known}
-    with override_platform(**facts), rebound_in_sglang(COMMON, _exact_fakes(profile)):
+    with override_platform(**facts), rebound_in_sglang(COMMON, _probe_fakes(profile, legacy=False)):
         yield
 
 

@@ -7,6 +7,7 @@ codes, every scale 1). Each keeps its float weights, for what Llama 4 means
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 from dataclasses import dataclass
@@ -15,14 +16,56 @@ from typing import Any
 import torch
 
 from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4_CT
-from sglang_nvfp4_patches.simulation.cutlass_kernel import E4M3_ONE, MODELOPT_MODULE, random_fp4
-from sglang_nvfp4_patches.simulation.moe_layer import (
-    LLAMA4_MOE_PREFIX,
-    fused_moe_layer,
-    llama4_runner_config,
+from sglang_nvfp4_patches.simulation.cutlass_kernel import (
+    E4M3_ONE,
+    MODELOPT_MODULE,
+    random_batch,
+    random_fp4,
 )
+from sglang_nvfp4_patches.simulation.moe_forward import forward
+from sglang_nvfp4_patches.simulation.moe_models import LLAMA4_EXPERTS
 
 HIDDEN, INTERMEDIATE, EXPERTS = 64, 64, 4
+
+
+def llama4_runner_config(
+    experts: int,
+    hidden: int,
+    intermediate: int,
+    top_k: int | None = 1,
+    on_input: bool = True,
+    layer: Any = None,
+) -> Any:
+    """A ``MoeRunnerConfig`` as Llama 4 builds its MoE (SwiGLU, router weight on the input)."""
+    from sglang.srt.layers.moe.moe_runner.base import MoeRunnerConfig
+
+    kwargs: dict[str, Any] = {"layer": layer}  # ``layer`` arrived in 0.5.18
+    if "layer" not in {f.name for f in dataclasses.fields(MoeRunnerConfig)}:
+        kwargs = {}
+    return MoeRunnerConfig(
+        num_experts=experts,
+        num_local_experts=experts,
+        hidden_size=hidden,
+        intermediate_size_per_partition=intermediate,
+        top_k=top_k,
+        activation="silu",
+        is_gated=True,
+        apply_router_weight_on_input=on_input,
+        **kwargs,
+    )
+
+
+def fused_moe_layer(num_experts: int, intermediate_size: int) -> Any:
+    """SGLang's ``FusedMoE`` type (compressed-tensors matches its schemes by it) carrying the
+    placement of a single-GPU layer, without building weights or process groups."""
+    from sglang.srt.layers.moe.fused_moe_triton import FusedMoE
+
+    layer = FusedMoE.__new__(FusedMoE)
+    torch.nn.Module.__init__(layer)
+    layer.moe_tp_size, layer.moe_tp_rank, layer.moe_ep_size, layer.moe_ep_rank = 1, 0, 1, 0
+    layer.num_experts = layer.num_local_experts = num_experts
+    layer.intermediate_size_per_partition = intermediate_size
+    return layer
 
 
 @dataclass
@@ -52,14 +95,7 @@ class Llama4Layer:
         x_scale: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """``FusedMoE``'s forward through the method; ``x_scale``: of activations quantized."""
-        from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
-        from sglang.srt.layers.moe.topk import StandardTopKOutput
-
-        topk = StandardTopKOutput(topk_weights=weights, topk_ids=ids, router_logits=None)
-        dispatch = StandardDispatchOutput(
-            hidden_states=x, hidden_states_scale=x_scale, topk_output=topk
-        )
-        return self.method.apply(self.layer, dispatch).hidden_states
+        return forward(self.layer, x, weights, ids, x_scale)
 
 
 def _unit_scaled_weights(seed: int) -> tuple[torch.Tensor, ...]:
@@ -101,7 +137,7 @@ def compressed_tensors_layer(top_k: int | None = 1, seed: int = 0) -> Llama4Laye
     config = json.loads((LLAMA4_NVFP4_CT / "config.json").read_text())
     quant_config = CompressedTensorsConfig.from_config(config["quantization_config"])
     layer = fused_moe_layer(EXPERTS, INTERMEDIATE)
-    layer.quant_method = quant_config.get_quant_method(layer, prefix=LLAMA4_MOE_PREFIX)
+    layer.quant_method = quant_config.get_quant_method(layer, prefix=LLAMA4_EXPERTS)
     layer.scheme.create_weights(
         layer=layer,
         num_experts=EXPERTS,
@@ -131,11 +167,5 @@ def runs_on_flashinfer_cutlass(moe: Llama4Layer) -> bool:
 def batch(
     tokens: int, top_k: int, dtype: torch.dtype, seed: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Hidden states, router weights in (0.1, 1) and distinct expert ids per token."""
-    generator = torch.Generator().manual_seed(100 + seed)
-    x = torch.randn(tokens, HIDDEN, generator=generator).to(dtype)
-    weights = torch.rand(tokens, top_k, generator=generator) * 0.9 + 0.1
-    ids = torch.stack(
-        [torch.randperm(EXPERTS, generator=generator)[:top_k] for _ in range(tokens)]
-    ).to(torch.int32)
-    return x, weights, ids
+    """A batch for these layers (:func:`.cutlass_kernel.random_batch`)."""
+    return random_batch(tokens, HIDDEN, EXPERTS, top_k, dtype, seed)

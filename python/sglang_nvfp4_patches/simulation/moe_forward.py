@@ -16,7 +16,7 @@ import json
 import os
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +66,7 @@ class LayerRun:
         return self.verdict in BROKEN
 
     def as_json(self) -> dict[str, str | None]:
-        return {
-            "family": self.family,
-            "runner": self.runner,
-            "verdict": self.verdict.value,
-            "detail": self.detail,
-        }
+        return {**asdict(self), "verdict": self.verdict.value}
 
 
 class _Stage(str, enum.Enum):
@@ -121,14 +116,23 @@ def single_gpu_placement() -> Iterator[None]:
         yield
 
 
-def _model_config(server_args: Any) -> Any:
-    try:  # where SGLang has it: the record's memoized ModelConfig
+def checkpoint_quant_config(server_args: Any) -> Any:
+    """The quantization config SGLang's ``ModelConfig`` reads off the checkpoint (``None``: not
+    quantized); the record's memoized ``ModelConfig`` where SGLang has one."""
+    from sglang_nvfp4_patches.server_args_seam.launch import quant_config_of
+
+    try:
         from sglang.srt.arg_groups.model_override_base import model_config_of
     except ImportError:
         from sglang.srt.configs.model_config import ModelConfig
 
-        return ModelConfig.from_server_args(server_args)
-    return model_config_of(server_args)
+        return quant_config_of(ModelConfig.from_server_args(server_args))
+    return quant_config_of(model_config_of(server_args))
+
+
+def layer_experts(model: MoeModel, ep_size: int = 1) -> int:
+    """The simulated layer's experts: 2*top-k, at least 4, split evenly over ``ep_size``."""
+    return -(-max(4, 2 * model.top_k) // ep_size) * ep_size
 
 
 def build_layer(model: MoeModel, quant_config: Any, experts: int) -> Any:
@@ -237,26 +241,16 @@ def layer_runner(layer: Any) -> str | None:
     return None if backend is None else str(getattr(backend, "value", backend))
 
 
-def batch(model: MoeModel, experts: int, seed: int = 1) -> tuple[Any, Any, Any]:
-    """Hidden states, router weights in (0.1, 1) and distinct expert ids per token."""
-    import torch
-
-    generator = torch.Generator().manual_seed(100 + seed)
-    x = torch.randn(TOKENS, HIDDEN, generator=generator).to(torch.bfloat16)
-    weights = torch.rand(TOKENS, model.top_k, generator=generator) * 0.9 + 0.1
-    ids = torch.stack(
-        [torch.randperm(experts, generator=generator)[: model.top_k] for _ in range(TOKENS)]
-    ).to(torch.int32)
-    return x, weights, ids
-
-
-def forward(layer: Any, x: Any, weights: Any, ids: Any) -> Any:
-    """``FusedMoE``'s forward through its quantization method, after standard dispatch."""
+def forward(layer: Any, x: Any, weights: Any, ids: Any, x_scale: Any = None) -> Any:
+    """``FusedMoE``'s forward through its quantization method, after standard dispatch
+    (``x_scale``: of activations quantized before it)."""
     from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
     from sglang.srt.layers.moe.topk import StandardTopKOutput
 
     topk = StandardTopKOutput(topk_weights=weights, topk_ids=ids, router_logits=None)
-    dispatch = StandardDispatchOutput(hidden_states=x, hidden_states_scale=None, topk_output=topk)
+    dispatch = StandardDispatchOutput(
+        hidden_states=x, hidden_states_scale=x_scale, topk_output=topk
+    )
     return layer.quant_method.apply(layer, dispatch).hidden_states
 
 
@@ -289,7 +283,12 @@ def _verdict_of(
 ) -> tuple[LayerVerdict, str]:
     """What ``error``, raised at ``stage`` by a layer built on ``runner``, says of it: a
     runner whose kernels the GPU lacks fails wherever the CPU stopped short of them."""
-    from sglang_nvfp4_patches.simulation.uncomputed_kernels import KernelReached, runner_kernels
+    from sglang_nvfp4_patches.simulation.uncomputed_kernels import (
+        TRTLLM_KERNEL,
+        TRTLLM_RUNNER,
+        KernelReached,
+        trtllm_gen_moe_kernels,
+    )
 
     if isinstance(error, KernelReached):
         if error.has_kernels is False:
@@ -304,34 +303,59 @@ def _verdict_of(
         return LayerVerdict.FAILS, f"{stage.value}: {message}"
     if whose != "gpu only":
         raise error  # the simulation's own failure: a bug, never a verdict on SGLang
-    kernels = runner_kernels(runner, gpu)
-    if kernels is not None and kernels[1] is False:
-        return LayerVerdict.NO_KERNEL, f"{kernels[0]} has no kernels for {gpu.label}"
+    if runner == TRTLLM_RUNNER and trtllm_gen_moe_kernels(gpu) is False:
+        return LayerVerdict.NO_KERNEL, f"{TRTLLM_KERNEL} has no kernels for {gpu.label}"
     call = f"{stage.done(runner)}; {stage.value} it calls GPU-only code ({message})"
     return LayerVerdict.NOT_SIMULATED, f"{call}, which the CPU does not run"
 
 
-@contextlib.contextmanager
-def layer_build_site(gpu: GpuProfile, model_dir: Path, flags: Mapping[str, Any]) -> Iterator[Any]:
-    """A scheduler's MoE layer site on ``gpu``, on CPU (yields the published config)."""
-    from sglang_nvfp4_patches.simulation.cutlass_kernel import (
-        cpu_cutlass_kernel,
-        cuda_moves_stay_on_cpu,
-    )
-    from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on, single_rank_tp_group
-    from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
-    from sglang_nvfp4_patches.simulation.uncomputed_kernels import uncomputed_kernels
+@dataclass(frozen=True)
+class LayerForward:
+    """What :func:`forward_through` got: the runner, what stopped the layer (``failure``), or
+    its output with the inputs and weights it was given."""
 
-    with (
-        quiet_sglang(),
-        moe_layer_build_on(gpu.name, model_dir, **flags) as server_args,
-        single_rank_tp_group(),
-        single_gpu_placement(),
-        cpu_cutlass_kernel(),
-        uncomputed_kernels(gpu),
-        cuda_moves_stay_on_cpu(),
-    ):
-        yield server_args
+    runner: str | None
+    failure: tuple[LayerVerdict, str] | None = None
+    out: Any = None
+    inputs: tuple[Any, ...] = ()  # hidden states, router weights, expert ids
+    weights: ExpertWeights | None = None
+
+
+def forward_through(
+    model: MoeModel,
+    quant_config: Any,
+    experts: int,
+    gpu: GpuProfile,
+    run: Callable[..., Any] = forward,
+    after_build: Callable[[Any], None] | None = None,
+) -> LayerForward:
+    """Build, load, process and run (``run(layer, x, router_weights, ids)``) the layer, as the
+    model loader and the model do; a failure is classified (the simulation's own re-raised)."""
+    import torch
+
+    from sglang_nvfp4_patches.simulation.cutlass_kernel import random_batch
+
+    stage, layer = _Stage.BUILD, None
+    try:
+        layer = build_layer(model, quant_config, experts)
+        if after_build is not None:
+            after_build(layer)
+        other_format = nvfp4_weights(layer)
+        if other_format is not None:
+            detail = f"built with {other_format}: the CPU simulation loads NVFP4 weights only"
+            return LayerForward(layer_runner(layer), (LayerVerdict.NOT_SIMULATED, detail))
+        weights = expert_weights(experts)
+        stage = _Stage.LOAD
+        load_weights(layer, model, weights)
+        stage = _Stage.PROCESS
+        layer.quant_method.process_weights_after_loading(layer)  # as the loader calls it
+        stage = _Stage.FORWARD
+        inputs = random_batch(TOKENS, HIDDEN, experts, model.top_k, torch.bfloat16, seed=1)
+        out = run(layer, *inputs)
+    except Exception as error:  # classified: SGLang's, a kernel's, or re-raised as ours
+        runner = layer_runner(layer) if layer is not None else None
+        return LayerForward(runner, _verdict_of(error, stage, gpu, runner))
+    return LayerForward(layer_runner(layer), None, out, inputs, weights)
 
 
 def not_simulated(model: MoeModel, gpu: GpuProfile) -> str | None:
@@ -359,68 +383,61 @@ def run_first_moe_layer(
     """Build, load, process and run the checkpoint's first MoE layer on ``gpu`` with the
     user's ``flags`` (``None``: no MoE layer, not quantized, several GPUs, or pre-Blackwell,
     where SGLang's Marlin fallback needs CUDA itself); ``after_build`` gets the layer built."""
-    from sglang_nvfp4_patches.server_args_seam.launch import quant_config_of
+    from sglang_nvfp4_patches.simulation.cutlass_kernel import (
+        cpu_cutlass_kernel,
+        cuda_moves_stay_on_cpu,
+    )
+    from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on, single_rank_tp_group
+    from sglang_nvfp4_patches.simulation.server_args import quiet_sglang
+    from sglang_nvfp4_patches.simulation.uncomputed_kernels import uncomputed_kernels
 
     model = moe_model(json.loads((model_dir / "config.json").read_text()))
     flags = dict(flags or {})
     several = any(int(flags.get(size) or 1) > 1 for size in PARALLEL_SIZES)
     if model is None or gpu.major < BLACKWELL_MAJOR or several:
         return None
-    experts = max(4, 2 * model.top_k)
-    with layer_build_site(gpu, model_dir, flags) as server_args:
-        quant_config = quant_config_of(_model_config(server_args))
-        if quant_config is None:
+    with (
+        quiet_sglang(),
+        moe_layer_build_on(gpu.name, model_dir, **flags) as server_args,
+        single_rank_tp_group(),
+        single_gpu_placement(),
+        cpu_cutlass_kernel(),
+        uncomputed_kernels(gpu),
+        cuda_moves_stay_on_cpu(),
+    ):
+        config = checkpoint_quant_config(server_args)
+        if config is None:
             return None
         reason = not_simulated(model, gpu)
         if reason is not None:
             return LayerRun(model.family, None, LayerVerdict.NOT_SIMULATED, reason)
-        stage, layer = _Stage.BUILD, None
-        try:
-            layer = build_layer(model, quant_config, experts)
-            if after_build is not None:
-                after_build(layer)
-            other_format = nvfp4_weights(layer)
-            if other_format is not None:
-                detail = f"built with {other_format}: the CPU simulation loads NVFP4 weights only"
-                return LayerRun(
-                    model.family, layer_runner(layer), LayerVerdict.NOT_SIMULATED, detail
-                )
-            weights = expert_weights(experts)
-            stage = _Stage.LOAD
-            load_weights(layer, model, weights)
-            stage = _Stage.PROCESS
-            layer.quant_method.process_weights_after_loading(layer)  # as the loader calls it
-            stage = _Stage.FORWARD
-            x, router_weights, ids = batch(model, experts)
-            out = forward(layer, x, router_weights, ids)
-        except Exception as error:  # classified: SGLang's, a kernel's, or re-raised as ours
-            runner = layer_runner(layer) if layer is not None else None
-            verdict, detail = _verdict_of(error, stage, gpu, runner)
-            return LayerRun(model.family, runner, verdict, detail)
-    verdict, detail, error = against_meaning(model, out, x, router_weights, ids, weights)
+        run = forward_through(model, config, layer_experts(model), gpu, after_build=after_build)
+    if run.failure is not None:
+        return LayerRun(model.family, run.runner, *run.failure)
+    verdict, detail, error = against_meaning(model, run)
     if error is not None:
         detail = f"{detail} (relative error {error:.1e})"
-    return LayerRun(model.family, layer_runner(layer), verdict, detail)
+    return LayerRun(model.family, run.runner, verdict, detail)
 
 
-def against_meaning(
-    model: MoeModel, out: Any, x: Any, router_weights: Any, ids: Any, weights: ExpertWeights
-) -> tuple[LayerVerdict, str, float | None]:
-    """The layer's output ``out`` against what it means (:mod:`..reference.moe_meaning`):
-    the verdict, what it says, and the relative error (``None``: not computed by the
-    reference)."""
+def against_meaning(model: MoeModel, run: LayerForward) -> tuple[LayerVerdict, str, float | None]:
+    """The layer's output against what it means (:mod:`..reference.moe_meaning`): the verdict,
+    what it says, and the relative error."""
     from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
 
+    assert run.weights is not None  # a layer that ran
+    x, router_weights, ids = run.inputs
+    # a layer without a gate activation is not simulated (not_simulated)
     expected = moe_meaning(
         x,
         router_weights,
         ids,
-        weights.w13,
-        weights.w2,
+        run.weights.w13,
+        run.weights.w2,
         model.router_weight_on_input,
-        str(model.gate_activation),  # a layer without one is not simulated (not_simulated)
+        str(model.gate_activation),
     )
-    error = float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
+    error = float((run.out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
     meaning = "expert(x*w)" if model.router_weight_on_input else "sum_k w_k*expert_k(x)"
     verdict = LayerVerdict.SERVES if error <= TOLERANCE else LayerVerdict.WRONG
     return verdict, f"output {'=' if verdict is LayerVerdict.SERVES else '!='} {meaning}", error

@@ -17,6 +17,7 @@ from sglang_nvfp4_patches.models import (
     LLAMA4,
     MIN_MOE_EXPERTS,
     TOP_K_FIELDS,
+    architecture,
     first_set,
     moe_family,
     moe_settings,
@@ -59,13 +60,11 @@ EXPERTS_FIELD = {LLAMA4: "num_local_experts", GEMMA4: "num_experts"}
 MAX_EXPERTS = 2**31 - 1
 # The layers searched for the first MoE one (a published checkpoint has at most a few hundred).
 MAX_LAYERS = 10_000
-# Architectures whose SGLang decoder layers build a MoE block whatever its expert count (the
-# layer's ``stage_facts`` say sparse from the config alone): fewer than 1 expert fails there
-# ("Tensor parallel size 1 is greater than the number of experts 0"; top-k routing over no
-# expert), 1 expert is a layer of one. Each with the text config field before whose layer
-# index layers are dense, where its model has one (then every ``moe_layer_freq``-th layer is
-# sparse). Any other architecture may build dense layers from fewer than 2 experts (Hunyuan,
-# Grok, ...), as explain reads it. test_config_refusals.py asks SGLang's layers.
+# Architectures whose SGLang decoder layers build a MoE block whatever its expert count (0
+# experts fails there, 1 is a layer of one), each with the text config field before whose
+# layer index layers are dense, if any (then every ``moe_layer_freq``-th layer is sparse).
+# Others may build dense layers from fewer than 2 experts (Hunyuan, Grok, ...), as explain
+# reads it. test_config_refusals.py asks SGLang's layers.
 SPARSE_AT_ANY_COUNT: dict[str, str | None] = {
     "Qwen3MoeForCausalLM": None,
     "Qwen3VLMoeForConditionalGeneration": None,
@@ -84,16 +83,8 @@ def text_config(config: Mapping[str, Any]) -> Mapping[str, Any]:
     return text if isinstance(text, Mapping) else config
 
 
-def _architecture(config: Mapping[str, Any]) -> str | None:
-    architecture = next(iter(config.get("architectures") or ()), None)
-    return architecture if isinstance(architecture, str) else None
-
-
 def _family(config: Mapping[str, Any]) -> str | None:
-    architecture = _architecture(config)
-    if architecture is None:
-        return None
-    return moe_family(architecture, text_config(config).get("enable_moe_block"))
+    return moe_family(architecture(config), text_config(config).get("enable_moe_block"))
 
 
 def _whole(value: object) -> int | None:
@@ -133,8 +124,8 @@ class MoeCounts:
 def moe_counts(config: Mapping[str, Any]) -> MoeCounts | None:
     """The expert counts of a checkpoint's MoE layers (``None``: explain reads none, and the
     model's defaults are not known here)."""
-    architecture = _architecture(config)
-    if architecture is None:
+    arch = architecture(config)
+    if arch is None:
         return None
     text = text_config(config)
     where = "text_config." if "text_config" in config else ""
@@ -150,14 +141,14 @@ def moe_counts(config: Mapping[str, Any]) -> MoeCounts | None:
             (top_k, text[top_k]) if text.get(top_k) is not None else None,
             1 if by_count else None,
         )
-    if architecture in GEMMA4_ARCHITECTURES or not text.get("enable_moe_block", True):
+    if arch in GEMMA4_ARCHITECTURES or not text.get("enable_moe_block", True):
         return None  # MoE blocks off: dense layers
     experts_set = first_set(text, EXPERTS_FIELDS)
-    any_count = _sparse_at_any_count(architecture, text)
+    any_count = _sparse_at_any_count(arch, text)
     if experts_set is None and not any_count:
         return None
     return MoeCounts(
-        architecture,
+        arch,
         where,
         experts_set,
         first_set(text, TOP_K_FIELDS),
@@ -254,33 +245,17 @@ def moe_model(config: Mapping[str, Any]) -> MoeModel | None:
     if index is None:
         return None
     if family == LLAMA4:
+        on_input = {"apply_router_weight_on_input": True, "routing_method_type": "Llama4"}
         return MoeModel(
-            LLAMA4,
-            index,
-            top_k=int(text.get(TOP_K_FIELD[LLAMA4]) or 1),
-            gate_activation="Swiglu",
-            router_weight_on_input=True,
-            fused_moe_args={"apply_router_weight_on_input": True, "routing_method_type": "Llama4"},
+            LLAMA4, index, int(text.get(TOP_K_FIELD[LLAMA4]) or 1), "Swiglu", True, on_input
         )
     if family == GEMMA4:
         top_k = int(text.get(TOP_K_FIELD[GEMMA4]) or 1)
         return MoeModel(
-            GEMMA4,
-            index,
-            top_k=top_k,
-            gate_activation="Geglu",
-            router_weight_on_input=False,
-            fused_moe_args={"top_k": top_k, "activation": "gelu"},
+            GEMMA4, index, top_k, "Geglu", False, {"top_k": top_k, "activation": "gelu"}
         )
-    settings = moe_settings(config)
-    architecture = _architecture(config)
-    if settings is None or architecture is None:
+    settings, arch = moe_settings(config), architecture(config)
+    if settings is None or arch is None:
         return None
-    return MoeModel(
-        architecture,
-        index,
-        top_k=settings.top_k,
-        gate_activation=GATED.get(settings.activation),
-        router_weight_on_input=False,
-        fused_moe_args={"top_k": settings.top_k, "activation": settings.activation},
-    )
+    args = {"top_k": settings.top_k, "activation": settings.activation}
+    return MoeModel(arch, index, settings.top_k, GATED.get(settings.activation), False, args)

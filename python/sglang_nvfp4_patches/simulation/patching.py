@@ -29,12 +29,9 @@ def attribute(owner: Any, name: str, value: Any) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def environ_restored(names: Iterable[str], unset: bool = False) -> Iterator[None]:
-    """The block's changes to these variables undone (``unset``: it starts without them)."""
-    saved = {name: os.environ.get(name) for name in names}
-    if unset:
-        for name in saved:
-            os.environ.pop(name, None)
+def environ_unset(names: Iterable[str]) -> Iterator[None]:
+    """The block starts without these variables; its changes to them are undone."""
+    saved = {name: os.environ.pop(name, None) for name in names}
     try:
         yield
     finally:

@@ -1,23 +1,17 @@
 """A checkpoint's first MoE layer across 2 or 4 real processes on CPU, one rank each, as a
-server's schedulers run it: each process loads the plugins, resolves and publishes the
-ServerArgs on the simulated GPU with its rank, has SGLang build its process groups (``gloo``;
-PyNCCL off, as SGLang turns it off without a GPU), builds, loads and processes the layer
-(:mod:`.moe_forward`), then runs its ``forward`` and SGLang's tensor-parallel all-reduce, as
-the model's MoE block does. Each rank's reduced output is compared with what the layer means
-(:mod:`..reference.moe_meaning`). SGLang refuses a ``FusedMoE`` of several ranks in one
-process: hence the processes.
-
-The ranks are ``spawn``-ed (the caller's main module is imported in each, as multiprocessing
-does: it must guard its own start with ``if __name__ == "__main__"``); their output is
-discarded, their temporary files and the shared memory they leave are removed, and none
-outlives the run: at the deadline, a stop request or a rank ending outside the collectives,
-the others are terminated.
+server's schedulers run it: each loads the plugins, resolves and publishes the ServerArgs on the
+simulated GPU, has SGLang build its process groups (``gloo``; PyNCCL off, as without a GPU),
+runs the layer (:mod:`.moe_forward`) and SGLang's tensor-parallel all-reduce, and compares the
+result with what the layer means. SGLang refuses a ``FusedMoE`` of several ranks in one
+process: hence the processes. They are ``spawn``-ed (the caller's main module must guard its
+start with ``if __name__ == "__main__"``); their output is discarded, their temporary files and
+shared memory removed, and none outlives the run (the deadline, a stop request, or a rank
+ending outside the collectives terminates the others).
 """
 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import multiprocessing
 import os
@@ -35,10 +29,8 @@ from typing import Any
 
 from sglang_nvfp4_patches.interrupts import stop_requests_as_interrupt
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
-from sglang_nvfp4_patches.simulation.moe_forward import (
-    LayerVerdict,
-)
-from sglang_nvfp4_patches.simulation.moe_models import MoeModel, moe_model
+from sglang_nvfp4_patches.simulation.moe_forward import LayerVerdict, not_simulated
+from sglang_nvfp4_patches.simulation.moe_models import moe_model
 
 # ServerArgs fields of each layout (``ep_size`` equal to ``tp_size``: SGLang's expert parallel).
 LAYOUTS: dict[str, dict[str, int]] = {
@@ -96,17 +88,6 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _layer_experts(model: MoeModel, ep_size: int) -> int:
-    """As :func:`.moe_forward.run_first_moe_layer` builds it, rounded up to split evenly."""
-    experts = max(4, 2 * model.top_k)
-    return -(-experts // ep_size) * ep_size
-
-
-def _world_size(fields: Mapping[str, Any]) -> int:
-    """One scheduler per tensor- and pipeline-parallel rank (SGLang's WORLD group)."""
-    return int(fields.get("tp_size") or 1) * int(fields.get("pp_size") or 1)
-
-
 def run_across_ranks(
     model_dir: Path,
     gpu: str,
@@ -119,19 +100,15 @@ def run_across_ranks(
     fields; the processes are ended within ``timeout_s`` seconds, or at a stop request."""
     profile = GPU_PROFILES[gpu]
     fields = {**LAYOUTS[layout], **(flags or {})}
-    world = _world_size(fields)
+    world = int(fields.get("tp_size") or 1) * int(fields.get("pp_size") or 1)  # SGLang's WORLD
     model = moe_model(json.loads((model_dir / "config.json").read_text()))
-    why_not = _not_simulated(model, profile) or _no_parallel_state()
+    why_not = (
+        "its config builds no MoE layer" if model is None else not_simulated(model, profile)
+    ) or _no_parallel_state()
     if why_not is not None:
         return RanksRun(layout, world, LayerVerdict.NOT_SIMULATED, why_not)
     outcomes, ended = _ranks_run(model_dir, profile, fields, world, timeout_s)
     return _combined(layout, world, outcomes, ended)
-
-
-def _not_simulated(model: MoeModel | None, profile: GpuProfile) -> str | None:
-    from sglang_nvfp4_patches.simulation.moe_forward import not_simulated
-
-    return "its config builds no MoE layer" if model is None else not_simulated(model, profile)
 
 
 def _no_parallel_state() -> str | None:
@@ -293,21 +270,16 @@ def _rank_main(
     its temporary files are under ``scratch``."""
     os.environ[NCCL_SO_PATH_ENV] = NO_NCCL  # before SGLang is imported
     os.environ["TMPDIR"] = tempfile.tempdir = scratch
-    _silenced()
+    devnull = os.open(os.devnull, os.O_WRONLY)  # SGLang's banners and warnings go nowhere
+    for fd in (1, 2):
+        os.dup2(devnull, fd)
+    os.close(devnull)
     _ends_with_parent()
     try:
         outcome = _rank_outcome(rank, world, port, Path(model_dir), GPU_PROFILES[gpu], fields)
     except BaseException:  # the simulation's own failure: the parent raises it
         outcome = _RankOutcome(rank, None, "", alone=True, bug=traceback.format_exc())
     results.put(outcome)
-
-
-def _silenced() -> None:
-    """This process's stdout and stderr (SGLang's banners and warnings) go nowhere."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    for fd in (1, 2):
-        os.dup2(devnull, fd)
-    os.close(devnull)
 
 
 def _ends_with_parent() -> None:
@@ -397,75 +369,58 @@ def _layer_on_rank(
     import torch
     from sglang.srt.distributed import tensor_model_parallel_all_reduce
     from sglang.srt.layers.moe.topk import StandardTopKOutput
-    from sglang.srt.layers.moe.utils import initialize_moe_config
 
-    from sglang_nvfp4_patches.server_args_seam.launch import quant_config_of
     from sglang_nvfp4_patches.simulation.cutlass_kernel import (
         cpu_cutlass_kernel,
         cuda_moves_stay_on_cpu,
     )
     from sglang_nvfp4_patches.simulation.moe_forward import (
-        _model_config,
-        _Stage,
-        _verdict_of,
         against_meaning,
-        batch,
-        build_layer,
-        expert_weights,
-        layer_runner,
-        load_weights,
+        checkpoint_quant_config,
+        forward_through,
+        layer_experts,
     )
-    from sglang_nvfp4_patches.simulation.scheduler import _dp_attention_started
+    from sglang_nvfp4_patches.simulation.scheduler import (
+        _dp_attention_started,
+        initialize_moe_config,
+    )
     from sglang_nvfp4_patches.simulation.uncomputed_kernels import uncomputed_kernels
 
-    if inspect.signature(initialize_moe_config).parameters:  # where it takes the ServerArgs
-        initialize_moe_config(server_args)
-    else:
-        initialize_moe_config()
+    def layer_forward(layer: Any, x: Any, router_weights: Any, ids: Any) -> Any:
+        topk = StandardTopKOutput(topk_weights=router_weights, topk_ids=ids, router_logits=None)
+        return layer.forward(x, topk)
+
+    initialize_moe_config(server_args)
     model = moe_model(json.loads((model_dir / "config.json").read_text()))
     assert model is not None  # checked by the parent
-    experts = _layer_experts(model, int(server_args.ep_size or 1))
+    experts = layer_experts(model, int(server_args.ep_size or 1))
     with (
         _dp_attention_started(server_args),
         cpu_cutlass_kernel() as kernel,
         uncomputed_kernels(profile),
         cuda_moves_stay_on_cpu(),
     ):
-        quant_config = quant_config_of(_model_config(server_args))
+        quant_config = checkpoint_quant_config(server_args)
         if quant_config is None:
             return _RankOutcome(rank, LayerVerdict.NOT_SIMULATED, "its checkpoint is not quantized")
-        stage, layer, failure, bug = _Stage.BUILD, None, None, None
+        run, bug = None, None
         try:
-            layer = build_layer(model, quant_config, experts)
-            weights = expert_weights(experts)
-            stage = _Stage.LOAD
-            load_weights(layer, model, weights)
-            stage = _Stage.PROCESS
-            layer.quant_method.process_weights_after_loading(layer)  # as the loader calls it
-            stage = _Stage.FORWARD
-            x, router_weights, ids = batch(model, experts)
-            topk = StandardTopKOutput(topk_weights=router_weights, topk_ids=ids, router_logits=None)
-            out = layer.forward(x, topk)
-        except Exception as error:  # classified: SGLang's, a kernel's, or re-raised as ours
-            try:
-                runner = layer_runner(layer) if layer is not None else None
-                failure = _verdict_of(error, stage, profile, runner)
-            except Exception:
-                bug = traceback.format_exc()
-        runner = layer_runner(layer) if layer is not None else None
+            run = forward_through(model, quant_config, experts, profile, layer_forward)
+        except Exception:  # the simulation's own failure
+            bug = traceback.format_exc()
         kernel_ranks = _kernel_ranks(kernel.calls[-1]) if kernel.calls else None
         # Every rank reaches this: none is left waiting in the all-reduce for a failed one.
-        went_through = torch.tensor([0 if failure or bug else 1])
+        went_through = torch.tensor([0 if run is None or run.failure else 1])
         torch.distributed.all_reduce(went_through, op=torch.distributed.ReduceOp.MIN)
-        if bug is not None:
+        if run is None:
             return _RankOutcome(rank, None, "", bug=bug)
-        if failure is not None:
-            return _RankOutcome(rank, failure[0], failure[1], None, runner, kernel_ranks)
+        if run.failure is not None:
+            return _RankOutcome(rank, *run.failure, None, run.runner, kernel_ranks)
         if not int(went_through):
-            return _RankOutcome(rank, None, "another rank failed", None, runner, kernel_ranks)
-        out = tensor_model_parallel_all_reduce(out)  # as the model's MoE block does
-    verdict, detail, error = against_meaning(model, out, x, router_weights, ids, weights)
-    return _RankOutcome(rank, verdict, detail, error, runner, kernel_ranks)
+            return _RankOutcome(rank, None, "another rank failed", None, run.runner, kernel_ranks)
+        run = replace(run, out=tensor_model_parallel_all_reduce(run.out))  # as the MoE block does
+    verdict, detail, error = against_meaning(model, run)
+    return _RankOutcome(rank, verdict, detail, error, run.runner, kernel_ranks)
 
 
 def _kernel_ranks(call: Mapping[str, Any]) -> KernelRanks:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,9 +14,9 @@ from typing import Any
 
 from sglang_nvfp4_patches.post_import import module_exists
 from sglang_nvfp4_patches.simulation.cutlass_kernel import MODELOPT_MODULE, RUNNER_MODULE
-from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, device_capability
-from sglang_nvfp4_patches.simulation.moe_layer import published_scheduler_config
-from sglang_nvfp4_patches.simulation.patching import attribute, environ_restored
+from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, device_capability, simulated_gpu
+from sglang_nvfp4_patches.simulation.patching import attribute, environ_unset
+from sglang_nvfp4_patches.simulation.server_args import resolved_server_args
 
 # Resolution sets this in os.environ: it must not leak into the next resolution.
 SET_BY_RESOLUTION = ("SGLANG_MOE_NVFP4_DISPATCH",)
@@ -35,6 +36,16 @@ def single_rank_tp_group() -> Iterator[None]:
 
     with get_parallel().override(tp_group=group):
         yield
+
+
+def initialize_moe_config(server_args: Any) -> None:
+    """SGLang's MoE settings seeded from the published ServerArgs (older releases read it)."""
+    from sglang.srt.layers.moe.utils import initialize_moe_config
+
+    if inspect.signature(initialize_moe_config).parameters:
+        initialize_moe_config(server_args)
+    else:
+        initialize_moe_config()
 
 
 def _dp_attention_started(server_args: Any) -> contextlib.AbstractContextManager[None]:
@@ -73,10 +84,19 @@ def moe_layer_build_on(gpu: str, model_dir: Path, **flags: Any) -> Iterator[Any]
     """Where a scheduler stands when it builds MoE layers, on a simulated GPU."""
     profile = GPU_PROFILES[gpu]
     with (
-        environ_restored(SET_BY_RESOLUTION, unset=True),
+        environ_unset(SET_BY_RESOLUTION),
         device_capability(profile),
-        published_scheduler_config(profile, model_dir, **flags) as server_args,
-        _dp_attention_started(server_args),
-        _moe_group_sizes(server_args),
+        simulated_gpu(profile),
     ):
-        yield server_args
+        server_args = resolved_server_args(model_dir, **flags)
+        try:
+            from sglang.srt.runtime_context import publish
+        except ImportError:  # no runtime_context.publish in this release
+            from sglang.srt.server_args import set_global_server_args_for_scheduler
+
+            set_global_server_args_for_scheduler(server_args)
+        else:
+            publish(server_args, role="scheduler")
+        initialize_moe_config(server_args)
+        with _dp_attention_started(server_args), _moe_group_sizes(server_args):
+            yield server_args

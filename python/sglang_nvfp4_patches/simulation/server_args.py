@@ -8,23 +8,15 @@ import contextlib
 import io
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from sglang_nvfp4_patches.errors import UsageError
 from sglang_nvfp4_patches.moe_layout import ONE_GPU, Layout
 from sglang_nvfp4_patches.server_args_seam.launch import Launch, sglang_logs_held_back
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile, simulated_gpu
 from sglang_nvfp4_patches.status import sglang_version
-
-_FIELDS = (
-    "attention_backend",
-    "prefill_attention_backend",
-    "decode_attention_backend",
-    "moe_runner_backend",
-    "quantization",
-)
 
 
 @dataclass(frozen=True)
@@ -41,6 +33,9 @@ class ResolvedBackends:
     layout: Layout = ONE_GPU
 
 
+_FIELDS = [field.name for field in fields(ResolvedBackends)][:5]  # the ServerArgs fields
+
+
 class ServerArgsRejected(UsageError):
     """SGLang's own ``ServerArgs`` refuses the arguments (as ``launch_server`` would)."""
 
@@ -52,43 +47,24 @@ def quiet_sglang() -> Iterator[None]:
         yield
 
 
-def resolved_server_args(
-    model_dir: Path,
-    attention_backend: str | None = None,
-    quantization: str | None = None,
-    **flags: Any,
-) -> Any:
+def resolved_server_args(model_dir: Path, **flags: Any) -> Any:
     """A ``ServerArgs`` for ``model_dir`` resolved by SGLang (call inside :func:`simulated_gpu`);
     ``flags`` are further ``ServerArgs`` fields as a user gives them."""
     from sglang.srt.server_args import ServerArgs
 
-    kwargs: dict[str, Any] = {
-        "model_path": str(model_dir),
-        "skip_tokenizer_init": True,
-        "device": "cuda",
-        **flags,
-    }
-    if attention_backend is not None:
-        kwargs["attention_backend"] = attention_backend
-    if quantization is not None:
-        kwargs["quantization"] = quantization
-    server_args = ServerArgs(**kwargs)  # without resolve_once: resolved here, in __post_init__
+    server_args = ServerArgs(  # without resolve_once: resolved here, in __post_init__
+        model_path=str(model_dir), skip_tokenizer_init=True, device="cuda", **flags
+    )
     if hasattr(server_args, "resolve_once"):
         server_args.resolve_once()
     return server_args
 
 
-def resolve(
-    model_dir: Path,
-    profile: GpuProfile,
-    attention_backend: str | None = None,
-    quantization: str | None = None,
-    **flags: Any,
-) -> ResolvedBackends:
+def resolve(model_dir: Path, profile: GpuProfile, **flags: Any) -> ResolvedBackends:
     """SGLang's resolved backends for ``model_dir`` on ``profile`` (flags as a user gives them)."""
     try:
         with quiet_sglang(), simulated_gpu(profile):
-            server_args = resolved_server_args(model_dir, attention_backend, quantization, **flags)
+            server_args = resolved_server_args(model_dir, **flags)
             if hasattr(server_args, "resolved_dict"):
                 resolved = server_args.resolved_dict()
             else:
@@ -115,12 +91,23 @@ def _reason(error: BaseException) -> str:
     return f"{type(error).__name__} at `{line}`" if line else type(error).__name__
 
 
-def flag_choices(flag: str) -> tuple[str, ...]:
-    """The values the installed SGLang's own server parser offers for ``flag``
-    (``--moe-runner-backend``, ``--quantization``)."""
+class _OneLineParser(argparse.ArgumentParser):
+    """SGLang's own server parser; its complaint becomes one ``error:`` line, not an exit."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"sglang serve (SGLang {sglang_version()}): {message}")
+
+
+def sglang_parser() -> argparse.ArgumentParser:
+    """SGLang's own server parser, as ``launch_server`` parses (its complaint: one line)."""
     from sglang.srt.server_args import ServerArgs
 
-    parser = argparse.ArgumentParser(add_help=False)
+    parser = _OneLineParser(prog="sglang serve", add_help=False)
     ServerArgs.add_cli_args(parser)
-    action = next(a for a in parser._actions if flag in a.option_strings)
+    return parser
+
+
+def flag_choices(flag: str) -> tuple[str, ...]:
+    """The values SGLang's own server parser offers for ``flag`` (``--moe-runner-backend``)."""
+    action = next(a for a in sglang_parser()._actions if flag in a.option_strings)
     return tuple(str(choice) for choice in action.choices or ())

@@ -56,19 +56,7 @@ def trtllm_gen_moe_kernels(profile: GpuProfile) -> bool | None:
 
 
 TRTLLM_KERNEL = "FlashInfer's trtllm-gen FP4 MoE"
-# The kernel each MoE runner's forward calls, and whether a GPU has it (None: cannot tell).
-RUNNER_KERNEL: dict[str, tuple[str, Callable[[GpuProfile], bool | None]]] = {
-    "flashinfer_trtllm": (TRTLLM_KERNEL, trtllm_gen_moe_kernels),
-}
-
-
-def runner_kernels(runner: str | None, profile: GpuProfile) -> tuple[str, bool | None] | None:
-    """The kernel ``runner``'s forward calls and whether ``profile``'s GPU has it (``None``: a
-    runner this table does not know)."""
-    if runner not in RUNNER_KERNEL:
-        return None
-    kernel, has_kernels = RUNNER_KERNEL[runner]
-    return kernel, has_kernels(profile)
+TRTLLM_RUNNER = "flashinfer_trtllm"  # the MoE runner whose forward calls it
 
 
 def _reached(kernel: str, has_kernels: bool | None) -> Callable[..., Any]:

@@ -26,7 +26,7 @@ def refusal_of(fused_func: Callable[..., Any]) -> str:
     from sglang.srt.layers.moe.token_dispatcher.standard import StandardDispatchOutput
     from sglang.srt.layers.moe.topk import StandardTopKOutput
 
-    from sglang_nvfp4_patches.simulation.moe_layer import llama4_runner_config
+    from sglang_nvfp4_patches.simulation.llama4_layers import llama4_runner_config
 
     topk = StandardTopKOutput(
         topk_weights=torch.ones(2, 2),

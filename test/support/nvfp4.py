@@ -25,7 +25,6 @@ import torch
 NVFP4_BLOCK_SIZE = 16
 E2M1_MAX = 6.0
 E4M3_MAX = 448.0
-E2M1_GRID: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 
 
 class NVFP4BlockSizeError(ValueError):
