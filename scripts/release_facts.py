@@ -35,7 +35,7 @@ def derive_here() -> None:
 
     from sglang_nvfp4_patches.patches import PATCHES
     from sglang_nvfp4_patches.release_facts import fingerprint
-    from sglang_nvfp4_patches.status import sglang_version
+    from sglang_nvfp4_patches.supported_releases import sglang_version
 
     os.environ["SGLANG_NVFP4_PATCHES_UNTESTED"] = "apply"
     load_plugins()

@@ -17,7 +17,7 @@ import tempfile
 
 import pytest
 
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 
 # The session's own temporary directory, and its check that the tests left nothing there.
 pytest_plugins = ("support.temp_guard",)

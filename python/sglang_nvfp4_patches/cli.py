@@ -45,8 +45,8 @@ from sglang_nvfp4_patches.interrupts import (
 from sglang_nvfp4_patches.progress import announce
 from sglang_nvfp4_patches.settings import check_environment
 from sglang_nvfp4_patches.simulation.gpus import gpu_choices, gpu_profile
-from sglang_nvfp4_patches.status import sglang_version
 from sglang_nvfp4_patches.streams import OutputUnwritable, discard, guarded
+from sglang_nvfp4_patches.supported_releases import sglang_version
 
 
 def _run_explain(args: argparse.Namespace) -> int:

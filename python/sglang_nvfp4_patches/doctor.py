@@ -6,12 +6,12 @@ import argparse
 import json
 
 from sglang_nvfp4_patches.errors import EXIT_FAILED, EXIT_OK
+from sglang_nvfp4_patches.patch_report import PatchReport, PatchState
 from sglang_nvfp4_patches.patches import PATCHES
-from sglang_nvfp4_patches.process_record import decision, not_loaded, read_back, reports
 from sglang_nvfp4_patches.report_text import patch_lines
 from sglang_nvfp4_patches.settings import DISABLE_ENV
-from sglang_nvfp4_patches.status import PatchReport, PatchState, dist_version, sglang_version
-from sglang_nvfp4_patches.supported_releases import untested_phrase
+from sglang_nvfp4_patches.supported_releases import dist_version, sglang_version, untested_phrase
+from sglang_nvfp4_patches.this_process import decision, not_loaded, read_back, reports
 
 
 def _gpu_seen() -> str:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from sglang_nvfp4_patches.check_result import CheckFailed
 from sglang_nvfp4_patches.release_facts import FactsConflict, current_row, keep
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 
 REGENERATE = "scripts/release_facts.py"
 

@@ -12,8 +12,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sglang_nvfp4_patches.patch_report import PatchReport
 from sglang_nvfp4_patches.server_args_seam.question import fields_asked_by
-from sglang_nvfp4_patches.status import PatchReport
 
 if TYPE_CHECKING:
     from sglang_nvfp4_patches.check_result import CheckResult

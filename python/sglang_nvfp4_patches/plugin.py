@@ -1,6 +1,6 @@
 """Entry point SGLang calls through ``sglang.srt.plugins.load_plugins()``, in each process of a
 server: installs, once per process, each patch that is not switched off, as this process's
-decision (:func:`~sglang_nvfp4_patches.process_record.decision`) says. A patch that cannot be
+decision (:func:`~sglang_nvfp4_patches.this_process.decision`) says. A patch that cannot be
 wired logs one ERROR and leaves SGLang as it was.
 """
 
@@ -10,27 +10,27 @@ import functools
 import logging
 from collections.abc import Callable
 
+from sglang_nvfp4_patches.patch_report import (
+    PatchReport,
+    PatchState,
+    PatchUnavailable,
+    log_not_applied,
+)
 from sglang_nvfp4_patches.patches import PATCHES
-from sglang_nvfp4_patches.process_record import (
+from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, ReleaseGate
+from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_ENV
+from sglang_nvfp4_patches.supported_releases import (
+    NEWEST_TESTED,
+    OLDEST_SUPPORTED,
+    sglang_version,
+    untested_phrase,
+)
+from sglang_nvfp4_patches.this_process import (
     ProcessDecision,
     decision,
     keep,
     reports,
     with_the_reason,
-)
-from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, ReleaseGate
-from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_ENV
-from sglang_nvfp4_patches.status import (
-    PatchReport,
-    PatchState,
-    PatchUnavailable,
-    log_not_applied,
-    sglang_version,
-)
-from sglang_nvfp4_patches.supported_releases import (
-    NEWEST_TESTED,
-    OLDEST_SUPPORTED,
-    untested_phrase,
 )
 
 logger = logging.getLogger("sglang_nvfp4_patches")

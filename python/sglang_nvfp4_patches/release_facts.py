@@ -141,7 +141,7 @@ def find_row(version: str, wanted: str) -> Row | None:
 
 def current_row() -> Row | None:
     """The row for the SGLang this process imported, if any."""
-    from sglang_nvfp4_patches.status import sglang_version
+    from sglang_nvfp4_patches.supported_releases import sglang_version
 
     return find_row(sglang_version(), fingerprint())
 

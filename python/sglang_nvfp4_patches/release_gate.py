@@ -70,6 +70,6 @@ def release_gate(
 def this_gate() -> ReleaseGate:
     """The gate of the SGLang this process imports, read once."""
     from sglang_nvfp4_patches.release_facts import release_with_these_sources
-    from sglang_nvfp4_patches.status import sglang_version
+    from sglang_nvfp4_patches.supported_releases import sglang_version
 
     return release_gate(sglang_version(), sources_of=release_with_these_sources)

@@ -11,11 +11,13 @@ import pkgutil
 from collections.abc import Callable
 from typing import Any
 
-from sglang_nvfp4_patches.status import PatchUnavailable
+from sglang_nvfp4_patches.patch_report import PatchUnavailable
 
 # Entry point and distribution names, as SGLang's loader would record them (see pyproject).
 PLUGIN_ENTRY_POINT = "nvfp4_patches"
 DISTRIBUTION = "sglang-nvfp4-patches"
+# Set on every function this plugin installs, so a probe can tell ours from SGLang's own.
+PATCHED_MARK = "__sglang_nvfp4_patches__"
 
 
 def bound_at(target: str) -> Any:

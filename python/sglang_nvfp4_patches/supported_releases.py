@@ -7,6 +7,7 @@ names a build of it) lies from ``OLDEST_SUPPORTED`` to ``NEWEST_TESTED``; all el
 from __future__ import annotations
 
 import enum
+import importlib.metadata
 
 from packaging.version import InvalidVersion, Version
 
@@ -66,3 +67,17 @@ def untested_phrase(version: str) -> str:
         return f"SGLang {version} is a tested release"
     bound = NEWEST_TESTED if status is ReleaseStatus.NEWER else OLDEST_SUPPORTED
     return f"SGLang {version} is {status.value} ({bound})"
+
+
+def sglang_version() -> str:
+    """Version of the installed SGLang, from its dist-info (cheap: ``sglang.__version__``
+    imports torch). An overlay on PYTHONPATH comes first on sys.path, so its version wins."""
+    return dist_version("sglang")
+
+
+def dist_version(name: str) -> str:
+    """An installed distribution's version, or ``not installed``."""
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"

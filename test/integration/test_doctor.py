@@ -10,8 +10,7 @@ import pytest
 from packaging.version import Version
 
 from sglang_nvfp4_patches.patches import PATCHES
-from sglang_nvfp4_patches.status import sglang_version
-from sglang_nvfp4_patches.supported_releases import TESTED_RELEASES
+from sglang_nvfp4_patches.supported_releases import TESTED_RELEASES, sglang_version
 from support.forkserver import run_cli as cli
 from support.forkserver import run_cli_once
 from support.release import KV_SCALES_APPLIED, MOE_RUNNER_MISMATCH, RUNNER_PRESCALE, ships

@@ -29,7 +29,7 @@ from sglang_nvfp4_patches.simulation.bundled import QWEN3_MOE_NVFP4
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
 from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on
 from sglang_nvfp4_patches.simulation.server_args import quiet_sglang, resolved_server_args
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 from support.configs import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4, family_config, merged
 from support.release import MOE_RUNNER_MISMATCH, ships
 
@@ -237,8 +237,8 @@ def test_explain_exits_1_only_where_a_patch_failed(
     that fails with and without the patches (the operator's runner has no kernels for the GPU)
     is a note, exit 0 (once the docs said explain exits 1 for a live bug; it never did)."""
     from sglang_nvfp4_patches.explain import run
+    from sglang_nvfp4_patches.patch_report import PatchReport, PatchState
     from sglang_nvfp4_patches.simulation.bundled import QWEN3_MOE_NVFP4
-    from sglang_nvfp4_patches.status import PatchReport, PatchState
 
     argv = ["explain", "--json", "--model", str(QWEN3_MOE_NVFP4), "--gpu", "sm120"]
     argv += ["--moe-runner-backend", "flashinfer_trtllm"]

@@ -32,7 +32,7 @@ from sglang_nvfp4_patches.models import LLAMA4_ARCHITECTURES  # noqa: E402
 from sglang_nvfp4_patches.patch import Patch  # noqa: E402
 from sglang_nvfp4_patches.server_args_seam import hooks  # noqa: E402
 from sglang_nvfp4_patches.server_args_seam.question import question  # noqa: E402
-from sglang_nvfp4_patches.status import PatchReport, PatchState  # noqa: E402
+from sglang_nvfp4_patches.patch_report import PatchReport, PatchState  # noqa: E402
 from sglang_nvfp4_patches.suspension import Suspension  # noqa: E402
 
 off = Suspension(NAME)  # explain's unpatched column

@@ -14,7 +14,7 @@ import json
 import pytest
 from sglang.srt.server_args import ServerArgs
 
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 from support import SCRIPTS
 from support.configs import GEMMA4_NVFP4_MOE
 from support.forkserver import server

@@ -33,7 +33,7 @@ from sglang_nvfp4_patches.server_args_seam import hooks
 from sglang_nvfp4_patches.server_args_seam.seam import SeamKind, find_override_seam
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES
 from sglang_nvfp4_patches.simulation.server_args import resolve
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 from support.configs import (
     ALL_BUNDLED,
     GEMMA4_BF16_MOE,

@@ -23,7 +23,7 @@ import pytest
 
 from sglang_nvfp4_patches.gemma4_attention import rule_state as root_cause
 from sglang_nvfp4_patches.gemma4_attention.rule import KvScaleHandoff
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 from support import SCRIPTS
 from support.configs import GEMMA4_BF16_MOE, GEMMA4_NVFP4_MOE
 from support.edited_sglang import make_bug_window_copy

@@ -33,6 +33,7 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     TopKNotOneError,
 )
 from sglang_nvfp4_patches.llama4_router_weight.rule import COMPRESSED_TENSORS
+from sglang_nvfp4_patches.patch_report import PatchState
 from sglang_nvfp4_patches.simulation.cutlass_kernel import (
     cpu_cutlass_kernel,
     cuda_moves_stay_on_cpu,
@@ -45,7 +46,7 @@ from sglang_nvfp4_patches.simulation.llama4_layers import (
     compressed_tensors_layer,
     runs_on_flashinfer_cutlass,
 )
-from sglang_nvfp4_patches.status import PatchState, sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 from support.configs import LLAMA4_NVFP4_CT
 from support.release import recorded_llama4_state, shipped_llama4_serving
 from support.sglang_cpu import (

@@ -141,7 +141,7 @@ def test_missing_seam_logs_one_error_and_leaves_sglang_untouched() -> None:
     assert len(errors) == len(declaring)
     assert declaring == {name for name in declaring for e in errors if name in e}
     assert all("register_model_override" in error for error in errors)
-    from sglang_nvfp4_patches.status import sglang_version
+    from sglang_nvfp4_patches.supported_releases import sglang_version
 
     assert all(sglang_version() in error for error in errors)
     assert state["gemma4_provider_count"] == {arch: 0 for arch in GEMMA4_ARCHS}

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 from support import SCRIPTS
 from support.forkserver import run_python
 from support.release import NO_CPU_KERNEL_RELEASES

@@ -21,8 +21,7 @@ from typing import Any
 
 import pytest
 
-from sglang_nvfp4_patches.status import sglang_version
-from sglang_nvfp4_patches.supported_releases import NEWEST_TESTED
+from sglang_nvfp4_patches.supported_releases import NEWEST_TESTED, sglang_version
 from support import SCRIPTS, result_of
 from support.edited_sglang import MOE_TOPK, a_line_added, make_edited_copy
 from support.forkserver import server

@@ -19,7 +19,7 @@ from sglang_nvfp4_patches.llama4_router_weight import checks as llama4
 from sglang_nvfp4_patches.llama4_router_weight import method_lift
 from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
 from sglang_nvfp4_patches.llama4_router_weight.rule import COMPRESSED_TENSORS
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 from support.release import recorded_llama4_state
 
 

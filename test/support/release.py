@@ -1,12 +1,12 @@
 """Facts about the releases the suite runs on (the release itself is
-``sglang_nvfp4_patches.status.sglang_version()``: an overlay on PYTHONPATH wins)."""
+``sglang_nvfp4_patches.supported_releases.sglang_version()``: an overlay on PYTHONPATH wins)."""
 
 from __future__ import annotations
 
 from packaging.version import Version
 
 from sglang_nvfp4_patches.llama4_router_weight.rule import Part
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 
 # The first SGLang release that ships each feature a test expects by release, where the test
 # cannot read the feature itself (one it can read, such as ``ServerArgs.resolve_once``, it

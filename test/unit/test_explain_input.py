@@ -21,8 +21,8 @@ from sglang_nvfp4_patches.explain.input import (
     read_model_config,
 )
 from sglang_nvfp4_patches.explain.run import patch_outcome
+from sglang_nvfp4_patches.patch_report import PatchReport, PatchState
 from sglang_nvfp4_patches.simulation.bundled import GEMMA4_NVFP4_MOE, LLAMA4_NVFP4
-from sglang_nvfp4_patches.status import PatchReport, PatchState
 from support.configs import UNREAD_FIELDS, family_config, merged
 
 

@@ -9,7 +9,7 @@ ones resolved against the module's package. ``from pkg import name`` is an arrow
 
 The same graph is then read one level up, each top-level module and subpackage of the package
 one node (``settings``, ``patches``, ``llama4_router_weight``, ``verify``, ...): a loop such as
-settings -> patches -> a patch package -> process_record -> settings has no cycle among modules
+settings -> patches -> a patch package -> this_process -> settings has no cycle among modules
 (patches imports only the package's declaration), yet ties the settings to every patch.
 """
 

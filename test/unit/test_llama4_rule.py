@@ -32,8 +32,8 @@ from sglang_nvfp4_patches.llama4_router_weight.rule import (
     decide,
     refusal_for,
 )
+from sglang_nvfp4_patches.patch_report import PatchState
 from sglang_nvfp4_patches.release_facts import Row
-from sglang_nvfp4_patches.status import PatchState
 from support.release import shipped_llama4_serving
 
 LIFTABLE = LayerFacts(

@@ -9,7 +9,7 @@ from typing import Any
 
 from sglang_nvfp4_patches.nvfp4_moe_runner.read_back import summary
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import EvidenceKey
-from sglang_nvfp4_patches.status import PatchState
+from sglang_nvfp4_patches.patch_report import PatchState
 
 SETTINGS = {"llama": "silu, top-1", "gemma": "gelu, top-k"}
 LAUNCHES = {"plain": "no --quantization", "card": "--quantization modelopt_fp4"}

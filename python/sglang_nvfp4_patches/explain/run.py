@@ -25,9 +25,8 @@ from sglang_nvfp4_patches.explain.input import (
 )
 from sglang_nvfp4_patches.explain.layer import LayerOutcome, across, layer_outcome
 from sglang_nvfp4_patches.explain.table import ExplainRow, format_table
+from sglang_nvfp4_patches.patch_report import PatchReport, PatchState
 from sglang_nvfp4_patches.patches import PATCHES
-from sglang_nvfp4_patches.process_record import decision, not_loaded_reason, read_back
-from sglang_nvfp4_patches.process_record import reports as plugin_reports
 from sglang_nvfp4_patches.progress import tracked
 from sglang_nvfp4_patches.simulation.bundled import BUNDLED_MODELS, EXAMPLES_DIR
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, GpuProfile
@@ -38,7 +37,9 @@ from sglang_nvfp4_patches.simulation.server_args import (
     resolve,
     sglang_parser,
 )
-from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
+from sglang_nvfp4_patches.this_process import decision, not_loaded_reason, read_back
+from sglang_nvfp4_patches.this_process import reports as plugin_reports
 
 
 @contextlib.contextmanager

@@ -12,9 +12,9 @@ from sglang_nvfp4_patches.gemma4_attention.read_back import (
 )
 from sglang_nvfp4_patches.gemma4_attention.rule import NAME, Gemma4Mode
 from sglang_nvfp4_patches.gemma4_attention.rule_state import mode_for, set_mode
+from sglang_nvfp4_patches.patch_report import PatchReport, PatchState
 from sglang_nvfp4_patches.server_args_seam import hooks
 from sglang_nvfp4_patches.server_args_seam.seam import seam_module
-from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 
 def install(forced: bool, observe: bool) -> PatchReport:

@@ -17,8 +17,8 @@ from sglang_nvfp4_patches.gemma4_attention.rule_state import (
     kv_scale_verdict,
     verdict_phrase,
 )
+from sglang_nvfp4_patches.patch_report import PatchReport, PatchState
 from sglang_nvfp4_patches.server_args_seam import hooks
-from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 
 def already_upstream() -> PatchReport:

@@ -43,7 +43,7 @@ def kv_scale_verdict() -> rule.KvScaleVerdict:
     """The release facts' ``gemma4:v-scale`` for these SGLang sources (once). Reading the code
     could prove the bug present, never absent: with no row that says, it is unknown."""
     from sglang_nvfp4_patches.release_facts import current_row
-    from sglang_nvfp4_patches.status import sglang_version
+    from sglang_nvfp4_patches.supported_releases import sglang_version
 
     row = current_row()
     cell = None if row is None else row.cell(rule.V_SCALE_COLUMN)

@@ -10,9 +10,9 @@ from sglang_nvfp4_patches.llama4_router_weight import outcomes
 from sglang_nvfp4_patches.llama4_router_weight.method_lift import method_patcher
 from sglang_nvfp4_patches.llama4_router_weight.rule import NAME, REJECTING_METHODS, RUNNER_MODULE
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import runner_patcher
+from sglang_nvfp4_patches.patch_report import PatchReport, PatchState
 from sglang_nvfp4_patches.post_import import module_exists
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
-from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 
 def not_applicable() -> PatchReport:

@@ -25,8 +25,8 @@ from sglang_nvfp4_patches.llama4_router_weight.rule import (
 )
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import require_flag_free_views
 from sglang_nvfp4_patches.llama4_router_weight.suspension import is_method_lift_suspended
+from sglang_nvfp4_patches.patch_report import PatchState, PatchUnavailable
 from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook
-from sglang_nvfp4_patches.status import PatchState, PatchUnavailable
 
 
 def runs_on_cutlass(method: Any) -> bool:

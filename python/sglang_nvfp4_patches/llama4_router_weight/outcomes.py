@@ -10,8 +10,9 @@ from collections.abc import Callable
 from types import ModuleType
 
 from sglang_nvfp4_patches.llama4_router_weight.rule import NAME, Part
+from sglang_nvfp4_patches.patch_report import PatchReport, PatchState
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, this_gate
-from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 
 logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from sglang_nvfp4_patches.llama4_router_weight.rule import NAME
 from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 
 ACTOR_FILE = Path("srt", "ray", "scheduler_actor.py")
 RAY_ENGINE_MODULE = "sglang.srt.ray.engine"

@@ -18,9 +18,9 @@ from sglang_nvfp4_patches.llama4_router_weight.rule import (
     decide,
 )
 from sglang_nvfp4_patches.llama4_router_weight.runner_registry import registry_prescaled
+from sglang_nvfp4_patches.patch_report import PatchReport, PatchState, PatchUnavailable
 from sglang_nvfp4_patches.post_import import module_exists
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
-from sglang_nvfp4_patches.status import PatchReport, PatchState, PatchUnavailable
 
 RUNNER_PATCHED = (
     "patched (the top-1 pre-scale is ours, and it hands SGLang's fused function a config "

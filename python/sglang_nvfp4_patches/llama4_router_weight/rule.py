@@ -25,8 +25,8 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     top_k_refusal,
     wrapper_refusal,
 )
+from sglang_nvfp4_patches.patch_report import PatchState
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
-from sglang_nvfp4_patches.status import PatchState
 
 CUTLASS = "flashinfer_cutlass"  # the MoE runner backend this patch acts on
 RUNNER_MODULE = f"sglang.srt.layers.moe.moe_runner.{CUTLASS}"

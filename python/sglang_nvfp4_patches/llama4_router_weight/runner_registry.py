@@ -24,7 +24,8 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
 )
 from sglang_nvfp4_patches.llama4_router_weight.rule import CUTLASS, Part, decide
 from sglang_nvfp4_patches.llama4_router_weight.suspension import is_runner_prescale_suspended
-from sglang_nvfp4_patches.status import PATCHED_MARK, PatchState, PatchUnavailable
+from sglang_nvfp4_patches.patch_report import PatchState, PatchUnavailable
+from sglang_nvfp4_patches.sglang_hooks import PATCHED_MARK
 
 MOE_UTILS_MODULE = "sglang.srt.layers.moe.utils"
 REGISTRY_MODULE = "sglang.srt.layers.moe.moe_runner.base"

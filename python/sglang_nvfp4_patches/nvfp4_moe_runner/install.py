@@ -7,9 +7,9 @@ import logging
 
 from sglang_nvfp4_patches.nvfp4_moe_runner.read_back import unpatched_report
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import NAME
+from sglang_nvfp4_patches.patch_report import PatchReport, PatchState
 from sglang_nvfp4_patches.server_args_seam import hooks
 from sglang_nvfp4_patches.server_args_seam.seam import seam_module
-from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 logger = logging.getLogger("sglang_nvfp4_patches.nvfp4_moe_runner")
 

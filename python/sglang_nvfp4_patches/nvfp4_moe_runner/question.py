@@ -28,7 +28,7 @@ from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
 from sglang_nvfp4_patches.server_args_seam.launch import Launch
 from sglang_nvfp4_patches.server_args_seam.question import question
 from sglang_nvfp4_patches.server_args_seam.seam import SeamKind
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 
 FIELD = "moe_runner_backend"
 logger = logging.getLogger("sglang_nvfp4_patches.nvfp4_moe_runner")

@@ -12,8 +12,9 @@ from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     EvidenceKey,
     EvidenceState,
 )
+from sglang_nvfp4_patches.patch_report import PatchReport, PatchState
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
-from sglang_nvfp4_patches.status import PatchReport, PatchState, sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 
 # What each state means for the MoE layers and GPUs it was found on (LIVE: the verb given).
 PHRASES = {

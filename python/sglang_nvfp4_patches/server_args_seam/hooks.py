@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
+from sglang_nvfp4_patches.patch_report import PatchUnavailable, log_not_applied
 from sglang_nvfp4_patches.post_import import when_imported
 from sglang_nvfp4_patches.server_args_seam.launch import (
     PREDICATES,
@@ -25,8 +26,7 @@ from sglang_nvfp4_patches.server_args_seam.seam import (
     find_override_seam,
     seam_module,
 )
-from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count, install_hook
-from sglang_nvfp4_patches.status import PATCHED_MARK, PatchUnavailable, log_not_applied
+from sglang_nvfp4_patches.sglang_hooks import PATCHED_MARK, bound_at, hook_count, install_hook
 
 logger = logging.getLogger("sglang_nvfp4_patches.server_args_seam")
 REGISTER_PREDICATE = "register_model_override_predicate"

@@ -19,7 +19,7 @@ from sglang_nvfp4_patches.server_args_seam.seam import (
     OverrideSeam,
     SeamKind,
 )
-from sglang_nvfp4_patches.status import PATCHED_MARK
+from sglang_nvfp4_patches.sglang_hooks import PATCHED_MARK
 from sglang_nvfp4_patches.suspension import Suspension
 
 PREDICATES = "_PREDICATE_OVERRIDE_FNS"  # a registry's (predicate, provider) pairs

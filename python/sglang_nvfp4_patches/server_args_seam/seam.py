@@ -12,7 +12,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from sglang_nvfp4_patches.status import PatchUnavailable
+from sglang_nvfp4_patches.patch_report import PatchUnavailable
 
 BASE_MODULE = "sglang.srt.arg_groups.model_override_base"
 OVERRIDES_MODULE = "sglang.srt.arg_groups.overrides"

@@ -16,7 +16,7 @@ from sglang_nvfp4_patches.errors import UsageError
 from sglang_nvfp4_patches.moe_layout import ONE_GPU, Layout
 from sglang_nvfp4_patches.server_args_seam.launch import Launch, sglang_logs_held_back
 from sglang_nvfp4_patches.simulation.gpus import GpuProfile, simulated_gpu
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ def main(name: str, out: Path) -> None:
     import sglang
     from sglang.srt.plugins import load_plugins
 
-    from sglang_nvfp4_patches.process_record import reports
+    from sglang_nvfp4_patches.this_process import reports
 
     load_plugins()
     if reports():

@@ -23,8 +23,7 @@ from sglang_nvfp4_patches.interrupts import stop_requests_deferred
 from sglang_nvfp4_patches.patches import PATCHES
 from sglang_nvfp4_patches.progress import announce
 from sglang_nvfp4_patches.settings import DISABLE_ENV, FORCE_ENV, UNTESTED_APPLY, UNTESTED_ENV
-from sglang_nvfp4_patches.status import sglang_version
-from sglang_nvfp4_patches.supported_releases import is_tested, untested_phrase
+from sglang_nvfp4_patches.supported_releases import is_tested, sglang_version, untested_phrase
 
 CHILD_MODULE = "sglang_nvfp4_patches.verify.child"
 CHILD_TIMEOUT_S = 600

@@ -24,7 +24,7 @@ import sys
 from typing import Any, NoReturn
 
 from sglang_nvfp4_patches.simulation.gpus import GPU_PROFILES, simulated_gpu
-from sglang_nvfp4_patches.status import sglang_version
+from sglang_nvfp4_patches.supported_releases import sglang_version
 
 
 def report_and_exit(server_args: Any) -> NoReturn:

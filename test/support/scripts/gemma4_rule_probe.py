@@ -60,8 +60,8 @@ def main() -> None:
     )
 
     from sglang_nvfp4_patches.gemma4_attention.rule_state import current_mode
-    from sglang_nvfp4_patches.process_record import reports
-    from sglang_nvfp4_patches.status import sglang_version
+    from sglang_nvfp4_patches.supported_releases import sglang_version
+    from sglang_nvfp4_patches.this_process import reports
 
     load_messages, collect.messages = collect.messages, []
     results = []

@@ -47,7 +47,7 @@ def _runner_upstream() -> bool:
     """Whether the runner part stood down: a record shows SGLang's own runner pre-scaling."""
     from sglang_nvfp4_patches.llama4_router_weight import outcomes
     from sglang_nvfp4_patches.llama4_router_weight.rule import Part
-    from sglang_nvfp4_patches.status import PatchState
+    from sglang_nvfp4_patches.patch_report import PatchState
 
     runner = outcomes.recorded().get(Part.RUNNER)
     return runner is not None and runner.state is PatchState.ALREADY_UPSTREAM
@@ -86,10 +86,12 @@ def main() -> None:
     from sglang_nvfp4_patches.gemma4_attention import NAME
     from sglang_nvfp4_patches.llama4_router_weight.rule import RUNNER_MODULE
     from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
+    from sglang_nvfp4_patches.patch_report import PatchUnavailable
     from sglang_nvfp4_patches.post_import import module_exists
     from sglang_nvfp4_patches.server_args_seam import hooks
     from sglang_nvfp4_patches.server_args_seam.seam import SeamKind, find_override_seam
-    from sglang_nvfp4_patches.status import PATCHED_MARK, PatchUnavailable, sglang_version
+    from sglang_nvfp4_patches.sglang_hooks import PATCHED_MARK
+    from sglang_nvfp4_patches.supported_releases import sglang_version
 
     try:
         asked = hooks.times_asked(NAME)

@@ -30,7 +30,7 @@ class PluginStateInActor:
         import os
 
         import sglang_nvfp4_patches
-        from sglang_nvfp4_patches import process_record
+        from sglang_nvfp4_patches import this_process
         from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
 
         hooked = {}
@@ -40,7 +40,7 @@ class PluginStateInActor:
         report = current_state()  # doctor's reader; loads nothing
         return {
             "package": sglang_nvfp4_patches.__file__,
-            "registered": {name: r.state.value for name, r in process_record.reports().items()},
+            "registered": {name: r.state.value for name, r in this_process.reports().items()},
             "create_moe_runner_hooked": hooked,
             "doctor": {"status": report.state.value, "reason": report.reason},
             "niceness": os.nice(0),

@@ -1,11 +1,13 @@
-"""Patch states as ``doctor`` reports them, and the installed SGLang's version (pure)."""
+"""A patch's state as ``doctor`` reports it, why a patch cannot be wired, and the one ERROR
+that says so (pure)."""
 
 from __future__ import annotations
 
 import enum
-import importlib.metadata
 import logging
 from dataclasses import dataclass
+
+from sglang_nvfp4_patches.supported_releases import sglang_version
 
 
 class PatchState(str, enum.Enum):
@@ -29,10 +31,6 @@ class PatchReport:
         return {"status": self.state.value, "reason": self.reason}
 
 
-# Set on every function this plugin installs, so a probe can tell ours from SGLang's own.
-PATCHED_MARK = "__sglang_nvfp4_patches__"
-
-
 class PatchUnavailable(RuntimeError):
     """The installed SGLang lacks something a patch needs; the message says what."""
 
@@ -45,17 +43,3 @@ def log_not_applied(logger: logging.Logger, patch: str, reason: object) -> None:
         sglang_version(),
         reason,
     )
-
-
-def sglang_version() -> str:
-    """Version of the installed SGLang, from its dist-info (cheap: ``sglang.__version__``
-    imports torch). An overlay on PYTHONPATH comes first on sys.path, so its version wins."""
-    return dist_version("sglang")
-
-
-def dist_version(name: str) -> str:
-    """An installed distribution's version, or ``not installed``."""
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"

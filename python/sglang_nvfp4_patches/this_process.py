@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from sglang_nvfp4_patches.interrupts import caused_by_interrupt
 from sglang_nvfp4_patches.patch import Patch
+from sglang_nvfp4_patches.patch_report import PatchReport, PatchState
 from sglang_nvfp4_patches.release_gate import ReleaseGate, this_gate
 from sglang_nvfp4_patches.settings import (
     InvalidForceError,
@@ -20,7 +21,6 @@ from sglang_nvfp4_patches.settings import (
     forced_patches,
 )
 from sglang_nvfp4_patches.sglang_hooks import PLUGIN_ENTRY_POINT
-from sglang_nvfp4_patches.status import PatchReport, PatchState
 
 
 @dataclass(frozen=True)
