@@ -19,8 +19,7 @@ from types import SimpleNamespace
 import pytest
 
 from sglang_nvfp4_patches.gemma4_attention import rule_state
-from sglang_nvfp4_patches.gemma4_attention.install import install
-from sglang_nvfp4_patches.gemma4_attention.read_back import current_state
+from sglang_nvfp4_patches.gemma4_attention.commands import current_state, install
 from sglang_nvfp4_patches.gemma4_attention.rule import (
     Gemma4Action,
     Gemma4Decision,

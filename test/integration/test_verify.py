@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from sglang_nvfp4_patches.check_result import Outcome, run_check
-from sglang_nvfp4_patches.gemma4_attention import checks as gemma4
+from sglang_nvfp4_patches.gemma4_attention import commands as gemma4
 from sglang_nvfp4_patches.gemma4_attention.rule import KvScaleHandoff, KvScaleVerdict
 from sglang_nvfp4_patches.gemma4_attention.rule_state import HOW_TO_CHECK, NO_FACTS
 from sglang_nvfp4_patches.llama4_router_weight import checks as llama4
