@@ -17,7 +17,7 @@ from sglang_nvfp4_patches.gemma4_attention.rule import KvScaleHandoff, KvScaleVe
 from sglang_nvfp4_patches.gemma4_attention.rule_state import HOW_TO_CHECK, NO_FACTS
 from sglang_nvfp4_patches.llama4_router_weight import checks as llama4
 from sglang_nvfp4_patches.llama4_router_weight import method_lift
-from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
+from sglang_nvfp4_patches.llama4_router_weight.commands import current_state
 from sglang_nvfp4_patches.llama4_router_weight.rule import COMPRESSED_TENSORS
 from sglang_nvfp4_patches.status import sglang_version
 from support.release import recorded_llama4_state

@@ -23,7 +23,6 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     nvfp4_dispatch_remedy,
 )
 from sglang_nvfp4_patches.llama4_router_weight.rule import CUTLASS, Part, decide
-from sglang_nvfp4_patches.llama4_router_weight.suspension import is_runner_prescale_suspended
 from sglang_nvfp4_patches.status import PATCHED_MARK, PatchState, PatchUnavailable
 
 MOE_UTILS_MODULE = "sglang.srt.layers.moe.utils"
@@ -62,7 +61,7 @@ def honour_router_weight_on_input(
     )
 
     def fused_func(dispatch_output: Any, quant_info: Any, runner_config: Any) -> Any:
-        if is_runner_prescale_suspended():
+        if outcomes.is_suspended(outcomes.RUNNER_PRESCALE):
             return original(dispatch_output, quant_info, runner_config)
         topk_output = dispatch_output.topk_output
         if runner_config.apply_router_weight_on_input:
