@@ -65,7 +65,7 @@ def install(forced: bool, observe: bool) -> PatchReport:
 
 
 def summarize(observe: bool) -> PatchReport:
-    """One report from the parts, ranked as :func:`.read_back.unpatched_report` ranks them (a
+    """One report from the parts, ranked as :func:`unpatched_report` ranks them (a
     process that imported SGLang before the plugin reports what one that imports it after does)."""
     parts = outcomes.recorded()
     states = {report.state for report in parts.values()}

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from sglang_nvfp4_patches.llama4_router_weight import outcomes
+from sglang_nvfp4_patches.llama4_router_weight import evidence, outcomes
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
     without_router_weight_on_input,
 )
@@ -154,11 +154,9 @@ def create_moe_runner_hook(
         return result
     config = getattr(method, "moe_runner_config", None)
     if config is not None and config.apply_router_weight_on_input and runs_on_cutlass(method):
-        from sglang_nvfp4_patches.llama4_router_weight.evidence import current_facts
-
         layer = args[0] if args else kwargs.get("layer")
         part = rejecting_method_of(method).part
-        answer = decide(current_facts(), part, layer_facts(layer, method, config))
+        answer = decide(evidence.current_facts(), part, layer_facts(layer, method, config))
         if answer.refusal is not None:
             raise answer.refusal
         if not answer.act:
@@ -170,9 +168,7 @@ def create_moe_runner_hook(
 
 def answer_here(rejecting: RejectingMethod) -> Answer:
     """:func:`.rule.decide` for ``rejecting`` on the installed SGLang."""
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import current_facts
-
-    return decide(current_facts(), rejecting.part)
+    return decide(evidence.current_facts(), rejecting.part)
 
 
 def is_lifted(rejecting: RejectingMethod) -> bool:
