@@ -159,10 +159,10 @@ def create_moe_runner_hook(
         answer = decide(evidence.current_facts(), part, layer_facts(layer, method, config))
         if answer.refusal is not None:
             raise answer.refusal
-        if not answer.act:
+        if answer.act:
+            method.moe_runner_config = without_router_weight_on_input(config)
+        else:
             outcomes.record(part, answer.state, answer.reason)
-            return result
-        method.moe_runner_config = without_router_weight_on_input(config)
     return result
 
 
@@ -197,4 +197,4 @@ def method_patcher(rejecting: RejectingMethod, apply: bool = True) -> Callable[[
         outcomes.record(rejecting.part, answer.state, answer.reason)
 
     patch_module.__qualname__ = f"patch_{rejecting.part.key.replace('-', '_')}_module"
-    return outcomes.reported_as(rejecting.part)(patch_module)
+    return outcomes.reported_as(rejecting.part, patch_module)

@@ -59,17 +59,14 @@ def recorded() -> dict[Part, PatchReport]:
         return dict(_outcomes)
 
 
-def reported_as(part: Part) -> Callable[[ModulePatcher], ModulePatcher]:
-    """Any unexpected error while patching ``part`` is recorded as its failure."""
+def reported_as(part: Part, patch_module: ModulePatcher) -> ModulePatcher:
+    """``patch_module``, any unexpected error of which is recorded as ``part``'s failure."""
 
-    def decorate(patch_module: ModulePatcher) -> ModulePatcher:
-        def guarded(module: ModuleType) -> None:
-            try:
-                patch_module(module)
-            except Exception as error:
-                record(part, PatchState.FAILED, f"{type(error).__name__}: {error}")
+    def guarded(module: ModuleType) -> None:
+        try:
+            patch_module(module)
+        except Exception as error:
+            record(part, PatchState.FAILED, f"{type(error).__name__}: {error}")
 
-        guarded.__qualname__ = patch_module.__qualname__
-        return guarded
-
-    return decorate
+    guarded.__qualname__ = patch_module.__qualname__
+    return guarded

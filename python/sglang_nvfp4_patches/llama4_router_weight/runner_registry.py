@@ -131,7 +131,6 @@ def runner_patcher(apply: bool = True) -> Callable[[ModuleType], None]:
     """Import callback: carry out :func:`.rule.decide` for the runner (``apply=False``: only
     record whether the bug is live)."""
 
-    @outcomes.reported_as(Part.RUNNER)
     def patch_runner_module(_module: ModuleType) -> None:
         answer = decide(evidence.current_facts(), Part.RUNNER)
         if apply and answer.act:
@@ -139,7 +138,7 @@ def runner_patcher(apply: bool = True) -> Callable[[ModuleType], None]:
         else:
             outcomes.record(Part.RUNNER, *answer.unpatched)
 
-    return patch_runner_module
+    return outcomes.reported_as(Part.RUNNER, patch_runner_module)
 
 
 def _wrap_registry(reason: str) -> None:
