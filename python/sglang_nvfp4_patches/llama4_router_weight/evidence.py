@@ -33,6 +33,7 @@ from sglang_nvfp4_patches.llama4_router_weight.rule import (
 from sglang_nvfp4_patches.release_facts import SHIPPED, Row, parse
 
 GPU = "sm120"
+COLUMN = "l4:"  # every Part's column starts so
 NOT_GATHERED = "-"
 
 
