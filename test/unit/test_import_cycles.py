@@ -118,7 +118,7 @@ def cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
 
 def test_the_package_imports_in_no_cycle() -> None:
     graph = import_graph(module_files(PACKAGE_DIR))
-    assert len(graph) > 100, "the package's modules were not found"
+    assert len(graph) > 50, "the package's modules were not found"
     found = cycles(graph)
     assert found == [], "import cycles (each a strongly connected component):\n" + "\n".join(
         " <-> ".join(component) for component in found
