@@ -19,10 +19,8 @@ from types import SimpleNamespace
 import pytest
 
 from sglang_nvfp4_patches.gemma4_attention import rule_state
-from sglang_nvfp4_patches.gemma4_attention.install import install
-from sglang_nvfp4_patches.gemma4_attention.read_back import current_state
+from sglang_nvfp4_patches.gemma4_attention.commands import current_state, install
 from sglang_nvfp4_patches.gemma4_attention.rule import (
-    Gemma4Action,
     Gemma4Decision,
     Gemma4Facts,
     Gemma4Mode,
@@ -336,7 +334,7 @@ def test_forced_rule_leaves_sm90_and_sm120_to_sglang(
     assert decisions, "the forced rule was never consulted"
     for facts, decision in decisions:
         assert facts.compute_capability_major is None  # SGLang's SM10X probe said no
-        assert decision.action is Gemma4Action.LEAVE and decision.warning is None
+        assert decision.attention_backend is None and decision.warning is None
         assert "not Gemma 4 NVFP4 MoE on SM10X" in decision.reason
     assert our_records(caplog, logging.INFO) == our_records(caplog, logging.WARNING) == []
     assert patched["attention_backend"] == sglang_own["attention_backend"]
@@ -344,7 +342,7 @@ def test_forced_rule_leaves_sm90_and_sm120_to_sglang(
     # and the same rule does act on SM10X, so the recording above is not vacuous
     decisions.clear()
     assert resolved(GEMMA4_NVFP4_MOE, "sm100")["attention_backend"] == "triton"
-    assert [d.action for _, d in decisions] == [Gemma4Action.USE_TRITON] * len(decisions)
+    assert [d.attention_backend for _, d in decisions] == ["triton"] * len(decisions)
     assert decisions
 
 

@@ -27,7 +27,7 @@ import pytest
 import torch
 
 from sglang_nvfp4_patches.llama4_router_weight import evidence
-from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
+from sglang_nvfp4_patches.llama4_router_weight.commands import current_state
 from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     LiftedLayerWrongError,
     TopKNotOneError,

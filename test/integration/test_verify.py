@@ -12,12 +12,12 @@ from __future__ import annotations
 import pytest
 
 from sglang_nvfp4_patches.check_result import Outcome, run_check
-from sglang_nvfp4_patches.gemma4_attention import checks as gemma4
+from sglang_nvfp4_patches.gemma4_attention import commands as gemma4
 from sglang_nvfp4_patches.gemma4_attention.rule import KvScaleHandoff, KvScaleVerdict
 from sglang_nvfp4_patches.gemma4_attention.rule_state import HOW_TO_CHECK, NO_FACTS
 from sglang_nvfp4_patches.llama4_router_weight import checks as llama4
 from sglang_nvfp4_patches.llama4_router_weight import method_lift
-from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
+from sglang_nvfp4_patches.llama4_router_weight.commands import current_state
 from sglang_nvfp4_patches.llama4_router_weight.rule import COMPRESSED_TENSORS
 from sglang_nvfp4_patches.supported_releases import sglang_version
 from support.release import recorded_llama4_state

@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from sglang_nvfp4_patches.gemma4_attention.rule import (
-    Gemma4Action,
     Gemma4Facts,
     Gemma4Mode,
     decide_gemma4_attention,
@@ -34,7 +33,6 @@ def decide(mode: Gemma4Mode = Gemma4Mode.LIVE, **changes: object):
 @pytest.mark.parametrize("architecture", sorted(GEMMA4_ARCHITECTURES))
 def test_affected_combination_defaults_to_triton(architecture: str) -> None:
     decision = decide(architecture=architecture)
-    assert decision.action is Gemma4Action.USE_TRITON
     assert decision.attention_backend == "triton"
     assert decision.warning is None
     assert "triton" in decision.reason
@@ -55,7 +53,6 @@ def test_affected_combination_defaults_to_triton(architecture: str) -> None:
 )
 def test_everything_else_is_left_to_sglang(changes: dict[str, object]) -> None:
     decision = decide(**changes)
-    assert decision.action is Gemma4Action.LEAVE
     assert decision.attention_backend is None
     assert decision.warning is None
 
@@ -73,13 +70,12 @@ def test_everything_else_is_left_to_sglang(changes: dict[str, object]) -> None:
     ],
 )
 def test_enable_moe_block_is_read_with_bool(value: object, affected: bool) -> None:
-    action = decide(enable_moe_block=value).action
-    assert (action is Gemma4Action.USE_TRITON) is affected
+    backend = decide(enable_moe_block=value).attention_backend
+    assert (backend == "triton") is affected
 
 
 def test_explicit_trtllm_mha_is_honoured_with_a_warning() -> None:
     decision = decide(attention_backend="trtllm_mha")
-    assert decision.action is Gemma4Action.LEAVE
     assert decision.attention_backend is None
     assert decision.warning is not None
     # names the cause and both ways out
@@ -91,7 +87,7 @@ def test_explicit_trtllm_mha_is_honoured_with_a_warning() -> None:
 @pytest.mark.parametrize("backend", ["triton", "flashinfer", "fa4"])
 def test_other_explicit_backends_are_honoured_silently(backend: str) -> None:
     decision = decide(attention_backend=backend)
-    assert decision.action is Gemma4Action.LEAVE
+    assert decision.attention_backend is None
     assert decision.warning is None
 
 
@@ -99,7 +95,6 @@ def test_other_explicit_backends_are_honoured_silently(backend: str) -> None:
 @pytest.mark.parametrize("given", ["trtllm_mha", "flashinfer"])
 def test_one_split_side_gets_triton_for_the_other(side: str, given: str) -> None:
     decision = decide(**{side: given})
-    assert decision.action is Gemma4Action.USE_TRITON
     assert decision.attention_backend == "triton"
     assert (decision.warning is not None) is (given == "trtllm_mha")
 
@@ -114,13 +109,13 @@ def test_one_split_side_gets_triton_for_the_other(side: str, given: str) -> None
 )
 def test_both_split_sides_given_are_honoured(prefill: str, decode: str, warn: bool) -> None:
     decision = decide(prefill_attention_backend=prefill, decode_attention_backend=decode)
-    assert decision.action is Gemma4Action.LEAVE
+    assert decision.attention_backend is None
     assert (decision.warning is not None) is warn
 
 
 def test_split_sides_do_not_matter_when_attention_backend_is_given() -> None:
     decision = decide(attention_backend="triton", prefill_attention_backend="trtllm_mha")
-    assert decision.action is Gemma4Action.LEAVE
+    assert decision.attention_backend is None
     assert decision.warning is not None
 
 
@@ -139,7 +134,6 @@ FLAG_SETS = [
 @pytest.mark.parametrize("kv_cache_fp8", [True, False, None])
 def test_fixed_root_cause_declares_and_warns_nothing(flags: dict, kv_cache_fp8: object) -> None:
     decision = decide(Gemma4Mode.FIXED, kv_cache_fp8=kv_cache_fp8, **flags)
-    assert decision.action is Gemma4Action.LEAVE
     assert decision.attention_backend is None
     assert decision.warning is None
     assert "sglang#28144" in decision.reason
@@ -148,26 +142,26 @@ def test_fixed_root_cause_declares_and_warns_nothing(flags: dict, kv_cache_fp8: 
 @pytest.mark.parametrize("flags", FLAG_SETS, ids=str)
 def test_live_root_cause_without_fp8_kv_cache_leaves_sglang_alone(flags: dict) -> None:
     decision = decide(Gemma4Mode.LIVE, kv_cache_fp8=False, **flags)
-    assert decision.action is Gemma4Action.LEAVE
+    assert decision.attention_backend is None
     assert decision.warning is None
     assert "not FP8" in decision.reason
 
 
 def test_unknown_kv_cache_counts_as_fp8_where_the_bug_is_live() -> None:
-    assert decide(Gemma4Mode.LIVE, kv_cache_fp8=None).action is Gemma4Action.USE_TRITON
+    assert decide(Gemma4Mode.LIVE, kv_cache_fp8=None).attention_backend == "triton"
 
 
 @pytest.mark.parametrize("kv_cache_fp8", [True, False, None])
 def test_forced_applies_the_rule_26791_whatever_the_kv_cache(kv_cache_fp8: object) -> None:
     decision = decide(Gemma4Mode.FORCED, kv_cache_fp8=kv_cache_fp8)
-    assert decision.action is Gemma4Action.USE_TRITON
+    assert decision.attention_backend == "triton"
     assert "SGLANG_NVFP4_PATCHES_FORCE" in decision.reason
 
 
 def test_forced_honours_an_explicit_backend_and_says_so_for_trtllm_mha() -> None:
     assert decide(Gemma4Mode.FORCED, attention_backend="flashinfer").warning is None
     decision = decide(Gemma4Mode.FORCED, attention_backend="trtllm_mha")
-    assert decision.action is Gemma4Action.LEAVE
+    assert decision.attention_backend is None
     assert decision.warning is not None and "SGLANG_NVFP4_PATCHES_FORCE" in decision.warning
 
 
@@ -179,7 +173,7 @@ def test_forced_honours_an_explicit_backend_and_says_so_for_trtllm_mha() -> None
 )
 def test_forced_is_exactly_as_narrow_as_the_rule(mode: Gemma4Mode, changes: dict) -> None:
     decision = decide(mode, attention_backend="trtllm_mha", **changes)
-    assert decision.action is Gemma4Action.LEAVE
+    assert decision.attention_backend is None
     assert decision.warning is None
 
 

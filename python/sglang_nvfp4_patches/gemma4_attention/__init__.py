@@ -6,20 +6,13 @@ SGLang's ``trtllm_mha`` drops the FP8 KV-cache scales (sglang#26518; fixed by sg
 * the root cause: the release facts' ``gemma4:v-scale``, :func:`.rule_state.kv_scale_verdict`
   (none: unknown, counted as live);
 * where it is wired: :func:`.rule_state.answer`, asked through :mod:`..server_args_seam`;
-* what the commands call: :mod:`.install`, :mod:`.read_back`, :mod:`.explain_facts`,
-  :mod:`.checks`.
+* what the commands call: :mod:`.commands`.
 """
 
 from __future__ import annotations
 
 # ``rule_state`` registers the question where it is defined.
-from sglang_nvfp4_patches.gemma4_attention import (
-    checks,
-    explain_facts,
-    install,
-    read_back,
-    rule_state,
-)
+from sglang_nvfp4_patches.gemma4_attention import commands, rule_state
 from sglang_nvfp4_patches.gemma4_attention.rule import NAME
 from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
 from sglang_nvfp4_patches.patch import Patch
@@ -27,10 +20,10 @@ from sglang_nvfp4_patches.patch import Patch
 PATCH = Patch(
     NAME,
     GEMMA4_ARCHITECTURES,
-    install.install,
-    read_back.verified_state,  # doctor also asks SGLang to resolve the bundled config
-    read_back.unpatched_report,
-    explain_facts.explain_note,
-    checks.run_checks,
+    commands.install,
+    commands.verified_state,  # doctor also asks SGLang to resolve the bundled config
+    commands.unpatched_report,
+    commands.explain_note,
+    commands.run_checks,
     suspended=rule_state.suspended,  # explain's unpatched column
 )

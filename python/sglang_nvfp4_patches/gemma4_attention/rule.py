@@ -55,11 +55,6 @@ class Gemma4Mode(enum.Enum):
     FORCED = "forced"  # SGLANG_NVFP4_PATCHES_FORCE: #26791's rule, whatever the code
 
 
-class Gemma4Action(enum.Enum):
-    LEAVE = "leave"  # SGLang's own resolution stands
-    USE_TRITON = "use_triton"  # the unset attention backend defaults to triton
-
-
 @dataclass(frozen=True)
 class Gemma4Facts:
     """What the rule needs to know, read off ServerArgs, the HF config and the GPU."""
@@ -77,14 +72,9 @@ class Gemma4Facts:
 
 @dataclass(frozen=True)
 class Gemma4Decision:
-    action: Gemma4Action
+    attention_backend: str | None  # the one to declare (triton), or None: SGLang's own stands
     reason: str
     warning: str | None = None  # one WARNING to log (trtllm_mha given where the bug is live)
-
-    @property
-    def attention_backend(self) -> str | None:
-        """The ``attention_backend`` to declare, or None to leave SGLang's."""
-        return SAFE_BACKEND if self.action is Gemma4Action.USE_TRITON else None
 
 
 def kv_cache_is_fp8(kv_cache_dtype: str | None, checkpoint_kv_algo: object) -> bool:
@@ -136,7 +126,7 @@ def _rule_26791(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decision:
         )
     if facts.attention_backend is not None or len(given) == 2:
         explicit = "the attention backend was given explicitly (" + ", ".join(given) + ")"
-        return Gemma4Decision(Gemma4Action.LEAVE, f"{explicit}; honoured", warning)
+        return Gemma4Decision(None, f"{explicit}; honoured", warning)
     if mode is Gemma4Mode.FORCED:
         reason = (
             "SGLANG_NVFP4_PATCHES_FORCE=gemma4-attention: Gemma 4 NVFP4 (modelopt_fp4) MoE on "
@@ -150,20 +140,20 @@ def _rule_26791(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decision:
         )
     if given:
         reason += f" for the split side that was not given ({given[0]} was given)"
-    return Gemma4Decision(Gemma4Action.USE_TRITON, reason, warning)
+    return Gemma4Decision(SAFE_BACKEND, reason, warning)
 
 
 def decide_gemma4_attention(facts: Gemma4Facts, mode: Gemma4Mode) -> Gemma4Decision:
     """Decide the Gemma 4 attention default for one configuration in ``mode``."""
     if not is_nvfp4_moe_on_sm10x(facts):
         return Gemma4Decision(
-            Gemma4Action.LEAVE, "not Gemma 4 NVFP4 MoE on SM10X; SGLang's default is unaffected"
+            None, "not Gemma 4 NVFP4 MoE on SM10X; SGLang's default is unaffected"
         )
     if mode is Gemma4Mode.FIXED:
-        return Gemma4Decision(Gemma4Action.LEAVE, FIXED_NOTE)
+        return Gemma4Decision(None, FIXED_NOTE)
     if mode is Gemma4Mode.LIVE and facts.kv_cache_fp8 is False:
         return Gemma4Decision(
-            Gemma4Action.LEAVE,
+            None,
             f"the KV cache is not FP8, so {AFFECTED_BACKEND}'s dropped FP8 KV-cache scales do "
             "not apply; SGLang's default stands",
         )

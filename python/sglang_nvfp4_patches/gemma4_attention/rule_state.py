@@ -12,7 +12,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from sglang_nvfp4_patches.gemma4_attention import rule
-from sglang_nvfp4_patches.gemma4_attention.rule import NAME, Gemma4Action, Gemma4Facts, Gemma4Mode
+from sglang_nvfp4_patches.gemma4_attention.rule import NAME, Gemma4Facts, Gemma4Mode
 from sglang_nvfp4_patches.models import GEMMA4_ARCHITECTURES
 from sglang_nvfp4_patches.server_args_seam.question import question
 from sglang_nvfp4_patches.suspension import Suspension
@@ -80,7 +80,7 @@ def decide_and_log(facts: Gemma4Facts, model_path: str) -> rule.Gemma4Decision:
     """The rule in this process's mode, with its INFO line and at most one WARNING."""
     mode = _mode or Gemma4Mode.FIXED
     decision = rule.decide_gemma4_attention(facts, mode)
-    if decision.action is Gemma4Action.USE_TRITON:
+    if decision.attention_backend is not None:
         logger.info("[%s] %s: %s; %s.", NAME, model_path, decision.reason, rule.override_hint(mode))
     if decision.warning is not None:
         logger.warning("[%s] %s: %s.", NAME, model_path, decision.warning)
@@ -126,7 +126,7 @@ def warn_if_bypassed(launch: Launch) -> bool:
     # Where resolution wrote the record in place, what the operator typed is gone.
     given = backends_of(launch.record) if launch.pristine else (None, None, None)
     decision = rule.decide_gemma4_attention(facts_of(launch, given), _mode)
-    if decision.action is not Gemma4Action.USE_TRITON or (
+    if decision.attention_backend is None or (
         rule.AFFECTED_BACKEND not in backends_of(launch.view)
     ):
         return False

@@ -5,21 +5,15 @@ scales expert outputs. For top-1 routing, pre-scaling the activations by the rou
 (:mod:`.prescale`) is exact. One pure function decides everything, from the release facts and
 the layer being built: :func:`.rule.decide` (the runner gets our pre-scale or not, each method's
 check lifted or not, the layer refused or not). Seams carrying it out: :mod:`.runner_registry`,
-:mod:`.method_lift`; commands: :mod:`.install`, :mod:`.read_back` (``doctor``), :mod:`.checks`
-(``verify``); the rest: docs/code-map.md.
+:mod:`.method_lift`; commands: :mod:`.commands` (``install``, ``doctor``, ``explain``),
+:mod:`.checks` (``verify``); the rest: docs/code-map.md.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sglang_nvfp4_patches.llama4_router_weight import (
-    explain_facts,
-    install,
-    read_back,
-    refusals,
-    suspension,
-)
+from sglang_nvfp4_patches.llama4_router_weight import commands, outcomes, refusals
 from sglang_nvfp4_patches.llama4_router_weight.rule import NAME
 from sglang_nvfp4_patches.models import LLAMA4_ARCHITECTURES
 from sglang_nvfp4_patches.patch import Patch
@@ -45,13 +39,13 @@ def release_facts() -> dict[str, str]:
 PATCH = Patch(
     NAME,
     LLAMA4_ARCHITECTURES,
-    install.install,
-    read_back.current_state,
-    read_back.unpatched_report,
-    explain_facts.explain_note,
+    commands.install,
+    commands.current_state,
+    commands.unpatched_report,
+    commands.explain_note,
     verify_checks,
     release_facts,
-    suspension.suspended,  # explain's unpatched column
+    outcomes.suspended,  # explain's unpatched column
     refusals.another_runner_may_serve,
     not_forceable_because=(
         "where SGLang pre-scales the router weight itself, a forced pre-scale would apply it twice"

@@ -23,7 +23,9 @@ from sglang_nvfp4_patches.check_result import (
     run_check,
 )
 from sglang_nvfp4_patches.evidence_check import agrees_or_kept
+from sglang_nvfp4_patches.llama4_router_weight.evidence import cells, gather, run_as_the_server
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import FLAG
+from sglang_nvfp4_patches.llama4_router_weight.method_lift import answer_here, is_lifted
 from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     FP4_ALLGATHER_SWITCH,
     LiftedLayerWrongError,
@@ -36,7 +38,6 @@ from sglang_nvfp4_patches.llama4_router_weight.rule import (
     REJECTING_METHODS,
     RejectingMethod,
 )
-from sglang_nvfp4_patches.llama4_router_weight.runner_registry import DOUBLE_WEIGHTING
 from sglang_nvfp4_patches.reference.moe_meaning import moe_meaning
 from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4, LLAMA4_NVFP4_CT
 from sglang_nvfp4_patches.simulation.cutlass_kernel import (
@@ -60,6 +61,7 @@ EVIDENCE_CHECK = "evidence (SGLang's own runner and methods, on CPU)"
 MODELOPT_FP4 = {"quantization": "modelopt_fp4"}
 DP_ATTENTION_EP = {"tp_size": 2, "dp_size": 2, "enable_dp_attention": True, "ep_size": 2}
 TOLERANCE = 2e-2  # bfloat16 output against the float32 meaning
+DOUBLE_WEIGHTING = "vllm#43694's double weighting"
 
 
 def _built_on_cutlass(moe: Llama4Layer, what: str) -> None:
@@ -147,8 +149,6 @@ def _refused(
     """Refused when the layer is built, naming the switch; or, where this SGLang's method
     accepts the flag by itself (nothing lifted, so nothing of ours refuses it), refused by
     SGLang at the first forward: never computed with the weight on the output."""
-    from sglang_nvfp4_patches.llama4_router_weight.method_lift import is_lifted
-
     moe = build()
     try:
         moe.build()
@@ -183,9 +183,6 @@ def _refused(
 
 def _as_a_server_loads_it(rejecting: RejectingMethod) -> str:
     """Served, or refused when it is built where the record shows it computing wrong."""
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import run_as_the_server
-    from sglang_nvfp4_patches.llama4_router_weight.method_lift import answer_here
-
     run = run_as_the_server(rejecting.part)
     refusal = answer_here(rejecting).refusal
     if run["verdict"] == "refused" and refusal is not None and str(refusal) in run["detail"]:
@@ -198,8 +195,6 @@ def _as_a_server_loads_it(rejecting: RejectingMethod) -> str:
 
 
 def _evidence() -> str:
-    from sglang_nvfp4_patches.llama4_router_weight.evidence import cells, gather
-
     found = gather()
     summary = "; ".join(f"{part.key}: {fact['state'].value}" for part, fact in found.items())
     return agrees_or_kept(cells(found), summary)

@@ -17,6 +17,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from sglang_nvfp4_patches.llama4_router_weight import outcomes
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import without_router_weight_on_input
 from sglang_nvfp4_patches.llama4_router_weight.rule import (
     COMPRESSED_TENSORS,
@@ -28,10 +29,6 @@ from sglang_nvfp4_patches.llama4_router_weight.rule import (
     Facts,
     Part,
     Shown,
-)
-from sglang_nvfp4_patches.llama4_router_weight.suspension import (
-    method_lift_suspended,
-    runner_prescale_suspended,
 )
 from sglang_nvfp4_patches.release_facts import SHIPPED, Row, parse
 
@@ -102,7 +99,7 @@ def hide_flag_from_method(layer: Any) -> None:
 
 
 def _run(part: Part, lifted: bool) -> dict[str, Any]:
-    with method_lift_suspended():
+    with outcomes.METHOD_LIFT.suspended():
         return run_as_the_server(part, hide_flag_from_method if lifted else None)
 
 
@@ -125,7 +122,7 @@ def _serves(run: dict[str, Any]) -> bool:
 
 
 def _runner_fact() -> dict[str, Any]:
-    with runner_prescale_suspended():
+    with outcomes.RUNNER_PRESCALE.suspended():
         runs = {part: _run(part, lifted=True) for part in _layers()}
     serving = [run for run in runs.values() if run["runner"] == CUTLASS and _serves(run)]
     detail = "; ".join(
@@ -159,7 +156,7 @@ def gather() -> dict[Part, dict[str, Any]]:
         return {Part.RUNNER: {"state": Shown.NOT_APPLICABLE, "detail": f"no {RUNNER_MODULE}"}}
     facts = {Part.RUNNER: _runner_fact()}
     upstream = facts[Part.RUNNER]["state"] is Shown.UPSTREAM  # the runner as a server has it
-    with runner_prescale_suspended() if upstream else contextlib.nullcontext():
+    with outcomes.RUNNER_PRESCALE.suspended() if upstream else contextlib.nullcontext():
         for method in REJECTING_METHODS:
             facts[method.part] = method_fact(method.part)
     return facts

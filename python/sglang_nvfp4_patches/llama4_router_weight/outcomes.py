@@ -1,5 +1,7 @@
 """What each part of ``llama4-router-weight`` did in this process (for ``doctor`` and logs);
-a failure is one ERROR line that names the part and the release.
+a failure is one ERROR line that names the part and the release. Its suspension
+(:mod:`sglang_nvfp4_patches.suspension`): inside :data:`suspended` every hook passes calls
+through; the evidence suspends one half at a time (:data:`METHOD_LIFT`, :data:`RUNNER_PRESCALE`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from sglang_nvfp4_patches.llama4_router_weight.rule import NAME, Part
 from sglang_nvfp4_patches.patch_report import PatchReport, PatchState
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND, this_gate
 from sglang_nvfp4_patches.supported_releases import sglang_version
+from sglang_nvfp4_patches.suspension import Suspension
 
 logger = logging.getLogger("sglang_nvfp4_patches.llama4_router_weight")
 
@@ -20,6 +23,16 @@ _lock = threading.Lock()
 _outcomes: dict[Part, PatchReport] = {}
 
 ModulePatcher = Callable[[ModuleType], None]
+
+_whole = Suspension("llama4_router_weight_suspended")
+suspended = _whole.suspended
+METHOD_LIFT = Suspension("llama4_router_weight_method_lift_suspended")
+RUNNER_PRESCALE = Suspension("llama4_router_weight_runner_prescale_suspended")
+
+
+def is_suspended(half: Suspension) -> bool:
+    """Whether ``half`` of the patch passes calls through (it, or the whole patch, suspended)."""
+    return _whole.active() or half.active()
 
 
 def record(part: Part, state: PatchState, reason: str) -> None:
@@ -47,17 +60,14 @@ def recorded() -> dict[Part, PatchReport]:
         return dict(_outcomes)
 
 
-def reported_as(part: Part) -> Callable[[ModulePatcher], ModulePatcher]:
-    """Any unexpected error while patching ``part`` is recorded as its failure."""
+def reported_as(part: Part, patch_module: ModulePatcher) -> ModulePatcher:
+    """``patch_module``, any unexpected error of which is recorded as ``part``'s failure."""
 
-    def decorate(patch_module: ModulePatcher) -> ModulePatcher:
-        def guarded(module: ModuleType) -> None:
-            try:
-                patch_module(module)
-            except Exception as error:
-                record(part, PatchState.FAILED, f"{type(error).__name__}: {error}")
+    def guarded(module: ModuleType) -> None:
+        try:
+            patch_module(module)
+        except Exception as error:
+            record(part, PatchState.FAILED, f"{type(error).__name__}: {error}")
 
-        guarded.__qualname__ = patch_module.__qualname__
-        return guarded
-
-    return decorate
+    guarded.__qualname__ = patch_module.__qualname__
+    return guarded

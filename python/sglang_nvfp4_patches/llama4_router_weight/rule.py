@@ -48,34 +48,30 @@ class Part(enum.Enum):
 
 
 class Shown(enum.Enum):
-    """What a part's layer did on CPU (value: as ``verify`` says it)."""
+    """What a part's layer did on CPU: its value as ``verify`` says it, and its sentence (the
+    last two are the runner's)."""
 
-    UPSTREAM = "upstream"  # SGLang's own code serves top-1 with the flag
-    OTHER_RUNNER = "other runner"  # the method's layer does not run on the CUTLASS runner
-    LIFT_SERVES = "lift serves"  # SGLang's own method does not serve; lifted, it does
-    LIFTED_WRONG = "lifted, wrong"  # SGLang's own raises; lifted, it computes, but not expert(x*w)
-    FAILS = "fails"  # neither serves
-    NOT_SHOWN = "not shown"  # the runner: no layer shows SGLang's fused function serving
-    NOT_APPLICABLE = "not applicable"  # the runner: this release has no CUTLASS runner module
+    UPSTREAM = "upstream", "SGLang's own layer serves top-1 with the flag"
+    OTHER_RUNNER = "other runner", "SGLang's own layer runs on another runner"
+    LIFT_SERVES = "lift serves", "SGLang's own layer fails with the flag; lifted, it serves"
+    LIFTED_WRONG = "lifted, wrong", "lifted, the layer computes something other than expert(x*w)"
+    FAILS = "fails", "the layer fails with the flag, lifted or not"
+    NOT_SHOWN = "not shown", "no layer shows it serving the flag"
+    NOT_APPLICABLE = "not applicable", "this release has no FlashInfer CUTLASS runner module"
+
+    sentence: str
+
+    def __new__(cls, value: str, sentence: str) -> Shown:
+        member = object.__new__(cls)
+        member._value_ = value
+        member.sentence = sentence
+        return member
 
     @property
     def cell(self) -> str:
         return self.value.replace(", ", "-").replace(" ", "-")
 
-    @property
-    def sentence(self) -> str:
-        return SENTENCES[self]
 
-
-SENTENCES = {
-    Shown.UPSTREAM: "SGLang's own layer serves top-1 with the flag",
-    Shown.OTHER_RUNNER: "SGLang's own layer runs on another runner",
-    Shown.LIFT_SERVES: "SGLang's own layer fails with the flag; lifted, it serves",
-    Shown.LIFTED_WRONG: "lifted, the layer computes something other than expert(x*w)",
-    Shown.FAILS: "the layer fails with the flag, lifted or not",
-    Shown.NOT_SHOWN: "no layer shows it serving the flag",
-    Shown.NOT_APPLICABLE: "this release has no FlashInfer CUTLASS runner module",
-}
 SERVING = (Shown.UPSTREAM, Shown.LIFT_SERVES)  # the method's layer serves on the CUTLASS runner
 
 

@@ -6,12 +6,13 @@ without the flag, so the weight is applied once; :func:`.rule.decide` says where
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from sglang_nvfp4_patches.llama4_router_weight import outcomes
+from sglang_nvfp4_patches.llama4_router_weight import evidence, outcomes
 from sglang_nvfp4_patches.llama4_router_weight.flag_free_view import (
     without_router_weight_on_input,
 )
@@ -23,7 +24,6 @@ from sglang_nvfp4_patches.llama4_router_weight.refusals import (
     nvfp4_dispatch_remedy,
 )
 from sglang_nvfp4_patches.llama4_router_weight.rule import CUTLASS, Part, decide
-from sglang_nvfp4_patches.llama4_router_weight.suspension import is_runner_prescale_suspended
 from sglang_nvfp4_patches.patch_report import PatchState, PatchUnavailable
 from sglang_nvfp4_patches.sglang_hooks import PATCHED_MARK
 
@@ -63,7 +63,7 @@ def honour_router_weight_on_input(
     )
 
     def fused_func(dispatch_output: Any, quant_info: Any, runner_config: Any) -> Any:
-        if is_runner_prescale_suspended():
+        if outcomes.is_suspended(outcomes.RUNNER_PRESCALE):
             return original(dispatch_output, quant_info, runner_config)
         topk_output = dispatch_output.topk_output
         if runner_config.apply_router_weight_on_input:
@@ -86,10 +86,7 @@ def honour_router_weight_on_input(
                 )
         return original(dispatch_output, quant_info, runner_config)
 
-    fused_func.__name__ = getattr(original, "__name__", "fused_func")
-    fused_func.__qualname__ = getattr(original, "__qualname__", fused_func.__name__)
-    fused_func.__doc__ = original.__doc__
-    fused_func.__wrapped__ = original  # type: ignore[attr-defined]
+    functools.update_wrapper(fused_func, original, ("__name__", "__qualname__", "__doc__"), ())
     setattr(fused_func, PATCHED_MARK, True)
     return fused_func
 
@@ -122,9 +119,6 @@ def require_flag_free_views() -> None:
         raise PatchUnavailable(f"{REGISTRY_MODULE}.MoeRunnerConfig views do not share state")
 
 
-DOUBLE_WEIGHTING = "vllm#43694's double weighting"
-
-
 def registry_prescaled() -> bool:
     """Whether our pre-scale wraps every CUTLASS entry of SGLang's fused-function registry."""
     try:
@@ -138,17 +132,14 @@ def runner_patcher(apply: bool = True) -> Callable[[ModuleType], None]:
     """Import callback: carry out :func:`.rule.decide` for the runner (``apply=False``: only
     record whether the bug is live)."""
 
-    @outcomes.reported_as(Part.RUNNER)
     def patch_runner_module(_module: ModuleType) -> None:
-        from sglang_nvfp4_patches.llama4_router_weight.evidence import current_facts
-
-        answer = decide(current_facts(), Part.RUNNER)
+        answer = decide(evidence.current_facts(), Part.RUNNER)
         if apply and answer.act:
             _wrap_registry(answer.reason)
         else:
             outcomes.record(Part.RUNNER, *answer.unpatched)
 
-    return patch_runner_module
+    return outcomes.reported_as(Part.RUNNER, patch_runner_module)
 
 
 def _wrap_registry(reason: str) -> None:

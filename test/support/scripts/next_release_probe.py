@@ -34,7 +34,7 @@ def _use_copy(copy: str) -> None:
 
 
 def _layer() -> dict[str, Any]:
-    from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
+    from sglang_nvfp4_patches.llama4_router_weight.commands import current_state
     from sglang_nvfp4_patches.simulation.bundled import LLAMA4_NVFP4
     from sglang_nvfp4_patches.simulation.llama4_layers import modelopt_layer
     from sglang_nvfp4_patches.simulation.scheduler import moe_layer_build_on
@@ -52,8 +52,8 @@ def _layer() -> dict[str, Any]:
 def _hooks() -> dict[str, Any]:
     import importlib
 
+    from sglang_nvfp4_patches.llama4_router_weight.commands import current_state
     from sglang_nvfp4_patches.llama4_router_weight.method_lift import create_moe_runner_hook
-    from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
     from sglang_nvfp4_patches.llama4_router_weight.rule import REJECTING_METHODS
     from sglang_nvfp4_patches.sglang_hooks import bound_at, hook_count
 

@@ -31,7 +31,7 @@ class PluginStateInActor:
 
         import sglang_nvfp4_patches
         from sglang_nvfp4_patches import this_process
-        from sglang_nvfp4_patches.llama4_router_weight.read_back import current_state
+        from sglang_nvfp4_patches.llama4_router_weight.commands import current_state
 
         hooked = {}
         for module_name, cls_name in NVFP4_MOE_METHODS.items():
