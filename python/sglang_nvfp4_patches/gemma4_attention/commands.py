@@ -65,7 +65,8 @@ def install(forced: bool, observe: bool) -> PatchReport:
     if failure is not None:
         return PatchReport(NAME, PatchState.FAILED, failure)
     if not hooks.wired():
-        return PatchReport(NAME, PatchState.PENDING, f"hooked when {seam_module()} is imported")
+        hooked = f"hooked when {seam_module()} is imported"
+        return PatchReport(NAME, PatchState.PENDING, f"{_rule_summary(mode)}; {hooked}")
     return current_state()
 
 
