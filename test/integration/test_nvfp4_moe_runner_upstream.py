@@ -87,7 +87,11 @@ def test_verify_records_sglangs_own_layer_serving_on_sm12x(runs: dict) -> None:
 
 def test_after_verify_the_patch_stands_down_on_sm12x_and_says_so(runs: dict) -> None:
     done = runs["doctor fixed"]
-    assert done.returncode == 0, done.stderr[-3000:]
+    # exit 1 only for llama4-router-weight: verify ran this patch's checks alone, so no row
+    # holds Llama 4's cells for these sources and its parts are unknown
+    patches = json.loads(done.stdout)["patches"]
+    unfixed = {name for name, p in patches.items() if p["status"] in ("unknown", "failed")}
+    assert done.returncode == 1 and unfixed == {"llama4-router-weight"}, done.stderr[-3000:]
     report = third(done)
     assert report["status"] == "applied"  # SM10X, where the fix changes nothing
     reason = report["reason"]
