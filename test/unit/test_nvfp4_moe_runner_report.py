@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sglang_nvfp4_patches.nvfp4_moe_runner.read_back import summary
+from sglang_nvfp4_patches.nvfp4_moe_runner.commands import summary
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import EvidenceKey
 from sglang_nvfp4_patches.patch_report import PatchState
 

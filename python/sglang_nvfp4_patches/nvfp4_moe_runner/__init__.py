@@ -9,8 +9,7 @@ serves is refused before the weights load where another line serves it.
 * the evidence: :mod:`.evidence` runs stand-in checkpoints' first MoE layer on simulated
   Blackwell GPUs, its states ``moe:`` columns of the release facts;
 * where it is wired: :func:`.question.answer`, asked through :mod:`..server_args_seam`;
-* what the commands call: :mod:`.install`, :mod:`.read_back`, :mod:`.explain_facts`,
-  :mod:`.checks`.
+* what the commands call: :mod:`.commands`, :mod:`.checks`.
 """
 
 from __future__ import annotations
@@ -18,13 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 # ``question`` registers the question where it is defined.
-from sglang_nvfp4_patches.nvfp4_moe_runner import (
-    explain_facts,
-    install,
-    question,  # noqa: F401
-    read_back,
-    suspension,
-)
+from sglang_nvfp4_patches.nvfp4_moe_runner import commands, question, suspension  # noqa: F401
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import NAME
 from sglang_nvfp4_patches.patch import Patch
 
@@ -47,10 +40,10 @@ def release_facts() -> dict[str, str]:
 PATCH = Patch(
     NAME,
     None,  # every architecture: decided by the checkpoint's MoE layer
-    install.install,
-    read_back.current_state,
-    read_back.unpatched_report,
-    explain_facts.explain_note,
+    commands.install,
+    commands.current_state,
+    commands.unpatched_report,
+    commands.explain_note,
     verify_checks,
     release_facts,
     suspension.suspended,

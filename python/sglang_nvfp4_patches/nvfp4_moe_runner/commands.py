@@ -1,21 +1,29 @@
-"""What ``doctor`` reads back of ``nvfp4-moe-runner``: whether its hook is on the seam, and
-what the release facts for this SGLang say, per launch line, MoE layer settings and GPU."""
+"""What the commands call of ``nvfp4-moe-runner``: the plugin's ``install`` (its question asked
+through the server-args seam as SGLang imports it, so plugin load imports nothing), what
+``doctor`` reads back (the hook on the seam, and what the release facts for this SGLang say per
+launch line, MoE layer settings and GPU) and ``explain``'s note."""
 
 from __future__ import annotations
+
+import logging
 
 from sglang_nvfp4_patches.nvfp4_moe_runner.rule import (
     CUTLASS,
     EVIDENCE_GPUS,
     NAME,
     NO_QUANTIZATION,
+    NVFP4,
     Evidence,
     EvidenceKey,
     EvidenceState,
 )
 from sglang_nvfp4_patches.patch_report import PatchReport, PatchState
 from sglang_nvfp4_patches.release_gate import VERIFY_COMMAND
+from sglang_nvfp4_patches.server_args_seam import hooks
+from sglang_nvfp4_patches.server_args_seam.seam import seam_module
 from sglang_nvfp4_patches.supported_releases import sglang_version
 
+logger = logging.getLogger("sglang_nvfp4_patches.nvfp4_moe_runner")
 # What each state means for the MoE layers and GPUs it was found on (LIVE: the verb given).
 PHRASES = {
     EvidenceState.LIVE: "",
@@ -107,3 +115,44 @@ def current_state() -> PatchReport:
 def unpatched_report() -> PatchReport:
     """The evidence, read-only, where nothing is installed."""
     return _evidence(PatchState.NOT_PATCHED, "live here")
+
+
+def install(forced: bool, observe: bool) -> PatchReport:
+    """Ask the question when SGLang imports the seam; ``observe``: wire nothing, say whether
+    the failure is live here. ``forced`` is never true: this patch cannot be forced."""
+    if observe:
+        report = unpatched_report()
+        if report.state is PatchState.UNKNOWN:  # nothing wired, nothing known: say what to do
+            logger.warning(
+                "[%s] %s. A ModelOpt NVFP4 MoE checkpoint launched here with the MoE runner "
+                "left at auto may fail at its first forward (the layer building the "
+                "flashinfer_trtllm runner on weights prepared for CUTLASS: 'g1_scale_c'); "
+                "--moe-runner-backend flashinfer_cutlass avoids it.",
+                NAME,
+                report.reason,
+            )
+        return report
+    failure = hooks.ask(NAME)
+    if failure is not None:
+        return PatchReport(NAME, PatchState.FAILED, failure)
+    pending = "decided when SGLang resolves a ModelOpt NVFP4 MoE checkpoint"
+    return PatchReport(
+        NAME, PatchState.PENDING, f"{pending} (hooked when {seam_module()} is imported)"
+    )
+
+
+def explain_note(moe_runner: str | None, moe_quantization: str | None) -> str:
+    """One line for a ModelOpt NVFP4 MoE row (none for any other checkpoint)."""
+    if moe_quantization != NVFP4:
+        return ""
+    from sglang_nvfp4_patches.nvfp4_moe_runner.evidence import facts_of
+    from sglang_nvfp4_patches.release_facts import current_row
+
+    row = current_row()
+    if row is None or facts_of(row) is None:
+        return f"{NAME} cannot tell here ({no_record().reason})"
+    return (
+        f"{NAME}: a ModelOpt NVFP4 MoE checkpoint launched with no MoE runner gets {CUTLASS} "
+        f"where SGLang's own layer fails at the first forward (evidence recorded by "
+        f"{row.made_by})"
+    )
