@@ -17,6 +17,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -890,3 +891,31 @@ def test_a_stop_before_the_questions_run_is_not_a_warning(
             run_module._run_coroutine(questions())
         gc.collect()
     assert [str(warning.message) for warning in seen] == []
+
+
+def test_a_stop_as_the_runner_takes_its_loop_leaves_no_open_loop(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Once "deallocating an open event loop" (uvloop's ERROR) came before "interrupted; ...":
+    the Ctrl-C landed after the runner made its loop, before the runner owned it."""
+    import asyncio
+
+    pytest.importorskip("uvloop")
+    from sglang_nvfp4_patches.accuracy import run as run_module
+
+    made: list[asyncio.AbstractEventLoop] = []
+
+    class StoppedRunner(asyncio.Runner):
+        def run(self, coro: Any, **kwargs: Any) -> Any:
+            made.append(self._loop_factory())  # type: ignore[attr-defined, misc]
+            raise KeyboardInterrupt  # before the runner records the loop as its own
+
+    async def questions() -> None:
+        raise AssertionError("never asked")
+
+    monkeypatch.setattr(run_module.asyncio, "Runner", StoppedRunner)
+    with pytest.raises(KeyboardInterrupt):
+        run_module._run_coroutine(questions())
+    gc.collect()
+    assert made and all(loop.is_closed() for loop in made)
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []

@@ -391,6 +391,7 @@ def _run_document(
 def _run_coroutine(coro: Coroutine[Any, Any, None]) -> None:
     """Run on uvloop when installed: it cuts the per-request CPU cost at high --parallel."""
     main = until_stop_request(coro)
+    loop: asyncio.AbstractEventLoop | None = None
     try:
         try:
             import uvloop
@@ -400,9 +401,12 @@ def _run_coroutine(coro: Coroutine[Any, Any, None]) -> None:
             if uvloop is None or sys.version_info < (3, 11):
                 stopped = asyncio.run(main)
             else:
-                with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+                loop = uvloop.new_event_loop()
+                with asyncio.Runner(loop_factory=lambda: loop) as runner:
                     stopped = runner.run(main)
     finally:
+        if loop is not None and not loop.is_closed():  # a stop before the runner took it
+            loop.close()
         for created in (main, coro):  # a stop before they ran: not warned of as never awaited
             if inspect.getcoroutinestate(created) == inspect.CORO_CREATED:
                 created.close()
