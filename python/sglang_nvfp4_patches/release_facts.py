@@ -131,9 +131,14 @@ def fingerprint() -> str:
     return fingerprint_at(tuple(spec.submodule_search_locations or ()) if spec else ())
 
 
+def shipped_rows() -> list[Row]:
+    """The rows CI settled, shipped with the package (none where the file cannot be read)."""
+    return _read(SHIPPED, SHIPPED_BY)[1]
+
+
 def find_row(version: str, wanted: str) -> Row | None:
     """The row whose fingerprint is ``wanted``: shipped first, then kept, ``version``'s first."""
-    rows = _read(SHIPPED, SHIPPED_BY)[1] + _read(records_dir() / KEPT_NAME, KEPT_BY)[1]
+    rows = shipped_rows() + _read(records_dir() / KEPT_NAME, KEPT_BY)[1]
     found = [row for row in rows if row.fingerprint == wanted]
     found.sort(key=lambda row: (row.made_by != SHIPPED_BY, row.release != version))
     return found[0] if found else None

@@ -30,7 +30,7 @@ from sglang_nvfp4_patches.llama4_router_weight.rule import (
     Part,
     Shown,
 )
-from sglang_nvfp4_patches.release_facts import SHIPPED, Row, parse
+from sglang_nvfp4_patches.release_facts import Row, shipped_rows
 
 GPU = "sm120"
 COLUMN = "l4:"  # every Part's column starts so
@@ -71,11 +71,7 @@ def current_facts() -> Facts | None:
 
 def releases_serving(part: Part) -> tuple[str, ...]:
     """The releases whose shipped row shows ``part``'s layer serving, oldest first."""
-    try:
-        rows = parse(SHIPPED.read_text())[1]
-    except OSError:
-        rows = []
-    found = {row.release for row in rows if shown_in(row).get(part) in SERVING}
+    found = {row.release for row in shipped_rows() if shown_in(row).get(part) in SERVING}
     return tuple(sorted(found, key=Version))
 
 

@@ -105,8 +105,6 @@ def _evidence(live_state: PatchState, where: str) -> PatchReport:
 
 def current_state() -> PatchReport:
     """The hook on the seam, and the evidence it decides from."""
-    from sglang_nvfp4_patches.server_args_seam import hooks
-
     if hooks.times_asked(NAME) != 1:
         return PatchReport(NAME, PatchState.FAILED, f"not installed in the {hooks.where()}")
     return _evidence(PatchState.APPLIED, hooks.where())

@@ -246,16 +246,33 @@ def moe_model(config: Mapping[str, Any]) -> MoeModel | None:
         return None
     if family == LLAMA4:
         on_input = {"apply_router_weight_on_input": True, "routing_method_type": "Llama4"}
+        top_k = int(text.get(TOP_K_FIELD[LLAMA4]) or 1)
         return MoeModel(
-            LLAMA4, index, int(text.get(TOP_K_FIELD[LLAMA4]) or 1), "Swiglu", True, on_input
+            LLAMA4,
+            index,
+            top_k,
+            gate_activation="Swiglu",
+            router_weight_on_input=True,
+            fused_moe_args=on_input,
         )
     if family == GEMMA4:
         top_k = int(text.get(TOP_K_FIELD[GEMMA4]) or 1)
         return MoeModel(
-            GEMMA4, index, top_k, "Geglu", False, {"top_k": top_k, "activation": "gelu"}
+            GEMMA4,
+            index,
+            top_k,
+            gate_activation="Geglu",
+            router_weight_on_input=False,
+            fused_moe_args={"top_k": top_k, "activation": "gelu"},
         )
     settings, arch = moe_settings(config), architecture(config)
     if settings is None or arch is None:
         return None
-    args = {"top_k": settings.top_k, "activation": settings.activation}
-    return MoeModel(arch, index, settings.top_k, GATED.get(settings.activation), False, args)
+    return MoeModel(
+        arch,
+        index,
+        settings.top_k,
+        gate_activation=GATED.get(settings.activation),
+        router_weight_on_input=False,
+        fused_moe_args={"top_k": settings.top_k, "activation": settings.activation},
+    )

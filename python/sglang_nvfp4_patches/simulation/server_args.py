@@ -8,7 +8,7 @@ import contextlib
 import io
 import traceback
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -33,7 +33,8 @@ class ResolvedBackends:
     layout: Layout = ONE_GPU
 
 
-_FIELDS = [field.name for field in fields(ResolvedBackends)][:5]  # the ServerArgs fields
+# The ServerArgs fields SGLang resolves: those without a default (the others are derived).
+_FIELDS = [field.name for field in fields(ResolvedBackends) if field.default is MISSING]
 
 
 class ServerArgsRejected(UsageError):
